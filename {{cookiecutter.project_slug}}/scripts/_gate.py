@@ -1,0 +1,428 @@
+"""Shared helpers for the gate's scripts: outcomes and reports, config, git, environments.
+
+Every script in this folder is standalone (stdlib plus PyYAML) and imports only this module
+from its neighbours, so the folder can be vendored as a whole.
+
+Exit codes used by every script: 0 pass, 1 block, 2 fail closed (bad input, broken precondition,
+or an internal error; the message names the file, the field and the fix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PASS, BLOCK, FAIL_CLOSED = 0, 1, 2
+STATUS = {PASS: "pass", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
+# Merge-time evidence must not depend on what the author's shell exported.
+WHEELHOUSE = Path(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
+MODEL_ENV_DEFAULT = ("MODEL_ENDPOINT", "MODEL_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+class FailClosed(Exception):
+    """Input the gate cannot judge: reported as one line, exit 2."""
+
+
+@dataclass
+class Outcome:
+    """What a step concluded: exit code, one-line summary, and its evidence."""
+
+    code: int
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+def add_report_arg(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=Path("reports") / f"{name}.json",
+        help=f"JSON report to write (default: reports/{name}.json)",
+    )
+
+
+EXIT_CODES_HELP = "exit codes: 0 pass, 1 block, 2 fail closed (bad input or internal error)"
+
+
+def write_json(path: Path, payload: object) -> None:
+    """Write atomically so a killed run never leaves half a report behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n", "utf-8")
+    tmp.replace(path)
+
+
+def run_main(
+    name: str,
+    parser: argparse.ArgumentParser,
+    body: Callable[[argparse.Namespace], Outcome],
+    argv: Sequence[str] | None,
+) -> int:
+    """Parse, run, report. Every failure ends as one line and a report, never a traceback."""
+    args = parser.parse_args(argv)
+    report: Path = args.report
+    try:
+        outcome = body(args)
+    except FailClosed as exc:
+        outcome = Outcome(FAIL_CLOSED, str(exc))
+    except Exception as exc:  # noqa: BLE001 - the contract is one line and exit 2, whatever broke
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        outcome = Outcome(
+            FAIL_CLOSED,
+            f"internal error {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})",
+            {"traceback": traceback.format_exc()},
+        )
+    payload = {
+        "step": name,
+        "status": STATUS[outcome.code],
+        "exit_code": outcome.code,
+        "summary": outcome.summary,
+        "evidence": outcome.evidence,
+    }
+    write_json(report, payload)
+    stream = sys.stdout if outcome.code == PASS else sys.stderr
+    print(f"{name}: {STATUS[outcome.code]}: {outcome.summary}", file=stream)
+    return outcome.code
+
+
+# --- YAML and config -------------------------------------------------------------------------
+
+
+def load_yaml(path: Path) -> Any:
+    """Parse a YAML file, turning every parse problem into one line with the file and line."""
+    import yaml  # local import: --help works before PyYAML is installed
+
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise FailClosed(f"{path}: file is missing; restore it from the base branch") from None
+    except UnicodeDecodeError as exc:
+        raise FailClosed(f"{path}: not UTF-8 at byte {exc.start}; save it as UTF-8") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FailClosed(f"{path}: {line}malformed YAML ({problem}); fix the syntax") from None
+
+
+def require_mapping(value: Any, where: str, known: Sequence[str]) -> dict[str, Any]:
+    """A mapping with string keys, every key known: unknown keys are typos that would be ignored."""
+    if not isinstance(value, dict):
+        raise FailClosed(f"{where}: expected a mapping, got {type(value).__name__}")
+    unknown = sorted(str(key) for key in value if key not in known)
+    if unknown:
+        raise FailClosed(
+            f"{where}: unknown field {unknown[0]!r}; known fields are {', '.join(known)}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Config:
+    """oracle/judge.yaml: the judge's settings, read from the base revision."""
+
+    command: str
+    base_branch: str
+    oracle_ref: str
+    protected: tuple[str, ...]
+    tests: tuple[str, ...] = ("tests",)
+    model_env: tuple[str, ...] = ()
+    flake_max_retry: int = 1
+    variance_runs: int = 5
+    duration_cv_max: float = 0.35
+    ledger_ttl_days: int = 14
+    case_timeout: float = 10.0
+
+    @property
+    def model_variables(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*MODEL_ENV_DEFAULT, *self.model_env)))
+
+
+CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
+    "command": str,
+    "base_branch": str,
+    "oracle_ref": str,
+    "protected": list,
+    "tests": list,
+    "model_env": list,
+    "flake_max_retry": int,
+    "variance_runs": int,
+    "duration_cv_max": (int, float),
+    "ledger_ttl_days": int,
+    "case_timeout": (int, float),
+}
+CONFIG_REQUIRED = ("command", "base_branch", "oracle_ref", "protected")
+
+
+def load_config(path: Path) -> Config:
+    raw = require_mapping(load_yaml(path), str(path), list(CONFIG_TYPES))
+    for key in CONFIG_REQUIRED:
+        if key not in raw:
+            raise FailClosed(f"{path}: field {key!r} is required; add it")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        expected = CONFIG_TYPES[key]
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise FailClosed(f"{path}: field {key!r} has the wrong type ({type(value).__name__})")
+        if isinstance(value, list):
+            if not all(isinstance(item, str) for item in value):
+                raise FailClosed(f"{path}: field {key!r} must be a list of strings")
+            value = tuple(value)
+        values[key] = value
+    return Config(**values)
+
+
+# --- git ---------------------------------------------------------------------------------------
+
+
+def git(
+    repo: Path,
+    *args: str,
+    check: bool = True,
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Run git with a fixed environment; a failure becomes one line naming the command."""
+    full_env = {**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(repo), *args],
+            input=stdin,
+            capture_output=True,
+            env=full_env,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise FailClosed("git is not installed or not on PATH; install git") from None
+    if check and proc.returncode != 0:
+        detail = proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
+        raise FailClosed(f"git {' '.join(args)} failed in {repo}: {detail[-1] if detail else ''}")
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def repo_root(path: Path) -> Path:
+    proc = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise FailClosed(f"{path} is not a git repository; run from a clone of the project")
+    return Path(proc.stdout.decode().strip())
+
+
+def rev_exists(repo: Path, ref: str) -> bool:
+    return bool(git(repo, "rev-parse", "--verify", "--quiet", ref + "^{commit}", check=False))
+
+
+def resolve_commit(repo: Path, ref: str, option: str) -> str:
+    sha = git(repo, "rev-parse", "--verify", "--quiet", ref + "^{commit}", check=False).strip()
+    if not sha:
+        raise FailClosed(
+            f"{option} {ref!r} is not a commit in {repo}; fetch it or pass an existing ref"
+        )
+    return sha
+
+
+def default_base(repo: Path, head: str, base_branch: str) -> str:
+    """The merge base of head and the base branch, preferring the remote's copy of the branch."""
+    remote = f"origin/{base_branch}"
+    target = remote if rev_exists(repo, remote) else base_branch
+    if not rev_exists(repo, target):
+        raise FailClosed(f"base branch {base_branch!r} does not exist; pass --base REF")
+    sha = git(repo, "merge-base", head, target, check=False).strip()
+    if not sha:
+        raise FailClosed(
+            f"no merge base between {head} and {target} (shallow clone?); "
+            "run `git fetch --unshallow` or pass --base REF"
+        )
+    return sha
+
+
+def parse_name_status(raw: str) -> list[tuple[str, list[str]]]:
+    """Parse `--name-status -z` output: a status token, then one path, or two for R and C."""
+    tokens = [t for t in raw.split("\0") if t]
+    rows: list[tuple[str, list[str]]] = []
+    i = 0
+    while i < len(tokens):
+        status = tokens[i].strip()
+        width = 2 if status[:1] in ("R", "C") else 1
+        rows.append((status, tokens[i + 1 : i + 1 + width]))
+        i += 1 + width
+    return rows
+
+
+def resolve_oracle_ref(repo: Path, ref: str) -> str:
+    """The oracle ref to read: the remote's copy first, since the patch author cannot push it."""
+    for candidate in (f"refs/remotes/origin/{ref}", f"refs/heads/{ref}"):
+        if rev_exists(repo, candidate):
+            return candidate
+    raise FailClosed(
+        f"oracle ref {ref!r} does not exist; create it (README: protect the oracle ref)"
+    )
+
+
+def show_file(repo: Path, ref: str, path: str) -> bytes | None:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "show", f"{ref}:{path}"], capture_output=True, check=False
+    )
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def add_worktree(repo: Path, sha: str, dest: Path) -> Path:
+    git(repo, "worktree", "add", "--detach", "--force", str(dest), sha)
+    return dest
+
+
+def remove_worktree(repo: Path, dest: Path) -> None:
+    git(repo, "worktree", "remove", "--force", str(dest), check=False)
+    shutil.rmtree(dest, ignore_errors=True)
+    git(repo, "worktree", "prune", check=False)
+
+
+# --- environments --------------------------------------------------------------------------
+
+
+def bin_dir(env: Path) -> Path:
+    return env / ("Scripts" if os.name == "nt" else "bin")
+
+
+def find_uv() -> str | None:
+    """uv beside this interpreter first (installed from the wheelhouse), then PATH."""
+    beside = Path(sys.executable).parent / "uv"
+    return str(beside) if beside.exists() else shutil.which("uv")
+
+
+def _run_install(cmd: list[str], what: str) -> None:
+    env = {**os.environ, "PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
+        raise FailClosed(f"{what} failed: {lines[-1] if lines else 'no output'}")
+
+
+def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> Path:
+    """A fresh venv holding the hash-checked tools and a non-editable build of `tree`.
+
+    Installs only from the local wheelhouse: the judge never reaches the network. The build is
+    not editable so that the tree's own files (conftest.py, pytest settings) never sit on sys.path.
+    """
+    uv = find_uv()
+    python = bin_dir(dest) / "python"
+    offline = ["--no-index", "--find-links", str(wheelhouse)]
+    if uv:
+        _run_install([uv, "venv", "--quiet", "--python", sys.executable, str(dest)], "uv venv")
+        pip = [uv, "pip", "install", "--quiet", "--offline", "--python", str(python)]
+    else:
+        _run_install([sys.executable, "-m", "venv", str(dest)], "python -m venv")
+        pip = [str(python), "-m", "pip", "install", "--quiet"]
+    _run_install([*pip, *offline, "--require-hashes", "-r", str(requirements)], "tool install")
+    _run_install(
+        [*pip, *offline, "--no-deps", "--no-build-isolation", str(tree)], f"build of {tree}"
+    )
+    return python
+
+
+def relpath(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+# --- pytest runs, read from JUnit XML --------------------------------------------------------
+
+
+@dataclass
+class PytestRun:
+    """A pytest run judged by its JUnit XML, never by its exit code alone."""
+
+    exit_code: int | None
+    timed_out: bool
+    outcomes: dict[str, str] | None  # node id -> passed/failed/error/skipped; None: no XML
+    messages: dict[str, str]
+    durations: dict[str, float]
+    output_tail: str
+
+
+def _node_id(root: Path, prefix: str, classname: str, name: str) -> str:
+    """Turn JUnit's dotted classname back into a pytest node id, using the files on disk."""
+    parts = classname.split(".") if classname else []
+    for cut in range(len(parts), 0, -1):
+        candidate = "/".join(parts[:cut]) + ".py"
+        if (root / candidate).is_file():
+            return "::".join([f"{prefix}{candidate}", *parts[cut:], name])
+    return "::".join([prefix + classname.replace(".", "/"), name])
+
+
+def parse_junit(path: Path, root: Path, prefix: str = "") -> tuple[dict[str, str], dict[str, str], dict[str, float]] | None:
+    import xml.etree.ElementTree as ElementTree
+
+    try:
+        tree = ElementTree.parse(path)
+    except (OSError, ElementTree.ParseError):
+        return None
+    outcomes: dict[str, str] = {}
+    messages: dict[str, str] = {}
+    durations: dict[str, float] = {}
+    for case in tree.iter("testcase"):
+        node = _node_id(root, prefix, case.get("classname", ""), case.get("name", ""))
+        verdict = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                verdict = {"failure": "failed"}.get(child.tag, child.tag)
+                messages[node] = (child.get("message") or child.text or "")[:500]
+        outcomes[node] = verdict
+        durations[node] = float(case.get("time") or 0.0)
+    return outcomes, messages, durations
+
+
+def run_pytest(
+    python: Path, root: Path, targets: Sequence[str], *, prefix: str, timeout: float, trusted: bool
+) -> PytestRun:
+    """Run pytest on `targets` (relative to `root`) and read outcomes from JUnit XML.
+
+    `trusted=True` runs an oracle from the base tree: fixed rootdir and ini, no plugin
+    autoloading (a patch can register a pytest11 entry point), no cache, cwd outside any tree.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="oracle-pytest-") as tmp:
+        junit = Path(tmp) / "junit.xml"
+        cmd = [str(python), "-m", "pytest", "-q", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
+        if trusted:
+            ini = root / "pytest.ini"
+            if not ini.is_file():
+                ini = Path(tmp) / "pytest.ini"
+                ini.write_text("[pytest]\n", "utf-8")
+            cmd += ["-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root)]
+            cmd += ["-p", "no:cacheprovider", "--import-mode=importlib"]
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+            # Hypothesis caches example constants on disk even with database=None.
+            env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(Path(tmp) / "hypothesis")
+            env["HOME"] = tmp
+        cmd += [str(root / t) for t in targets]
+        try:
+            proc = subprocess.run(
+                cmd, cwd=tmp if trusted else root, env=env, capture_output=True,
+                timeout=timeout, check=False, start_new_session=True,
+            )
+            code: int | None = proc.returncode
+            output, timed_out = proc.stdout + proc.stderr, False
+        except subprocess.TimeoutExpired as exc:
+            code, timed_out = None, True
+            output = (exc.stdout or b"") + (exc.stderr or b"")
+        parsed = parse_junit(junit, root, prefix)
+    tail = output[-2000:].decode("utf-8", "backslashreplace")
+    if parsed is None:
+        return PytestRun(code, timed_out, None, {}, {}, tail)
+    return PytestRun(code, timed_out, *parsed, tail)

@@ -1,0 +1,129 @@
+"""Check the flake quarantine read from the protected oracle ref (never from the patch).
+
+    python scripts/check_quarantine.py --file QUARANTINE_YAML --parent TREE --patch TREE
+
+Rows: `id` (a test id such as `oracle/test_x.py::test_y`), `until` (YYYY-MM-DD), `reason`,
+`owner`. An expired row blocks until a human removes or extends it: it never silently returns
+to the scoring set. A row naming a test absent from both trees blocks.
+Exit codes: 0 every row is live and names a real test, 1 block (an expired row, a row naming
+no test), 2 fail closed (the file is missing or malformed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as dt
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from _gate import (
+    BLOCK,
+    EXIT_CODES_HELP,
+    PASS,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+    load_yaml,
+    require_mapping,
+    run_main,
+)
+from count_asserts import iter_tests
+
+ROW_FIELDS = ("id", "until", "reason", "owner")
+
+
+def parse_day(value: Any, where: str) -> dt.date:
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise FailClosed(f"{where}: 'until' must be a date YYYY-MM-DD, got {value!r}") from None
+
+
+def load_quarantine(path: Path) -> list[dict[str, Any]]:
+    raw = require_mapping(load_yaml(path) or {"quarantine": []}, str(path), ("quarantine",))
+    rows = raw.get("quarantine") or []
+    if not isinstance(rows, list):
+        raise FailClosed(f"{path}: field 'quarantine' must be a list of rows")
+    out = []
+    for index, row in enumerate(rows):
+        where = f"{path}: quarantine row #{index + 1}"
+        data = require_mapping(row, where, ROW_FIELDS)
+        for key in ROW_FIELDS:
+            if key not in data or (isinstance(data[key], str) and not data[key].strip()):
+                raise FailClosed(f"{where}: field {key!r} is required")
+        out.append({**data, "id": str(data["id"]), "until": parse_day(data["until"], where)})
+    return out
+
+
+def active_ids(rows: Sequence[dict[str, Any]], today: dt.date) -> set[str]:
+    return {row["id"] for row in rows if row["until"] >= today}
+
+
+def test_exists(test_id: str, trees: Sequence[Path]) -> bool:
+    """Whether `path::[Class::]name[param]` names a test function defined in either tree."""
+    path, _, rest = test_id.partition("::")
+    wanted = rest.split("[", 1)[0]
+    for tree in trees:
+        file = tree / path
+        if not file.is_file():
+            continue
+        try:
+            module = ast.parse(file.read_bytes())
+        except (SyntaxError, ValueError):
+            continue
+        if any(t.id.split("::", 1)[1] == wanted for t in iter_tests(module.body, path)):
+            return True
+    return False
+
+
+def today_arg(value: str) -> dt.date:
+    return dt.date.fromisoformat(value)
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    rows = load_quarantine(args.file)
+    expired = [r for r in rows if r["until"] < args.today]
+    unknown = [r for r in rows if not test_exists(r["id"], [args.parent, args.patch])]
+    evidence = {
+        "file": str(args.file),
+        "today": args.today.isoformat(),
+        "active": sorted(active_ids(rows, args.today)),
+        "expired": [{**r, "until": r["until"].isoformat()} for r in expired],
+        "unknown": [r["id"] for r in unknown],
+    }
+    if expired:
+        row = expired[0]
+        return Outcome(
+            BLOCK,
+            f"quarantine row {row['id']} expired on {row['until']}; a human removes or extends it "
+            "on the oracle ref",
+            evidence,
+        )
+    if unknown:
+        return Outcome(
+            BLOCK, f"quarantine row {unknown[0]['id']} names no test in either tree", evidence
+        )
+    return Outcome(PASS, f"{len(rows)} quarantine rows, all live", evidence)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--file", type=Path, required=True, help="quarantine.yaml from the oracle ref")
+    p.add_argument("--parent", type=Path, required=True, help="parent tree")
+    p.add_argument("--patch", type=Path, required=True, help="patch tree")
+    p.add_argument("--today", type=today_arg, default=dt.date.today(), help="YYYY-MM-DD")
+    add_report_arg(p, "quarantine")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main("quarantine", parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Classify every path the patch wrote, over all commits of the branch, against the base.
+
+    python scripts/classify_write_set.py --base MERGE_BASE --head HEAD
+
+Classes: `protected` (the judge and its evidence: fail closed unless ORACLE_REVIEW=1),
+`fixtures` (judged by fixtures.lock, reported here), `tests` (the patch's own tests: advisory),
+`source` (everything else). Renames count on both sides, names are read with -z.
+Exit codes: 0 no protected path touched (or ORACLE_REVIEW=1), 2 fail closed (a protected path
+was touched, or git/config input is bad). This step never blocks with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+
+from _gate import (
+    EXIT_CODES_HELP,
+    FAIL_CLOSED,
+    PASS,
+    Outcome,
+    add_report_arg,
+    git,
+    load_config,
+    parse_name_status,
+    resolve_commit,
+    run_main,
+)
+
+FIXTURES = "fixtures/"
+TEST_NAME = re.compile(r"^(test_.*\.py|.*_test\.py|conftest\.py)$")
+
+
+@lru_cache(maxsize=None)
+def pattern_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a CODEOWNERS / gitignore-style pattern into a regex over POSIX paths.
+
+    A leading or inner slash anchors the pattern at the root; a trailing slash means
+    "everything below"; `*` stays within one segment and `**` crosses segments.
+    """
+    anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
+    directory = pattern.endswith("/")
+    body = pattern.strip("/")
+    out = []
+    i = 0
+    while i < len(body):
+        if body.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        else:
+            char = body[i]
+            out.append({"*": "[^/]*", "?": "[^/]"}.get(char, re.escape(char)))
+            i += 1
+    prefix = "" if anchored else "(?:.*/)?"
+    suffix = "/.+" if directory else "(?:/.+)?"
+    return re.compile(f"{prefix}{''.join(out)}{suffix}")
+
+
+def matches(path: str, patterns: Iterable[str]) -> str | None:
+    return next((p for p in patterns if pattern_regex(p).fullmatch(path)), None)
+
+
+def touched(repo: Path, base: str, head: str) -> dict[str, set[str]]:
+    """Every path written by the branch: the net diff plus each commit, both sides of renames."""
+    net = git(repo, "diff", "-z", "--name-status", "-M", base, head)
+    each = git(repo, "log", "-z", "--name-status", "-M", "--format=", f"{base}..{head}")
+    paths: dict[str, set[str]] = {}
+    for status, names in parse_name_status(net) + parse_name_status(each):
+        for name in names:
+            paths.setdefault(name, set()).add(status[:1])
+    return paths
+
+
+def classify(path: str, protected: Sequence[str], tests: Sequence[str]) -> tuple[str, str]:
+    rule = matches(path, protected)
+    if rule:
+        return "protected", rule
+    if path.startswith(FIXTURES):
+        return "fixtures", FIXTURES
+    in_tests = any(path == t or path.startswith(t.rstrip("/") + "/") for t in tests)
+    if in_tests or TEST_NAME.match(PurePosixPath(path).name):
+        return "tests", "test path"
+    return "source", ""
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    config = load_config(args.config)
+    base = resolve_commit(args.repo, args.base, "--base")
+    head = resolve_commit(args.repo, args.head, "--head")
+    classes: dict[str, list[dict[str, object]]] = {
+        "protected": [], "fixtures": [], "tests": [], "source": []
+    }
+    for path, statuses in sorted(touched(args.repo, base, head).items()):
+        kind, rule = classify(path, config.protected, config.tests)
+        classes[kind].append({"path": path, "status": "".join(sorted(statuses)), "rule": rule})
+    review = os.environ.get("ORACLE_REVIEW") == "1"
+    counts = ", ".join(f"{len(v)} {k}" for k, v in classes.items())
+    evidence = {"base": base, "head": head, "oracle_review": review, **classes}
+    hits = classes["protected"]
+    if hits and not review:
+        first = hits[0]
+        return Outcome(
+            FAIL_CLOSED,
+            f"patch touches protected path {first['path']} (rule {first['rule']}) and "
+            f"{len(hits) - 1} more; the judge cannot judge its own edit: set ORACLE_REVIEW=1 "
+            "only after a human reviewed it",
+            evidence,
+        )
+    note = " (protected paths accepted under ORACLE_REVIEW=1)" if hits else ""
+    return Outcome(PASS, f"write-set: {counts}{note}; tests in it are advisory", evidence)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--repo", type=Path, default=Path("."), help="git repository")
+    p.add_argument("--base", required=True, help="the merge base (commit-ish)")
+    p.add_argument("--head", default="HEAD", help="the patch (commit-ish)")
+    p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"), help="judge.yaml")
+    add_report_arg(p, "write-set")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main("write-set", parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""Replay the parent cassettes three ways: recorded parent, parent build now, patch build.
+
+    python scripts/replay_cassettes.py --cassette FILE --parent-command P --patch-command Q
+
+Recorded and parent-now disagree: environment drift, fail closed. Parent-now and patch disagree
+on a compared field: block, unless a reviewed allowlist row (`id`, `field`, `reason`,
+`reviewer`) names it. A row missing `reason` or `reviewer`, or matching no mismatch (stale),
+fails closed so rows cannot accumulate. Unstable fields (differing between parent runs at
+record time) never block and are always reported.
+Exit codes: 0 the surface is preserved, 1 block (a mismatch), 2 fail closed (drift, a bad or
+stale allowlist, a cassette whose provenance does not match the cases).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from _cases import Case, load_cases, observe, run_many
+from _gate import (
+    BLOCK,
+    EXIT_CODES_HELP,
+    FAIL_CLOSED,
+    PASS,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+    load_yaml,
+    require_mapping,
+    run_main,
+)
+
+ALLOW_FIELDS = ("id", "field", "reason", "reviewer")
+
+
+def load_allowlist(path: Path) -> list[dict[str, str]]:
+    raw = require_mapping(load_yaml(path) or {"allow": []}, str(path), ("allow",))
+    rows = raw.get("allow") or []
+    if not isinstance(rows, list):
+        raise FailClosed(f"{path}: field 'allow' must be a list of rows")
+    out = []
+    for index, row in enumerate(rows):
+        where = f"{path}: allow row #{index + 1}"
+        data = require_mapping(row, where, ALLOW_FIELDS)
+        for key in ALLOW_FIELDS:
+            if not isinstance(data.get(key), str) or not data[key].strip():
+                raise FailClosed(f"{where}: field {key!r} is required; a reviewed row names it")
+        out.append({key: data[key] for key in ALLOW_FIELDS})
+    return out
+
+
+def as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, sort_keys=True)
+
+
+def unified(parent: Any, patch: Any) -> str:
+    lines = difflib.unified_diff(
+        as_text(parent).splitlines(), as_text(patch).splitlines(), "parent", "patch", lineterm=""
+    )
+    return "\n".join(list(lines)[:200])
+
+
+def compare(
+    cases: Sequence[Case], cassette: dict[str, Any], parent_now: list[Any], patch: list[Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return (drift, mismatches, unstable) over every compared field of every case."""
+    drift, mismatches, unstable = [], [], []
+    for case, parent_fields, patch_fields in zip(cases, parent_now, patch):
+        recorded = cassette["cases"][case.id]
+        for spec in case.compare:
+            if spec in recorded["unstable"]:
+                unstable.append({"id": case.id, "field": spec, "values": recorded["unstable"][spec]})
+                continue
+            was, now, new = recorded["fields"][spec], parent_fields[spec], patch_fields[spec]
+            if was != now:
+                drift.append({"id": case.id, "field": spec, "recorded": was, "parent": now})
+            elif now != new:
+                row = {"id": case.id, "field": spec, "parent": now, "patch": new}
+                mismatches.append({**row, "diff": unified(now, new)})
+    return drift, mismatches, unstable
+
+
+def check_cassette(cassette: dict[str, Any] | None, cases: Sequence[Case], path: Path) -> dict[str, Any]:
+    if cassette is None:
+        raise FailClosed(f"{path}: no cassette; run `nox -s record` (the judge records it)")
+    recorded = cassette.get("cases", {})
+    for case in cases:
+        if recorded.get(case.id, {}).get("digest") != case.digest:
+            raise FailClosed(
+                f"{path}: case {case.id!r} changed since it was recorded; re-record from the base"
+            )
+    return cassette
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    cases = load_cases(args.cases, args.timeout)
+    allow = load_allowlist(args.allowlist)
+    try:
+        cassette = json.loads(args.cassette.read_bytes())
+    except (OSError, ValueError):
+        cassette = None
+    cassette = check_cassette(cassette, cases, args.cassette)
+    parent_runs = run_many(args.parent_command, cases, args.fixtures)
+    patch_runs = run_many(args.patch_command, cases, args.fixtures)
+    parent_now = [observe(c, runs[0]) for c, runs in zip(cases, parent_runs)]
+    patch_now = [observe(c, runs[0]) for c, runs in zip(cases, patch_runs)]
+    drift, mismatches, unstable = compare(cases, cassette, parent_now, patch_now)
+    allowed = {(row["id"], row["field"]) for row in allow}
+    blocking = [m for m in mismatches if (m["id"], m["field"]) not in allowed]
+    used = {(m["id"], m["field"]) for m in mismatches}
+    stale = [row for row in allow if (row["id"], row["field"]) not in used]
+    evidence = {
+        "cases": len(cases),
+        "allowlist": str(args.allowlist),
+        "mismatches": mismatches,
+        "allowed": [m for m in mismatches if (m["id"], m["field"]) in allowed],
+        "drift": drift,
+        "stale_allow_rows": stale,
+        "unstable": unstable,
+    }
+    if drift:
+        d = drift[0]
+        return Outcome(
+            FAIL_CLOSED,
+            f"environment drift: the parent build now disagrees with its recording on "
+            f"{d['id']} {d['field']} ({len(drift)} fields); re-record on this machine",
+            evidence,
+        )
+    if stale:
+        s = stale[0]
+        return Outcome(
+            FAIL_CLOSED,
+            f"{args.allowlist}: row {s['id']} {s['field']} matches no mismatch (stale); remove it",
+            evidence,
+        )
+    note = f", {len(unstable)} unstable fields not compared" if unstable else ""
+    if blocking:
+        b = blocking[0]
+        return Outcome(
+            BLOCK,
+            f"{len(blocking)} compared fields changed (first: {b['id']} {b['field']}); "
+            f"an intended change needs a reviewed allowlist row{note}",
+            evidence,
+        )
+    allowed_note = f", {len(mismatches)} allowlisted" if mismatches else ""
+    return Outcome(PASS, f"{len(cases)} cases replayed, surface preserved{allowed_note}{note}", evidence)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--cassette", type=Path, required=True, help="recorded parent cassette")
+    p.add_argument("--parent-command", type=Path, required=True, help="parent build's CLI")
+    p.add_argument("--patch-command", type=Path, required=True, help="patch build's CLI")
+    p.add_argument("--cases", type=Path, default=Path("oracle/cases.yaml"))
+    p.add_argument("--allowlist", type=Path, default=Path("oracle/allowlist.yaml"))
+    p.add_argument("--fixtures", type=Path, default=Path("fixtures"))
+    p.add_argument("--timeout", type=float, default=10.0, help="default per-case timeout (s)")
+    add_report_arg(p, "replay")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main("replay", parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
