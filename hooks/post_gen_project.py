@@ -19,13 +19,25 @@ ANSWERS = r"""{{ cookiecutter | tojson }}"""
 # Baking must work on a machine with no git config: every commit names its own identity and
 # ignores signing and hooks the user may have configured globally.
 IDENTITY = (
-    "-c", "user.name=oracle-template", "-c", "user.email=oracle-template@localhost",
-    "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null",
+    "-c",
+    "user.name=oracle-template",
+    "-c",
+    "user.email=oracle-template@localhost",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.hooksPath=/dev/null",
 )
 EXAMPLE = (
-    "src/{pkg}/discounts.py", "src/{pkg}/orders.py", "tests/test_discounts.py",
-    "tests/test_orders.py", "oracle/test_properties.py", "oracle/test_replay_corpus.py",
-    "fixtures/carts.jsonl", "fixtures/carts.md", "fixtures/cwd",
+    "src/{pkg}/discounts.py",
+    "src/{pkg}/orders.py",
+    "tests/test_discounts.py",
+    "tests/test_orders.py",
+    "oracle/test_properties.py",
+    "oracle/test_replay_corpus.py",
+    "fixtures/carts.jsonl",
+    "fixtures/carts.md",
+    "fixtures/cwd",
 )
 MINIMAL = {
     "src/{pkg}/cli.py": '''"""Command-line entry point: the public surface the cassettes record."""
@@ -46,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     raise SystemExit(main())
 ''',
-    "tests/test_cli.py": '''from __future__ import annotations
+    "tests/test_cli.py": """from __future__ import annotations
 
 from {pkg}.cli import main
 
@@ -57,9 +69,10 @@ def test_main_without_arguments_succeeds() -> None:
 
 def test_main_rejects_unknown_arguments() -> None:
     assert main(["unknown"]) == 2
-''',
+""",
     "oracle/cases.yaml": "# Cassette cases: see the README, 'How to add a case'.\ncases: []\n",
-    "oracle/allowlist.yaml": "# Reviewed contract changes: rows of id, field, reason, reviewer.\nallow: []\n",
+    "oracle/allowlist.yaml": "# Reviewed contract changes: rows of id, field, reason, reviewer.\n"
+    "allow: []\n",
 }
 ORACLE_FILES = {
     "quarantine.yaml": "# Flake quarantine: rows of id, until (YYYY-MM-DD), reason, owner.\n"
@@ -122,8 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     answers = json.loads(ANSWERS)
     root = Path.cwd()
     if shutil.which("git") is None:
-        print("oracle-template: git is required to bake (git init, oracle ref); install git",
-              file=sys.stderr)
+        print(
+            "oracle-template: git is required to bake (git init, oracle ref); install git",
+            file=sys.stderr,
+        )
         return 1
     if answers["include_example"] == "no":
         drop_example(root, str(answers["package_name"]))

@@ -18,7 +18,9 @@ ANSWERS = r"""{{ cookiecutter | tojson }}"""
 
 SLUG = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 COMMAND = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-OWNER = re.compile(r"@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:/[A-Za-z0-9._-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+")
+OWNER = re.compile(
+    r"@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:/[A-Za-z0-9._-]+)?|[^@\s]+@[^@\s]+\.[^@\s]+"
+)
 REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//")
 
 
@@ -83,7 +85,9 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     "project_name": project_name,
     "project_slug": matching(SLUG, "lowercase letters and digits in '-'-separated words"),
     "package_name": identifier,
-    "cli_command": matching(COMMAND, "letters, digits, '.', '_' or '-', starting with a letter or digit"),
+    "cli_command": matching(
+        COMMAND, "letters, digits, '.', '_' or '-', starting with a letter or digit"
+    ),
     "owners": owners,
     "base_branch": lambda v: ref_problem(str(v)),
     "oracle_ref": lambda v: ref_problem(str(v)),

@@ -290,7 +290,9 @@ def observe(case: Case, run: Run) -> dict[str, Any]:
     return values
 
 
-def run_many(command: Path, cases: Sequence[Case], fixtures: Path, repeat: int = 1) -> list[list[Run]]:
+def run_many(
+    command: Path, cases: Sequence[Case], fixtures: Path, repeat: int = 1
+) -> list[list[Run]]:
     """Run every case `repeat` times across all cores; results keep the order of `cases`."""
     jobs = [(case, i) for case in cases for i in range(repeat)]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:

@@ -74,11 +74,12 @@ def run_main(
         outcome = body(args)
     except FailClosed as exc:
         outcome = Outcome(FAIL_CLOSED, str(exc))
-    except Exception as exc:  # noqa: BLE001 - the contract is one line and exit 2, whatever broke
+    except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         outcome = Outcome(
             FAIL_CLOSED,
-            f"internal error {type(exc).__name__}: {exc} ({Path(where.filename).name}:{where.lineno})",
+            f"internal error {type(exc).__name__}: {exc} "
+            f"({Path(where.filename).name}:{where.lineno})",
             {"traceback": traceback.format_exc()},
         )
     payload = {
@@ -305,7 +306,12 @@ def find_uv() -> str | None:
 
 
 def _run_install(cmd: list[str], what: str) -> None:
-    env = {**os.environ, "PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env = {
+        **os.environ,
+        "PIP_NO_INDEX": "1",
+        "UV_OFFLINE": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
     proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
     if proc.returncode != 0:
         lines = proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
@@ -363,7 +369,9 @@ def _node_id(root: Path, prefix: str, classname: str, name: str) -> str:
     return "::".join([prefix + classname.replace(".", "/"), name])
 
 
-def parse_junit(path: Path, root: Path, prefix: str = "") -> tuple[dict[str, str], dict[str, str], dict[str, float]] | None:
+def parse_junit(
+    path: Path, root: Path, prefix: str = ""
+) -> tuple[dict[str, str], dict[str, str], dict[str, float]] | None:
     import xml.etree.ElementTree as ElementTree
 
     try:
@@ -397,7 +405,15 @@ def run_pytest(
 
     with tempfile.TemporaryDirectory(prefix="oracle-pytest-") as tmp:
         junit = Path(tmp) / "junit.xml"
-        cmd = [str(python), "-m", "pytest", "-q", f"--junitxml={junit}", "-o", "junit_family=xunit2"]
+        cmd = [
+            str(python),
+            "-m",
+            "pytest",
+            "-q",
+            f"--junitxml={junit}",
+            "-o",
+            "junit_family=xunit2",
+        ]
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
         if trusted:
             ini = root / "pytest.ini"
@@ -413,8 +429,13 @@ def run_pytest(
         cmd += [str(root / t) for t in targets]
         try:
             proc = subprocess.run(
-                cmd, cwd=tmp if trusted else root, env=env, capture_output=True,
-                timeout=timeout, check=False, start_new_session=True,
+                cmd,
+                cwd=tmp if trusted else root,
+                env=env,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+                start_new_session=True,
             )
             code: int | None = proc.returncode
             output, timed_out = proc.stdout + proc.stderr, False

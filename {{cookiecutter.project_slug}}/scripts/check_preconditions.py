@@ -43,7 +43,11 @@ def execute(args: argparse.Namespace) -> Outcome:
     evidence = {"model_variables_checked": list(config.model_variables), "set": present}
     if problems:
         return Outcome(FAIL_CLOSED, "; ".join(problems), evidence)
-    return Outcome(PASS, f"offline, {len(config.model_variables)} model variables unset, {MATRIX} present", evidence)
+    return Outcome(
+        PASS,
+        f"offline, {len(config.model_variables)} model variables unset, {MATRIX} present",
+        evidence,
+    )
 
 
 def parser() -> argparse.ArgumentParser:

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 from pathlib import Path, PurePosixPath
 
 from _gate import (
@@ -36,7 +36,7 @@ FIXTURES = "fixtures/"
 TEST_NAME = re.compile(r"^(test_.*\.py|.*_test\.py|conftest\.py)$")
 
 
-@lru_cache(maxsize=None)
+@cache
 def pattern_regex(pattern: str) -> re.Pattern[str]:
     """Translate a CODEOWNERS / gitignore-style pattern into a regex over POSIX paths.
 
@@ -96,7 +96,10 @@ def execute(args: argparse.Namespace) -> Outcome:
     base = resolve_commit(args.repo, args.base, "--base")
     head = resolve_commit(args.repo, args.head, "--head")
     classes: dict[str, list[dict[str, object]]] = {
-        "protected": [], "fixtures": [], "tests": [], "source": []
+        "protected": [],
+        "fixtures": [],
+        "tests": [],
+        "source": [],
     }
     for path, statuses in sorted(touched(args.repo, base, head).items()):
         kind, rule = classify(path, config.protected, config.tests)

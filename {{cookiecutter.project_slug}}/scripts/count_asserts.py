@@ -75,7 +75,9 @@ def _is_test_class(node: ast.ClassDef) -> bool:
 
 def iter_tests(body: Sequence[ast.stmt], prefix: str) -> Iterator[Test]:
     for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "test"
+        ):
             yield Test(f"{prefix}::{node.name}", node.lineno, count_assertions(node))
         elif isinstance(node, ast.ClassDef) and _is_test_class(node):
             yield from iter_tests(node.body, f"{prefix}::{node.name}")
@@ -94,7 +96,9 @@ def inventory_file(path: Path, rel: str) -> tuple[list[Test], dict[str, Any] | N
     return list(iter_tests(tree.body, rel)), None
 
 
-def inventory_tree(root: Path, folders: Sequence[str]) -> tuple[dict[str, list[Test]], list[dict[str, Any]]]:
+def inventory_tree(
+    root: Path, folders: Sequence[str]
+) -> tuple[dict[str, list[Test]], list[dict[str, Any]]]:
     files: dict[str, list[Test]] = {}
     errors: list[dict[str, Any]] = []
     for folder in folders:
@@ -175,7 +179,9 @@ def execute(args: argparse.Namespace) -> Outcome:
     }
     counts = f"{parent_total} -> {patch_total} assertions"
     if findings:
-        return Outcome(BLOCK, f"{counts}; {findings[0]['reason']} ({len(findings)} findings)", evidence)
+        return Outcome(
+            BLOCK, f"{counts}; {findings[0]['reason']} ({len(findings)} findings)", evidence
+        )
     return Outcome(PASS, f"{counts}; no test lost an assertion", evidence)
 
 

@@ -53,8 +53,12 @@ def rerun(args: argparse.Namespace, node: str) -> int | None:
     target = node.removeprefix("oracle/")
     for attempt in range(1, retries_for(node, args.parent, args.max_retry) + 1):
         result = run_pytest(
-            args.patch_python, args.oracle, [target], prefix="oracle/",
-            timeout=args.timeout, trusted=True,
+            args.patch_python,
+            args.oracle,
+            [target],
+            prefix="oracle/",
+            timeout=args.timeout,
+            trusted=True,
         )
         if (result.outcomes or {}).get(node) == "passed" and result.exit_code == 0:
             return attempt
@@ -68,7 +72,9 @@ def execute(args: argparse.Namespace) -> Outcome:
     excused = active_ids(load_quarantine(args.quarantine), args.today) | frozen_ids(
         load_ledger(args.ledger), args.today
     )
-    excluded, flaky, remaining = [], [], []
+    excluded: list[str] = []
+    flaky: list[dict[str, Any]] = []
+    remaining: list[dict[str, Any]] = []
     for row in failures:
         node = row["id"]
         if node in excused:
@@ -76,7 +82,12 @@ def execute(args: argparse.Namespace) -> Outcome:
             continue
         attempt = rerun(args, node) if row["outcome"] == "failed" else None
         (flaky if attempt else remaining).append({"id": node, "passed_on_retry": attempt})
-    out = {"excluded": excluded, "flaky": flaky, "remaining": remaining, "max_retry": args.max_retry}
+    out = {
+        "excluded": excluded,
+        "flaky": flaky,
+        "remaining": remaining,
+        "max_retry": args.max_retry,
+    }
     if remaining:
         first = remaining[0]["id"]
         return Outcome(BLOCK, f"{len(remaining)} oracle failures not excused (first: {first})", out)

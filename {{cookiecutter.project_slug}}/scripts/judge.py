@@ -72,9 +72,13 @@ class Judgment:
     def scripts(self) -> Path:
         return self.parent / "scripts"
 
-    def record(self, name: str, code: int, summary: str, evidence: dict[str, Any] | None = None) -> int:
+    def record(
+        self, name: str, code: int, summary: str, evidence: dict[str, Any] | None = None
+    ) -> int:
         status = STATUS[code]
-        self.steps.append({"name": name, "status": status, "summary": summary, "evidence": evidence or {}})
+        self.steps.append(
+            {"name": name, "status": status, "summary": summary, "evidence": evidence or {}}
+        )
         print(f"judge: {name}: {status}: {summary}", flush=True)
         return code
 
@@ -96,7 +100,14 @@ class Judgment:
                 evidence[key] = value
         code = CODE.get(str(data.get("status")), FAIL_CLOSED)
         if advisory:
-            self.steps.append({"name": name, "status": "advisory", "summary": data.get("summary", ""), "evidence": evidence})
+            self.steps.append(
+                {
+                    "name": name,
+                    "status": "advisory",
+                    "summary": data.get("summary", ""),
+                    "evidence": evidence,
+                }
+            )
             print(f"judge: {name}: advisory: {data.get('summary', '')}", flush=True)
             return PASS
         return self.record(name, code, str(data.get("summary", "")), evidence)
@@ -143,39 +154,143 @@ def gate(j: Judgment, tmp: Path, wheelhouse: Path) -> None:
     config = j.parent / "oracle" / "judge.yaml"
     if j.run("preconditions", "check_preconditions.py", "--tree", j.parent) != PASS:
         return
-    j.run("write-set", "classify_write_set.py", "--repo", j.repo, "--base", j.base,
-          "--head", j.head, "--config", config)
-    j.run("fixtures-lock", "lock_fixtures.py", "--check", "--root", j.patch,
-          "--lock", evidence_tree / "fixtures.lock")
+    j.run(
+        "write-set",
+        "classify_write_set.py",
+        "--repo",
+        j.repo,
+        "--base",
+        j.base,
+        "--head",
+        j.head,
+        "--config",
+        config,
+    )
+    j.run(
+        "fixtures-lock",
+        "lock_fixtures.py",
+        "--check",
+        "--root",
+        j.patch,
+        "--lock",
+        evidence_tree / "fixtures.lock",
+    )
     built = build_both(j, tmp / "envs", wheelhouse)
     if built is None:
         return
     parent_py, patch_py = built
     command = j.config.command
-    parent_cmd, patch_cmd = bin_dir(parent_py.parent.parent) / command, bin_dir(patch_py.parent.parent) / command
+    parent_cmd, patch_cmd = (
+        bin_dir(parent_py.parent.parent) / command,
+        bin_dir(patch_py.parent.parent) / command,
+    )
     cassette = j.repo / ".oracle" / "cassettes" / j.base / "cassettes.json"
-    cases = ("--cases", j.parent / "oracle" / "cases.yaml", "--fixtures", j.parent / "fixtures",
-             "--timeout", str(j.config.case_timeout))
-    if j.run("record", "record_cassettes.py", "--command", parent_cmd, "--base", j.base,
-             "--out", cassette, "--reuse", *cases) == PASS:
-        j.run("replay", "replay_cassettes.py", "--cassette", cassette, "--parent-command", parent_cmd,
-              "--patch-command", patch_cmd, "--allowlist", evidence_tree / "oracle" / "allowlist.yaml", *cases)
-    j.run("assert-inventory", "count_asserts.py", "--parent", j.parent, "--patch", j.patch,
-          "--repo", j.repo, "--base", j.base, "--head", j.head, "--config", config)
+    cases = (
+        "--cases",
+        j.parent / "oracle" / "cases.yaml",
+        "--fixtures",
+        j.parent / "fixtures",
+        "--timeout",
+        str(j.config.case_timeout),
+    )
+    if (
+        j.run(
+            "record",
+            "record_cassettes.py",
+            "--command",
+            parent_cmd,
+            "--base",
+            j.base,
+            "--out",
+            cassette,
+            "--reuse",
+            *cases,
+        )
+        == PASS
+    ):
+        j.run(
+            "replay",
+            "replay_cassettes.py",
+            "--cassette",
+            cassette,
+            "--parent-command",
+            parent_cmd,
+            "--patch-command",
+            patch_cmd,
+            "--allowlist",
+            evidence_tree / "oracle" / "allowlist.yaml",
+            *cases,
+        )
+    j.run(
+        "assert-inventory",
+        "count_asserts.py",
+        "--parent",
+        j.parent,
+        "--patch",
+        j.patch,
+        "--repo",
+        j.repo,
+        "--base",
+        j.base,
+        "--head",
+        j.head,
+        "--config",
+        config,
+    )
     oracle = j.parent / "oracle"
-    j.run("oracle", "run_oracle.py", "--oracle", oracle, "--parent-python", parent_py, "--patch-python", patch_py)
+    j.run(
+        "oracle",
+        "run_oracle.py",
+        "--oracle",
+        oracle,
+        "--parent-python",
+        parent_py,
+        "--patch-python",
+        patch_py,
+    )
     try:
         quarantine, ledger = oracle_ref_files(j, tmp)
     except FailClosed as exc:
         j.record("quarantine", FAIL_CLOSED, str(exc))
         return
-    j.run("quarantine", "check_quarantine.py", "--file", quarantine, "--parent", j.parent, "--patch", j.patch)
-    flake = j.run("flake-budget", "flake_budget.py", "--oracle-report", j.reports / "oracle.json",
-                  "--oracle", oracle, "--patch-python", patch_py, "--quarantine", quarantine,
-                  "--ledger", ledger, "--max-retry", str(j.config.flake_max_retry))
+    j.run(
+        "quarantine",
+        "check_quarantine.py",
+        "--file",
+        quarantine,
+        "--parent",
+        j.parent,
+        "--patch",
+        j.patch,
+    )
+    flake = j.run(
+        "flake-budget",
+        "flake_budget.py",
+        "--oracle-report",
+        j.reports / "oracle.json",
+        "--oracle",
+        oracle,
+        "--patch-python",
+        patch_py,
+        "--quarantine",
+        quarantine,
+        "--ledger",
+        ledger,
+        "--max-retry",
+        str(j.config.flake_max_retry),
+    )
     excuse_oracle(j, flake)
-    j.run("tests", "run_tests.py", "--tree", j.patch, "--python", patch_py, "--tests",
-          *j.config.tests, advisory=True)
+    j.run(
+        "tests",
+        "run_tests.py",
+        "--tree",
+        j.patch,
+        "--python",
+        patch_py,
+        "--tests",
+        *j.config.tests,
+        advisory=True,
+    )
 
 
 def excuse_oracle(j: Judgment, flake: int) -> None:
@@ -204,8 +319,17 @@ def summary_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {step['name']} | {step['status']} | {text} |")
     for step in report["steps"]:
         for mismatch in (step["evidence"].get("mismatches") or [])[:3]:
-            lines += ["", f"`{mismatch['id']}` `{mismatch['field']}`", "```diff", mismatch["diff"], "```"]
-    lines += ["", "Decision table: `oracles/MATRIX.md`. Tests in the patch's write-set are advisory."]
+            lines += [
+                "",
+                f"`{mismatch['id']}` `{mismatch['field']}`",
+                "```diff",
+                mismatch["diff"],
+                "```",
+            ]
+    lines += [
+        "",
+        "Decision table: `oracles/MATRIX.md`. Tests in the patch's write-set are advisory.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -217,7 +341,10 @@ def publish(reports: Path, report: dict[str, Any]) -> None:
     if target:
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(text)
-    print(f"judge: verdict {report['verdict']} (exit {report['exit_code']}); see {reports / 'judge-report.json'}")
+    print(
+        f"judge: verdict {report['verdict']} (exit {report['exit_code']}); "
+        f"see {reports / 'judge-report.json'}"
+    )
 
 
 def judge(args: argparse.Namespace, reports: Path, base_ref: list[str]) -> list[dict[str, Any]]:
@@ -246,7 +373,9 @@ def judge(args: argparse.Namespace, reports: Path, base_ref: list[str]) -> list[
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog="exit codes: 0 merge, 1 block, 2 fail closed")
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog="exit codes: 0 merge, 1 block, 2 fail closed"
+    )
     p.add_argument("--base", help="parent commit-ish (default: merge base with the base branch)")
     p.add_argument("--head", default="HEAD", help="patch commit-ish (default HEAD)")
     p.add_argument("--repo", type=Path, default=Path("."), help="the repository (default .)")
@@ -265,11 +394,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FailClosed as exc:
         print(f"judge: fail-closed: {exc}", file=sys.stderr)
         steps = [{"name": "setup", "status": "fail-closed", "summary": str(exc), "evidence": {}}]
-    except Exception as exc:  # noqa: BLE001 - one line and a report, never a traceback
+    except Exception as exc:
         print(f"judge: fail-closed: internal error {type(exc).__name__}: {exc}", file=sys.stderr)
-        steps = [{"name": "setup", "status": "fail-closed", "summary": f"internal error: {exc}", "evidence": {}}]
+        steps = [
+            {
+                "name": "setup",
+                "status": "fail-closed",
+                "summary": f"internal error: {exc}",
+                "evidence": {},
+            }
+        ]
     code = verdict(steps)
-    report = {"verdict": VERDICT[code], "exit_code": code, "base": refs[0], "head": refs[1], "steps": steps}
+    report = {
+        "scripts_from": refs[0] if steps[0]["name"] != "setup" else "",
+        "verdict": VERDICT[code],
+        "exit_code": code,
+        "base": refs[0],
+        "head": refs[1],
+        "steps": steps,
+    }
     publish(reports, report)
     return code
 

@@ -67,7 +67,7 @@ def load_cassette(path: Path) -> dict[str, Any] | None:
 
 def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> dict[str, Any]:
     recorded: dict[str, Any] = {}
-    for case, runs in zip(cases, run_many(command, cases, fixtures, repeat=RUNS)):
+    for case, runs in zip(cases, run_many(command, cases, fixtures, repeat=RUNS), strict=True):
         seen = [observe(case, run) for run in runs]
         stable = {k: v for k, v in seen[0].items() if all(s[k] == v for s in seen[1:])}
         unstable = {k: [s[k] for s in seen] for k in seen[0] if k not in stable}
@@ -120,9 +120,7 @@ def materialize(args: argparse.Namespace) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="oracle-record-") as tmp:
         tree = add_worktree(repo, base, Path(tmp) / "parent")
         try:
-            python = build_env(
-                tree, Path(tmp) / "env", args.wheelhouse, tree / args.requirements
-            )
+            python = build_env(tree, Path(tmp) / "env", args.wheelhouse, tree / args.requirements)
             command = bin_dir(python.parent.parent) / config.command
             cases = load_cases(tree / "oracle" / "cases.yaml", config.case_timeout)
             return write(record(command, cases, tree / "fixtures", base), out)

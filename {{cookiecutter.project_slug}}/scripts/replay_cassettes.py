@@ -70,11 +70,13 @@ def compare(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Return (drift, mismatches, unstable) over every compared field of every case."""
     drift, mismatches, unstable = [], [], []
-    for case, parent_fields, patch_fields in zip(cases, parent_now, patch):
+    for case, parent_fields, patch_fields in zip(cases, parent_now, patch, strict=True):
         recorded = cassette["cases"][case.id]
         for spec in case.compare:
             if spec in recorded["unstable"]:
-                unstable.append({"id": case.id, "field": spec, "values": recorded["unstable"][spec]})
+                unstable.append(
+                    {"id": case.id, "field": spec, "values": recorded["unstable"][spec]}
+                )
                 continue
             was, now, new = recorded["fields"][spec], parent_fields[spec], patch_fields[spec]
             if was != now:
@@ -85,7 +87,9 @@ def compare(
     return drift, mismatches, unstable
 
 
-def check_cassette(cassette: dict[str, Any] | None, cases: Sequence[Case], path: Path) -> dict[str, Any]:
+def check_cassette(
+    cassette: dict[str, Any] | None, cases: Sequence[Case], path: Path
+) -> dict[str, Any]:
     if cassette is None:
         raise FailClosed(f"{path}: no cassette; run `nox -s record` (the judge records it)")
     recorded = cassette.get("cases", {})
@@ -107,8 +111,8 @@ def execute(args: argparse.Namespace) -> Outcome:
     cassette = check_cassette(cassette, cases, args.cassette)
     parent_runs = run_many(args.parent_command, cases, args.fixtures)
     patch_runs = run_many(args.patch_command, cases, args.fixtures)
-    parent_now = [observe(c, runs[0]) for c, runs in zip(cases, parent_runs)]
-    patch_now = [observe(c, runs[0]) for c, runs in zip(cases, patch_runs)]
+    parent_now = [observe(c, runs[0]) for c, runs in zip(cases, parent_runs, strict=True)]
+    patch_now = [observe(c, runs[0]) for c, runs in zip(cases, patch_runs, strict=True)]
     drift, mismatches, unstable = compare(cases, cassette, parent_now, patch_now)
     allowed = {(row["id"], row["field"]) for row in allow}
     blocking = [m for m in mismatches if (m["id"], m["field"]) not in allowed]
@@ -148,7 +152,9 @@ def execute(args: argparse.Namespace) -> Outcome:
             evidence,
         )
     allowed_note = f", {len(mismatches)} allowlisted" if mismatches else ""
-    return Outcome(PASS, f"{len(cases)} cases replayed, surface preserved{allowed_note}{note}", evidence)
+    return Outcome(
+        PASS, f"{len(cases)} cases replayed, surface preserved{allowed_note}{note}", evidence
+    )
 
 
 def parser() -> argparse.ArgumentParser:

@@ -89,18 +89,26 @@ def execute(args: argparse.Namespace) -> Outcome:
     }
     if patch.outcomes is None:
         why = "timed out" if patch.timed_out else f"exit {patch.exit_code}"
-        return Outcome(BLOCK, f"oracle run on the patch left no JUnit XML ({why}): truncated", evidence)
+        return Outcome(
+            BLOCK, f"oracle run on the patch left no JUnit XML ({why}): truncated", evidence
+        )
     if rows:
         first = rows[0]
         return Outcome(
-            BLOCK, f"{len(rows)} of {len(parent)} oracles fail on the patch (first: {first['id']} "
-            f"{first['outcome']})", evidence,
+            BLOCK,
+            f"{len(rows)} of {len(parent)} oracles fail on the patch (first: {first['id']} "
+            f"{first['outcome']})",
+            evidence,
         )
     if patch.exit_code != 0:
         return Outcome(
-            BLOCK, f"every oracle passed but pytest exited {patch.exit_code}: suspicious run", evidence
+            BLOCK,
+            f"every oracle passed but pytest exited {patch.exit_code}: suspicious run",
+            evidence,
         )
-    return Outcome(PASS, f"{len(parent)} property oracles pass on the parent and the patch", evidence)
+    return Outcome(
+        PASS, f"{len(parent)} property oracles pass on the parent and the patch", evidence
+    )
 
 
 def parser() -> argparse.ArgumentParser:

@@ -21,13 +21,22 @@ def execute(args: argparse.Namespace) -> Outcome:
     folders = [f for f in args.tests if (args.tree / f).exists()]
     if not folders:
         return Outcome(PASS, "advisory: no test folder in the patch", {"outcomes": {}})
-    result = run_pytest(args.python, args.tree, folders, prefix="", timeout=args.timeout, trusted=False)
+    result = run_pytest(
+        args.python, args.tree, folders, prefix="", timeout=args.timeout, trusted=False
+    )
     outcomes = result.outcomes or {}
-    counts = {k: sum(1 for v in outcomes.values() if v == k) for k in ("passed", "failed", "error", "skipped")}
+    counts = {
+        k: sum(1 for v in outcomes.values() if v == k)
+        for k in ("passed", "failed", "error", "skipped")
+    }
     shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no results"
     truncated = "" if result.outcomes is not None else " (no JUnit XML: the run was cut short)"
-    evidence = {"exit_code": result.exit_code, "counts": counts, "outcomes": outcomes,
-                "output_tail": result.output_tail}
+    evidence = {
+        "exit_code": result.exit_code,
+        "counts": counts,
+        "outcomes": outcomes,
+        "output_tail": result.output_tail,
+    }
     return Outcome(PASS, f"advisory: {shown}{truncated}", evidence)
 
 

@@ -51,7 +51,9 @@ def load_ledger(path: Path) -> dict[str, dict[str, Any]]:
     try:
         return parse_ledger(path.read_text("utf-8"), str(path))
     except (FileNotFoundError, UnicodeDecodeError):
-        raise FailClosed(f"{path}: ledger missing or not UTF-8; it lives on the oracle ref") from None
+        raise FailClosed(
+            f"{path}: ledger missing or not UTF-8; it lives on the oracle ref"
+        ) from None
 
 
 def parse_ledger(text: str, where: str) -> dict[str, dict[str, Any]]:
@@ -113,8 +115,11 @@ def next_ledger(
         if row["freeze"]:
             reason = "boolean_unstable" if not row["boolean_stable"] else "duration_unstable"
             ledger[node] = {
-                "reason": reason, "k": row["k"], "pass_count": row["pass_count"],
-                "duration_cv": row["duration_cv"], "expires": expires,
+                "reason": reason,
+                "k": row["k"],
+                "pass_count": row["pass_count"],
+                "duration_cv": row["duration_cv"],
+                "expires": expires,
             }
     return dict(sorted(ledger.items()))
 
@@ -163,10 +168,14 @@ def do_merge(args: argparse.Namespace) -> Outcome:
     frozen = sorted(k for k, row in classes.items() if row["freeze"])
     report = {"k": len(runs), "incomplete_runs": incomplete, "tests": classes, "ledger": ledger}
     write_json(args.variance_report, report)
-    commit = commit_ledger(args.repo, config.oracle_ref, ledger, args.today) if args.update_ref else ""
+    commit = (
+        commit_ledger(args.repo, config.oracle_ref, ledger, args.today) if args.update_ref else ""
+    )
     where = f"; ledger committed to {config.oracle_ref} at {commit[:12]}" if commit else ""
     summary = f"{len(runs)} runs, {len(classes)} tests, {len(frozen)} frozen{where}"
-    return Outcome(PASS, summary, {"frozen": frozen, "incomplete_runs": incomplete, "commit": commit})
+    return Outcome(
+        PASS, summary, {"frozen": frozen, "incomplete_runs": incomplete, "commit": commit}
+    )
 
 
 def parser() -> argparse.ArgumentParser:

@@ -20,7 +20,16 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from _gate import EXIT_CODES_HELP, PASS, WHEELHOUSE, FailClosed, Outcome, add_report_arg, bin_dir, run_main
+from _gate import (
+    EXIT_CODES_HELP,
+    PASS,
+    WHEELHOUSE,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+    bin_dir,
+    run_main,
+)
 
 MARKER = ".complete"
 
@@ -29,17 +38,23 @@ def stamp(requirements: Path) -> str:
     try:
         data = requirements.read_bytes()
     except FileNotFoundError:
-        raise FailClosed(f"{requirements}: file is missing; restore it from the base branch") from None
+        raise FailClosed(
+            f"{requirements}: file is missing; restore it from the base branch"
+        ) from None
     tag = f"{platform.python_version()} {sys.platform} {platform.machine()}"
     return f"{hashlib.sha256(data).hexdigest()} {tag}\n"
 
 
 def pip_python(tmp: Path) -> str:
     """An interpreter with pip: this one if it has pip, else a throwaway venv (ensurepip)."""
-    probe = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, check=False)
+    probe = subprocess.run(
+        [sys.executable, "-m", "pip", "--version"], capture_output=True, check=False
+    )
     if probe.returncode == 0:
         return sys.executable
-    subprocess.run([sys.executable, "-m", "venv", str(tmp / "venv")], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "venv", str(tmp / "venv")], check=True, capture_output=True
+    )
     return str(bin_dir(tmp / "venv") / "python")
 
 
@@ -50,13 +65,26 @@ def execute(args: argparse.Namespace) -> Outcome:
         return Outcome(PASS, f"wheelhouse {args.dest} is complete", {"dest": str(args.dest)})
     args.dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [pip_python(Path(tmp)), "-m", "pip", "download", "--quiet", "--require-hashes",
-               "--only-binary=:all:", "--dest", str(args.dest), "-r", str(args.requirements)]
+        cmd = [
+            pip_python(Path(tmp)),
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--require-hashes",
+            "--only-binary=:all:",
+            "--dest",
+            str(args.dest),
+            "-r",
+            str(args.requirements),
+        ]
         proc = subprocess.run(cmd, capture_output=True, check=False)
     if proc.returncode != 0:
         lines = proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
-        raise FailClosed(f"pip download failed: {lines[-1] if lines else proc.returncode}; "
-                         "the wheelhouse needs the package index once")
+        raise FailClosed(
+            f"pip download failed: {lines[-1] if lines else proc.returncode}; "
+            "the wheelhouse needs the package index once"
+        )
     marker.write_text(want, "utf-8")
     wheels = sorted(p.name for p in args.dest.glob("*.whl"))
     return Outcome(PASS, f"wheelhouse {args.dest} filled: {len(wheels)} wheels", {"wheels": wheels})
@@ -65,7 +93,12 @@ def execute(args: argparse.Namespace) -> Outcome:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--requirements", type=Path, default=Path("scripts/requirements-judge.txt"))
-    p.add_argument("--dest", type=Path, default=WHEELHOUSE, help="default $ORACLE_WHEELHOUSE or .oracle/wheelhouse")
+    p.add_argument(
+        "--dest",
+        type=Path,
+        default=WHEELHOUSE,
+        help="default $ORACLE_WHEELHOUSE or .oracle/wheelhouse",
+    )
     add_report_arg(p, "wheelhouse")
     return p
 

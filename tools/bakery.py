@@ -1,0 +1,100 @@
+"""Real bakes, real git, real nox: the helpers shared by the demo, the bench and the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cookiecutter.main import cookiecutter
+
+TEMPLATE = Path(__file__).resolve().parent.parent
+IDENTITY = (
+    "-c",
+    "user.name=oracle-dev",
+    "-c",
+    "user.email=oracle-dev@localhost",
+    "-c",
+    "commit.gpgsign=false",
+)
+
+
+def bake(output_dir: Path, **answers: Any) -> Path:
+    """Bake the template with cookiecutter's API; returns the project folder."""
+    context = {key: str(value) for key, value in answers.items()}
+    return Path(
+        cookiecutter(
+            str(TEMPLATE), no_input=True, output_dir=str(output_dir), extra_context=context
+        )
+    )
+
+
+def git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", *IDENTITY, *args], cwd=repo, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace one exact occurrence, so a recipe that no longer matches fails loudly."""
+    text = path.read_text("utf-8")
+    if text.count(old) != 1:
+        raise ValueError(f"{path}: expected exactly one {old!r}")
+    path.write_text(text.replace(old, new), "utf-8")
+
+
+def branch(repo: Path, name: str, change: Callable[[Path], None], base: str = "main") -> str:
+    """Commit `change` on a new branch from `base`, return to `base`; returns the branch name."""
+    git(repo, "checkout", "--quiet", "-b", name, base)
+    try:
+        change(repo)
+        git(repo, "add", "--all")
+        git(repo, "commit", "--quiet", "--no-verify", "-m", f"patch: {name}")
+    finally:
+        git(repo, "checkout", "--quiet", "--force", base)
+    return name
+
+
+@dataclass
+class Verdict:
+    returncode: int
+    report: dict[str, Any]
+    output: str
+
+    def step(self, name: str) -> dict[str, Any]:
+        return next(s for s in self.report["steps"] if s["name"] == name)
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return {s["name"]: s["status"] for s in self.report["steps"]}
+
+
+def judge(
+    repo: Path, *args: str, env: Mapping[str, str] | None = None, nox: str = "nox"
+) -> Verdict:
+    """Run `nox -s judge -- ARGS` in `repo` and read reports/judge-report.json."""
+    report = repo / "reports" / "judge-report.json"
+    report.unlink(missing_ok=True)
+    proc = subprocess.run(
+        [nox, "-s", "judge", "--", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    data = json.loads(report.read_text("utf-8")) if report.is_file() else {}
+    return Verdict(proc.returncode, data, proc.stdout + proc.stderr)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(bake(Path(sys.argv[1])))
