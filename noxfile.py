@@ -35,7 +35,18 @@ def env() -> dict[str, str]:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    install(session, "pytest", "cookiecutter", "nox", "uv", "PyYAML", "hypothesis")
+    install(
+        session,
+        "pytest",
+        "cookiecutter",
+        "nox",
+        "uv",
+        "PyYAML",
+        "hypothesis",
+        "ruff",
+        "mypy",
+        "types-PyYAML",
+    )
     session.run("pytest", "-q", *session.posargs, env=env())
 
 

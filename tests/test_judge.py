@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tools.bakery import Verdict, branch, edit, git, judge
+from tools.demo import clean_refactor
 
 MARKER = "PATCHED-CODE-RAN"
 
@@ -26,19 +27,26 @@ def test_fresh_repo_merges(shop: Path) -> None:
     assert verdict.report["verdict"] == "merge"
     names = [s["name"] for s in verdict.report["steps"]]
     assert names == [
-        "preconditions", "write-set", "fixtures-lock", "build", "record", "replay",
-        "assert-inventory", "oracle", "quarantine", "flake-budget", "tests",
+        "preconditions",
+        "write-set",
+        "fixtures-lock",
+        "build",
+        "record",
+        "replay",
+        "assert-inventory",
+        "oracle",
+        "quarantine",
+        "flake-budget",
+        "tests",
     ]
-    assert (shop / "reports" / "judge-summary.md").read_text().startswith("## Oracle judge: **merge**")
+    assert (
+        (shop / "reports" / "judge-summary.md").read_text().startswith("## Oracle judge: **merge**")
+    )
 
 
 def test_clean_refactor_merges(shop: Path) -> None:
     def refactor(repo: Path) -> None:
-        edit(
-            repo / "src/shop/discounts.py",
-            "    if coupon.cap_cents is not None:\n        cut = min(cut, coupon.cap_cents)\n    return cut\n",
-            "    return cut if coupon.cap_cents is None else min(cut, coupon.cap_cents)\n",
-        )
+        clean_refactor(repo)
         git(repo, "mv", "tests/test_orders.py", "tests/test_order_store.py")
 
     verdict = judged(shop, "refactor", refactor)
@@ -49,7 +57,11 @@ def test_clean_refactor_merges(shop: Path) -> None:
 
 def test_editing_cases_fails_closed(shop: Path) -> None:
     def drop_case(repo: Path) -> None:
-        edit(repo / "oracle/cases.yaml", "  - id: empty-cart-rejects\n", "  - id: empty-cart-renamed\n")
+        edit(
+            repo / "oracle/cases.yaml",
+            "  - id: empty-cart-rejects\n",
+            "  - id: empty-cart-renamed\n",
+        )
 
     verdict = judged(shop, "edit-cases", drop_case)
     assert verdict.returncode == 2
@@ -70,7 +82,9 @@ def test_changed_output_blocks(shop: Path) -> None:
 
 
 def test_deleted_test_file_blocks(shop: Path) -> None:
-    verdict = judged(shop, "delete-tests", lambda repo: git(repo, "rm", "-q", "tests/test_orders.py"))
+    verdict = judged(
+        shop, "delete-tests", lambda repo: git(repo, "rm", "-q", "tests/test_orders.py")
+    )
     assert verdict.returncode == 1, verdict.output
     assert verdict.statuses["assert-inventory"] == "block"
     assert verdict.step("assert-inventory")["evidence"]["deleted_files"] == ["tests/test_orders.py"]
@@ -79,7 +93,9 @@ def test_deleted_test_file_blocks(shop: Path) -> None:
 def test_fixture_edit_without_lock_blocks(shop: Path) -> None:
     def touch_fixture(repo: Path) -> None:
         with (repo / "fixtures/carts.jsonl").open("a") as handle:
-            handle.write('{"id": "cart-999", "subtotal_cents": 1, "coupons": [], "expected_cents": 1}\n')
+            handle.write(
+                '{"id": "cart-999", "subtotal_cents": 1, "coupons": [], "expected_cents": 1}\n'
+            )
 
     verdict = judged(shop, "fixture-only", touch_fixture)
     assert verdict.returncode == 1, verdict.output
@@ -127,14 +143,14 @@ def test_patched_noxfile_is_not_what_runs(shop: Path) -> None:
     assert not (shop / MARKER).exists()
 
 
-FORCE_PASS = '''import pytest
+FORCE_PASS = """import pytest
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     outcome.get_result().outcome = "passed"
-'''
+"""
 
 
 def test_root_conftest_cannot_rescue_a_broken_property(shop: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,13 +77,13 @@ class Verdict:
 
 
 def judge(
-    repo: Path, *args: str, env: Mapping[str, str] | None = None, nox: str = "nox"
+    repo: Path, *args: str, env: Mapping[str, str] | None = None, prefix: Sequence[str] = ()
 ) -> Verdict:
-    """Run `nox -s judge -- ARGS` in `repo` and read reports/judge-report.json."""
+    """Run `nox -s judge -- ARGS` in `repo` (under `prefix`, e.g. unshare) and read its report."""
     report = repo / "reports" / "judge-report.json"
     report.unlink(missing_ok=True)
     proc = subprocess.run(
-        [nox, "-s", "judge", "--", *args],
+        [*prefix, "nox", "-s", "judge", "--", *args],
         cwd=repo,
         capture_output=True,
         text=True,

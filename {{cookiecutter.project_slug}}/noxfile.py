@@ -32,13 +32,20 @@ def install_offline(session: nox.Session, project: bool = False) -> None:
 
 
 def offline_env() -> dict[str, str]:
-    return {"JUDGE_OFFLINE": "1", "ORACLE_WHEELHOUSE": WHEELHOUSE, "PIP_NO_INDEX": "1", "UV_OFFLINE": "1"}
+    return {
+        "JUDGE_OFFLINE": "1",
+        "ORACLE_WHEELHOUSE": WHEELHOUSE,
+        "PIP_NO_INDEX": "1",
+        "UV_OFFLINE": "1",
+    }
 
 
 @nox.session
 def wheelhouse(session: nox.Session) -> None:
     """Fill the local wheelhouse from the package index, once (the only online step)."""
-    session.run("python", "scripts/wheelhouse.py", "--requirements", REQUIREMENTS, "--dest", WHEELHOUSE)
+    session.run(
+        "python", "scripts/wheelhouse.py", "--requirements", REQUIREMENTS, "--dest", WHEELHOUSE
+    )
 
 
 @nox.session(requires=["wheelhouse"])
@@ -47,8 +54,15 @@ def judge(session: nox.Session) -> None:
     install_offline(session)
     reports = Path("reports")
     session.run(
-        "python", "scripts/judge.py", "--wheelhouse", WHEELHOUSE, "--reports", str(reports),
-        *session.posargs, env=offline_env(), success_codes=[0, 1, 2],
+        "python",
+        "scripts/judge.py",
+        "--wheelhouse",
+        WHEELHOUSE,
+        "--reports",
+        str(reports),
+        *session.posargs,
+        env=offline_env(),
+        success_codes=[0, 1, 2],
     )
     try:
         code = int(json.loads((reports / "judge-report.json").read_text("utf-8"))["exit_code"])
@@ -63,8 +77,14 @@ def judge(session: nox.Session) -> None:
 def record(session: nox.Session) -> None:
     """Record parent cassettes from the merge-base build into .oracle/cassettes/<base-sha>/."""
     install_offline(session)
-    session.run("python", "scripts/record_cassettes.py", "--wheelhouse", WHEELHOUSE, *session.posargs,
-                env=offline_env())
+    session.run(
+        "python",
+        "scripts/record_cassettes.py",
+        "--wheelhouse",
+        WHEELHOUSE,
+        *session.posargs,
+        env=offline_env(),
+    )
 
 
 @nox.session
@@ -82,7 +102,9 @@ def variance(session: nox.Session) -> None:
         return
     runs = "reports/variance-runs.json"
     session.run("python", "scripts/variance_ledger.py", "run", "--out", runs, env=offline_env())
-    session.run("python", "scripts/variance_ledger.py", "merge", runs, "--update-ref", env=offline_env())
+    session.run(
+        "python", "scripts/variance_ledger.py", "merge", runs, "--update-ref", env=offline_env()
+    )
 
 
 @nox.session(requires=["wheelhouse"])

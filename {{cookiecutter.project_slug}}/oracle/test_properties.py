@@ -33,9 +33,7 @@ coupon_lists = st.lists(percent | fixed, max_size=6)
 
 @ORACLE
 @given(cents, coupon_lists)
-def test_total_stays_between_zero_and_subtotal(
-    subtotal: int, coupons: list[Coupon]
-) -> None:
+def test_total_stays_between_zero_and_subtotal(subtotal: int, coupons: list[Coupon]) -> None:
     assert 0 <= stack_discounts(subtotal, coupons) <= subtotal
 
 
@@ -71,17 +69,13 @@ def test_invert_is_a_right_inverse_below_the_amount(amount: int, rate: int) -> N
 
 @ORACLE
 @given(cents, st.integers(min_value=0, max_value=5000))
-def test_round_trip_loses_at_most_one_cent_up_to_half_off(
-    amount: int, rate: int
-) -> None:
+def test_round_trip_loses_at_most_one_cent_up_to_half_off(amount: int, rate: int) -> None:
     assert amount - invert_discount(apply_discount(amount, rate), rate) <= 1
 
 
 @ORACLE
 @given(cents, st.integers(min_value=0, max_value=9999))
-def test_invert_finds_the_smallest_preimage_of_any_value(
-    discounted: int, rate: int
-) -> None:
+def test_invert_finds_the_smallest_preimage_of_any_value(discounted: int, rate: int) -> None:
     # Below 100 % every non-negative value is reachable, and nothing smaller reaches it.
     back = invert_discount(discounted, rate)
     assert apply_discount(back, rate) == discounted

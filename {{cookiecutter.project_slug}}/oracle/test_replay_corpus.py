@@ -1,4 +1,4 @@
-"""Replay oracle: every hand-derived cart in fixtures/carts.jsonl (see carts.md) must price exactly."""
+"""Replay oracle: each hand-derived cart in fixtures/carts.jsonl (see carts.md) prices exactly."""
 
 from __future__ import annotations
 
@@ -26,9 +26,7 @@ class Row:
 
 def _row(line: str) -> Row:
     data = json.loads(line)
-    coupons = tuple(
-        Coupon(c["kind"], c["value"], c.get("cap_cents")) for c in data["coupons"]
-    )
+    coupons = tuple(Coupon(c["kind"], c["value"], c.get("cap_cents")) for c in data["coupons"])
     return Row(data["id"], data["subtotal_cents"], coupons, data["expected_cents"])
 
 

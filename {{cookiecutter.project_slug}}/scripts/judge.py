@@ -75,12 +75,19 @@ class Judgment:
     def record(
         self, name: str, code: int, summary: str, evidence: dict[str, Any] | None = None
     ) -> int:
-        status = STATUS[code]
+        return self.add(name, STATUS[code], summary, evidence or {})
+
+    def add(self, name: str, status: str, summary: str, evidence: dict[str, Any]) -> int:
+        summary = self.shorten(summary)
         self.steps.append(
-            {"name": name, "status": status, "summary": summary, "evidence": evidence or {}}
+            {"name": name, "status": status, "summary": summary, "evidence": evidence}
         )
         print(f"judge: {name}: {status}: {summary}", flush=True)
-        return code
+        return CODE[status]
+
+    def shorten(self, text: str) -> str:
+        """Name files the way git does (base:path, head:path), not by temporary worktree."""
+        return text.replace(f"{self.parent}/", "base:").replace(f"{self.patch}/", "head:")
 
     def run(self, name: str, script: str, *args: str | Path, advisory: bool = False) -> int:
         """Run one step script of the base tree; its JSON report is the step's only output."""
@@ -94,23 +101,13 @@ class Judgment:
             tail = proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
             why = tail[-1] if tail else f"exit {proc.returncode}"
             return self.record(name, FAIL_CLOSED, f"step left no report ({why})")
-        evidence = {"report": str(report)}
+        evidence: dict[str, Any] = {"report": str(report)}
         for key, value in (data.get("evidence") or {}).items():
             if len(json.dumps(value, default=str)) <= EVIDENCE_LIMIT:
                 evidence[key] = value
-        code = CODE.get(str(data.get("status")), FAIL_CLOSED)
-        if advisory:
-            self.steps.append(
-                {
-                    "name": name,
-                    "status": "advisory",
-                    "summary": data.get("summary", ""),
-                    "evidence": evidence,
-                }
-            )
-            print(f"judge: {name}: advisory: {data.get('summary', '')}", flush=True)
-            return PASS
-        return self.record(name, code, str(data.get("summary", "")), evidence)
+        status = str(data.get("status"))
+        status = "advisory" if advisory else status if status in CODE else "fail-closed"
+        return self.add(name, status, str(data.get("summary", "")), evidence)
 
 
 def build_both(j: Judgment, envs: Path, wheelhouse: Path) -> tuple[Path, Path] | None:

@@ -124,10 +124,14 @@ def next_ledger(
     return dict(sorted(ledger.items()))
 
 
-def commit_ledger(repo: Path, ref: str, ledger: dict[str, Any], today: dt.date) -> str:
-    """Commit the ledger onto refs/heads/<ref> with plumbing: the work tree is never touched."""
+def commit_ledger(repo: Path, ref: str, source: str, ledger: dict[str, Any], today: dt.date) -> str:
+    """Commit the ledger on top of `source` as refs/heads/<ref>, with plumbing only.
+
+    The work tree is never touched and every other file of the ref (quarantine.yaml) is kept.
+    """
     full = f"refs/heads/{ref}"
-    parent = git(repo, "rev-parse", "--verify", "--quiet", full, check=False).strip()
+    parent = git(repo, "rev-parse", "--verify", "--quiet", source, check=False).strip()
+    current = git(repo, "rev-parse", "--verify", "--quiet", full, check=False).strip()
     text = json.dumps(ledger, indent=2, sort_keys=True) + "\n"
     blob = git(repo, "hash-object", "-w", "--stdin", stdin=text.encode()).strip()
     entries = git(repo, "ls-tree", "-z", parent).split("\0") if parent else []
@@ -138,7 +142,7 @@ def commit_ledger(repo: Path, ref: str, ledger: dict[str, Any], today: dt.date) 
     identity = {k: os.environ.get(k, v) for k, v in IDENTITY.items()}
     message = f"variance ledger {today}"
     commit = git(repo, "commit-tree", tree, *parents, "-m", message, env=identity).strip()
-    git(repo, "update-ref", full, commit, *([parent] if parent else []))
+    git(repo, "update-ref", full, commit, *([current] if current else []))
     return commit
 
 
@@ -169,7 +173,9 @@ def do_merge(args: argparse.Namespace) -> Outcome:
     report = {"k": len(runs), "incomplete_runs": incomplete, "tests": classes, "ledger": ledger}
     write_json(args.variance_report, report)
     commit = (
-        commit_ledger(args.repo, config.oracle_ref, ledger, args.today) if args.update_ref else ""
+        commit_ledger(args.repo, config.oracle_ref, ref, ledger, args.today)
+        if args.update_ref
+        else ""
     )
     where = f"; ledger committed to {config.oracle_ref} at {commit[:12]}" if commit else ""
     summary = f"{len(runs)} runs, {len(classes)} tests, {len(frozen)} frozen{where}"

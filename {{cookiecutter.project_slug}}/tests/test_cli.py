@@ -10,7 +10,10 @@ import pytest
 
 from {{ cookiecutter.package_name }}.cli import main
 
-CART = '{"items": [{"sku": "MUG", "qty": 2, "price_cents": 999}], "coupons": [{"kind": "fixed", "cents": 500}]}'
+CART = (
+    '{"items": [{"sku": "MUG", "qty": 2, "price_cents": 999}], '
+    '"coupons": [{"kind": "fixed", "cents": 500}]}'
+)
 # 2 * 999 = 1998; 1998 - 500 = 1498
 QUOTE = {"items": 1, "subtotal_cents": 1998, "discount_cents": 500, "total_cents": 1498}
 
@@ -38,9 +41,7 @@ def test_rejected_cart_prints_json_error_and_one_line(
     monkeypatch.setattr("sys.stdin", io.StringIO('{"items": []}'))
     assert main(["order", "create", "--cart", "-"]) == 1
     out, err = capsys.readouterr()
-    assert json.loads(out) == {
-        "error": {"code": "CART_EMPTY", "message": "cart has no items"}
-    }
+    assert json.loads(out) == {"error": {"code": "CART_EMPTY", "message": "cart has no items"}}
     assert err == "error: CART_EMPTY: cart has no items\n"
 
 
@@ -59,10 +60,7 @@ def test_put_reports_created_then_not(
         {"order": order, "created": True},
         {"order": order, "created": False},
     ]
-    assert (
-        json.loads((tmp_path / ".orders" / "ord_1.json").read_text(encoding="utf-8"))
-        == order
-    )
+    assert json.loads((tmp_path / ".orders" / "ord_1.json").read_text(encoding="utf-8")) == order
 
 
 @pytest.mark.parametrize(
@@ -76,9 +74,7 @@ def test_put_reports_created_then_not(
     ],
     ids=["nothing", "no-action", "unknown-action", "no-cart", "no-json"],
 )
-def test_usage_errors_exit_2(
-    argv: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     out, err = capsys.readouterr()
     assert out == ""

@@ -98,8 +98,6 @@ def test_invert_discount_returns_smallest_preimage() -> None:
     ],
     ids=["negative-amount", "bps-under", "bps-over", "full-discount-nonzero"],
 )
-def test_invert_discount_rejects_impossible_input(
-    discounted: int, bps: int, match: str
-) -> None:
+def test_invert_discount_rejects_impossible_input(discounted: int, bps: int, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         invert_discount(discounted, bps)

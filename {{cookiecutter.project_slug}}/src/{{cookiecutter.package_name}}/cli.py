@@ -32,16 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     order = commands.add_parser("order", help="quote or store an order")
     actions = order.add_subparsers(dest="action", required=True, metavar="ACTION")
     create = actions.add_parser("create", help="print the quote of a cart")
-    create.add_argument(
-        "--cart", required=True, metavar="PATH", help="cart JSON file, - for stdin"
-    )
+    create.add_argument("--cart", required=True, metavar="PATH", help="cart JSON file, - for stdin")
     create.set_defaults(run=_create)
-    put = actions.add_parser(
-        "put", help=f"store an order under ./{STORE_DIR}/ (idempotent)"
-    )
-    put.add_argument(
-        "--id", required=True, dest="order_id", metavar="ID", help="order id"
-    )
+    put = actions.add_parser("put", help=f"store an order under ./{STORE_DIR}/ (idempotent)")
+    put.add_argument("--id", required=True, dest="order_id", metavar="ID", help="order id")
     put.add_argument(
         "--json",
         required=True,
@@ -79,9 +73,7 @@ def _create(args: argparse.Namespace) -> dict[str, object]:
 
 
 def _put(args: argparse.Namespace) -> dict[str, object]:
-    order, created = put_order(
-        Path.cwd() / STORE_DIR, args.order_id, _read_cart(args.cart)
-    )
+    order, created = put_order(Path.cwd() / STORE_DIR, args.order_id, _read_cart(args.cart))
     return {"order": order, "created": created}
 
 

@@ -106,9 +106,7 @@ def _parse_coupon(where: str, coupon: object) -> Coupon:
     if kind == PERCENT:
         bps = _int_at_least(f"{where}.bps", fields.get("bps"), 0)
         if bps > BPS_FULL:
-            raise OrderError(
-                "BAD_CART", f"{where}.bps must be an integer in 0..{BPS_FULL}"
-            )
+            raise OrderError("BAD_CART", f"{where}.bps must be an integer in 0..{BPS_FULL}")
         cap = fields.get("cap_cents")
         cap_cents = None if cap is None else _int_at_least(f"{where}.cap_cents", cap, 0)
         return Coupon(PERCENT, bps, cap_cents)

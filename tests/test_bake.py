@@ -1,0 +1,169 @@
+"""Baking: the default project, its git state, re-bakes, the answers and their validation."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tools.bakery import TEMPLATE, bake, git, judge
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest depends on tomli on 3.10
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+
+def text_files(root: Path) -> list[Path]:
+    files = [p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts]
+    return [p for p in files if b"\0" not in p.read_bytes()[:4096]]
+
+
+def test_default_bake_leaves_no_template_syntax(shop: Path) -> None:
+    # `${{ ... }}` is GitHub Actions expression syntax, not a Jinja leftover.
+    leftovers = [
+        str(p.relative_to(shop))
+        for p in text_files(shop)
+        if re.search(r"(?<!\$)\{\{|\{%|cookiecutter\.", p.read_text("utf-8", "replace"))
+    ]
+    assert leftovers == []
+    assert (shop / "src" / "shop" / "cli.py").is_file()
+
+
+def test_default_bake_is_lint_clean(shop: Path) -> None:
+    for cmd in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
+        proc = subprocess.run(cmd, cwd=shop, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, f"{cmd}: {proc.stdout}{proc.stderr}"
+
+
+def test_bake_commits_the_tree_and_makes_the_oracle_ref(shop: Path) -> None:
+    assert git(shop, "status", "--porcelain") == ""
+    assert git(shop, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+    assert git(shop, "rev-list", "--count", "main") == "1"
+    assert git(shop, "ls-tree", "--name-only", "oracle/main").splitlines() == [
+        "quarantine.yaml",
+        "variance-ledger.json",
+    ]
+    assert yaml.safe_load(git(shop, "show", "oracle/main:quarantine.yaml")) == {"quarantine": []}
+    assert json.loads(git(shop, "show", "oracle/main:variance-ledger.json")) == {}
+    orphan = subprocess.run(["git", "merge-base", "main", "oracle/main"], cwd=shop, check=False)
+    assert orphan.returncode == 1  # the oracle ref shares no history with the code
+    lock = json.loads((shop / "fixtures.lock").read_text())
+    assert sorted(lock) == sorted(git(shop, "ls-files", "fixtures").splitlines())
+
+
+def test_rebake_over_the_repo_is_idempotent(tmp_path: Path) -> None:
+    first = bake(tmp_path)
+    head, ref = git(first, "rev-parse", "HEAD"), git(first, "rev-parse", "oracle/main")
+    (first / "NOTES.md").write_text("the user's own work\n")
+    from cookiecutter.main import cookiecutter
+
+    again = cookiecutter(
+        str(TEMPLATE), no_input=True, output_dir=str(tmp_path), overwrite_if_exists=True
+    )
+    assert Path(again) == first
+    assert git(first, "rev-parse", "HEAD") == head
+    assert git(first, "rev-parse", "oracle/main") == ref
+    assert (first / "NOTES.md").read_text() == "the user's own work\n"
+
+
+def test_bake_without_example_is_judged_merge(tmp_path: Path) -> None:
+    repo = bake(tmp_path, include_example="no", project_name="Bare", cli_command="bare-cli")
+    assert yaml.safe_load((repo / "oracle/cases.yaml").read_text()) == {"cases": []}
+    assert yaml.safe_load((repo / "oracle/allowlist.yaml").read_text()) == {"allow": []}
+    assert not list((repo / "oracle").glob("test_*.py"))
+    assert not (repo / "src/bare/discounts.py").exists()
+    verdict = judge(repo)
+    assert verdict.returncode == 0, verdict.output
+    assert verdict.report["verdict"] == "merge"
+
+
+def test_ci_answer_selects_the_workflow(tmp_path: Path) -> None:
+    github = bake(tmp_path / "gh", variance_runs=3)
+    workflow = yaml.safe_load((github / ".github/workflows/oracle.yml").read_text())
+    assert workflow["jobs"]["variance-run"]["strategy"]["matrix"]["run"] == [1, 2, 3]
+    assert workflow["jobs"]["variance-ledger"]["needs"] == "variance-run"
+    assert "--head origin/pr-head" in json.dumps(workflow["jobs"]["judge"])
+    none = bake(tmp_path / "none", ci="none")
+    assert not (none / ".github").exists()
+
+
+def test_awkward_project_name_bakes_safely(tmp_path: Path) -> None:
+    name = 'Bob\'s "Shop" \\ back\nsecond line """ \'\'\''
+    repo = bake(tmp_path, project_name=name)
+    project = tomllib.loads((repo / "pyproject.toml").read_text())["project"]
+    assert project["description"].endswith(name)
+    assert project["name"] == repo.name
+    assert (repo / "README.md").read_text().startswith('# Bob\'s "Shop"')
+    proc = subprocess.run(
+        ["ruff", "check", "."], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout
+
+
+def run_bake(
+    tmp_path: Path, *answers: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "cookiecutter",
+        "--no-input",
+        "-o",
+        str(tmp_path),
+        str(TEMPLATE),
+        *answers,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+
+
+@pytest.mark.parametrize(
+    ("answer", "rule"),
+    [
+        ("project_slug=Bad Slug", "lowercase letters and digits"),
+        ("package_name=class", "Python identifier"),
+        ("package_name=9lives", "Python identifier"),
+        ("cli_command=-x", "letters, digits"),
+        ("owners=maintainers", "CODEOWNERS handles"),
+        ("base_branch=main..x", "'..'"),
+        ("base_branch=feature.lock", ".lock"),
+        ("oracle_ref=oracle main", "no spaces"),
+        ("oracle_ref=main/flakes", "nest inside it"),
+        ("variance_runs=1", "from 2 to 50"),
+        ("duration_cv_max=0", "greater than 0"),
+        ("flake_max_retry=9", "from 0 to 5"),
+    ],
+)
+def test_invalid_answer_fails_the_bake_with_its_rule(
+    tmp_path: Path, answer: str, rule: str
+) -> None:
+    proc = run_bake(tmp_path, answer)
+    assert proc.returncode != 0
+    name = answer.split("=", 1)[0]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("oracle-template: ")]
+    # A derived default (package_name from project_slug) may fail too; the answer's own line leads.
+    assert lines and f"answer {name}=" in lines[0] and rule in lines[0], proc.stderr
+    assert not (tmp_path / "shop").exists()
+
+
+@pytest.mark.parametrize("answer", ["include_example=maybe", "ci=gitlab"])
+def test_choice_answers_are_refused_by_cookiecutter(tmp_path: Path, answer: str) -> None:
+    """Choice answers keep cookiecutter's menu, so cookiecutter itself refuses other values."""
+    proc = run_bake(tmp_path, answer)
+    name, value = answer.split("=")
+    assert proc.returncode != 0
+    assert f"{value} provided for choice variable {name}" in proc.stderr
+    assert not (tmp_path / "shop").exists()
+
+
+def test_bake_without_git_fails_clearly(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path / "empty-bin")}
+    proc = run_bake(tmp_path, env=env)
+    assert proc.returncode != 0
+    assert "oracle-template: git is required to bake" in proc.stderr
