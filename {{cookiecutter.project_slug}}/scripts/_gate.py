@@ -403,6 +403,7 @@ def run_pytest(
     """
     import tempfile
 
+    root = root.resolve()  # trusted runs start from a temporary directory
     with tempfile.TemporaryDirectory(prefix="oracle-pytest-") as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = [

@@ -39,6 +39,7 @@ from _gate import (
 )
 
 LEDGER = "variance-ledger.json"
+DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged
 IDENTITY = {
     "GIT_AUTHOR_NAME": "oracle variance",
     "GIT_AUTHOR_EMAIL": "oracle-variance@localhost",
@@ -92,7 +93,9 @@ def classify(runs: Sequence[dict[str, Any]], cv_max: float) -> dict[str, dict[st
         oks = [bool(s and s["ok"]) for s in seen]
         secs = [s["seconds"] for s in seen if s]
         mean = statistics.fmean(secs) if secs else 0.0
-        cv = statistics.pstdev(secs) / mean if mean > 0 and len(secs) > 1 else 0.0
+        # Below the floor a duration is timer noise: its spread says nothing about the test.
+        timed = mean >= DURATION_FLOOR and len(secs) > 1
+        cv = statistics.pstdev(secs) / mean if timed else 0.0
         boolean_stable = len(set(oks)) == 1
         out[node] = {
             "k": len(runs),
@@ -164,13 +167,18 @@ def do_merge(args: argparse.Namespace) -> Outcome:
             raise FailClosed(f"{path}: not a variance run file ({exc}); rerun `run`") from None
     if not runs:
         raise FailClosed("no runs to merge; pass the files written by `run`")
+    broken = [i for i, run in enumerate(runs, 1) if not run["complete"]]
+    if broken:
+        raise FailClosed(
+            f"run {broken[0]} of {len(runs)} left no JUnit XML (pytest exit "
+            f"{runs[broken[0] - 1]['exit_code']}); fix the oracle before measuring its variance"
+        )
     classes = classify(runs, config.duration_cv_max)
     ref = resolve_oracle_ref(args.repo, config.oracle_ref)
     old = parse_ledger(git(args.repo, "show", f"{ref}:{LEDGER}", check=False), f"{ref}:{LEDGER}")
     ledger = next_ledger(old, classes, args.today, config.ledger_ttl_days)
-    incomplete = sum(1 for r in runs if not r["complete"])
     frozen = sorted(k for k, row in classes.items() if row["freeze"])
-    report = {"k": len(runs), "incomplete_runs": incomplete, "tests": classes, "ledger": ledger}
+    report = {"k": len(runs), "tests": classes, "ledger": ledger}
     write_json(args.variance_report, report)
     commit = (
         commit_ledger(args.repo, config.oracle_ref, ref, ledger, args.today)
@@ -179,9 +187,7 @@ def do_merge(args: argparse.Namespace) -> Outcome:
     )
     where = f"; ledger committed to {config.oracle_ref} at {commit[:12]}" if commit else ""
     summary = f"{len(runs)} runs, {len(classes)} tests, {len(frozen)} frozen{where}"
-    return Outcome(
-        PASS, summary, {"frozen": frozen, "incomplete_runs": incomplete, "commit": commit}
-    )
+    return Outcome(PASS, summary, {"frozen": frozen, "commit": commit})
 
 
 def parser() -> argparse.ArgumentParser:
