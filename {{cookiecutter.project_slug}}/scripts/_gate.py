@@ -74,7 +74,7 @@ def run_main(
         outcome = body(args)
     except FailClosed as exc:
         outcome = Outcome(FAIL_CLOSED, str(exc))
-    except Exception as exc:
+    except Exception as exc:  # the contract is one line and exit 2, whatever broke
         where = traceback.extract_tb(exc.__traceback__)[-1]
         outcome = Outcome(
             FAIL_CLOSED,

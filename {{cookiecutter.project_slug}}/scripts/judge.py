@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,54 +48,57 @@ from _gate import (
     repo_root,
     resolve_commit,
     resolve_oracle_ref,
+    show_file,
     write_json,
 )
 
 VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
 CODE = {"pass": PASS, "advisory": PASS, "block": BLOCK, "fail-closed": FAIL_CLOSED}
 EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge report
+Args = tuple[str | Path, ...]
+MATRIX_STEP = re.compile(r"\(`([a-z-]+)`\)")
 
 
 @dataclass
 class Judgment:
-    """The run's state: where things are, and the steps so far."""
+    """One judgment: the refs, the two worktrees, and every step recorded so far."""
 
     repo: Path
     reports: Path
-    base: str
-    head: str
-    parent: Path
-    patch: Path
-    config: Config
+    base: str = ""
+    head: str = ""
+    parent: Path = Path()
+    patch: Path = Path()
+    config: Config | None = None
     steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def scripts(self) -> Path:
-        return self.parent / "scripts"
+    def settings(self) -> Config:
+        assert self.config is not None, "judge.yaml is read before any step runs"
+        return self.config
 
-    def record(
-        self, name: str, code: int, summary: str, evidence: dict[str, Any] | None = None
-    ) -> int:
-        return self.add(name, STATUS[code], summary, evidence or {})
+    def record(self, name: str, code: int, summary: str) -> int:
+        return self.add(name, STATUS[code], summary, {})
 
     def add(self, name: str, status: str, summary: str, evidence: dict[str, Any]) -> int:
         summary = self.shorten(summary)
-        self.steps.append(
-            {"name": name, "status": status, "summary": summary, "evidence": evidence}
-        )
+        step = {"name": name, "status": status, "summary": summary, "evidence": evidence}
+        self.steps.append(step)
         print(f"judge: {name}: {status}: {summary}", flush=True)
         return CODE[status]
 
     def shorten(self, text: str) -> str:
         """Name files the way git does (base:path, head:path), not by temporary worktree."""
+        if not self.base:
+            return text
         return text.replace(f"{self.parent}/", "base:").replace(f"{self.patch}/", "head:")
 
     def run(self, name: str, script: str, *args: str | Path, advisory: bool = False) -> int:
         """Run one step script of the base tree; its JSON report is the step's only output."""
         report = self.reports / f"{name}.json"
         report.unlink(missing_ok=True)
-        cmd = [sys.executable, str(self.scripts / script), *map(str, args), "--report", str(report)]
-        proc = subprocess.run(cmd, cwd=self.repo, capture_output=True, check=False)
+        cmd = [sys.executable, str(self.parent / "scripts" / script), *map(str, args)]
+        proc = subprocess.run([*cmd, "--report", str(report)], cwd=self.repo, capture_output=True)
         try:
             data = json.loads(report.read_bytes())
         except (OSError, ValueError):
@@ -111,183 +115,89 @@ class Judgment:
 
 
 def build_both(j: Judgment, envs: Path, wheelhouse: Path) -> tuple[Path, Path] | None:
+    """Build parent and patch side by side; the base not building is the gate's problem."""
     requirements = j.parent / "scripts" / "requirements-judge.txt"
+    trees = {"parent": j.parent, "patch": j.patch}
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {
             side: pool.submit(build_env, tree, envs / side, wheelhouse, requirements)
-            for side, tree in (("parent", j.parent), ("patch", j.patch))
+            for side, tree in trees.items()
         }
-    outcomes: dict[str, Path | str] = {}
+    built: dict[str, Path] = {}
     for side, job in jobs.items():
         try:
-            outcomes[side] = job.result()
+            built[side] = job.result()
         except FailClosed as exc:
-            outcomes[side] = str(exc)
-    parent, patch = outcomes["parent"], outcomes["patch"]
-    if isinstance(parent, str):
-        j.record("build", FAIL_CLOSED, f"the base does not build: {parent}")
-        return None
-    if isinstance(patch, str):
-        j.record("build", BLOCK, f"the patch does not build: {patch}")
-        return None
+            code = FAIL_CLOSED if side == "parent" else BLOCK
+            j.record("build", code, f"the {side} does not build: {exc}")
+            return None
     j.record("build", PASS, "parent and patch built into fresh offline environments")
-    return parent, patch
+    return built["parent"], built["patch"]
 
 
 def oracle_ref_files(j: Judgment, dest: Path) -> tuple[Path, Path]:
-    ref = resolve_oracle_ref(j.repo, j.config.oracle_ref)
-    files = []
-    for name in ("quarantine.yaml", "variance-ledger.json"):
-        path = dest / name
-        path.write_text(git(j.repo, "show", f"{ref}:{name}", check=False), "utf-8")
-        files.append(path)
-    return files[0], files[1]
+    """Quarantine and ledger as they stand on the protected ref, never on the branch."""
+    ref = resolve_oracle_ref(j.repo, j.settings.oracle_ref)
+    quarantine, ledger = dest / "quarantine.yaml", dest / "variance-ledger.json"
+    for path in (quarantine, ledger):
+        path.write_text(git(j.repo, "show", f"{ref}:{path.name}", check=False), "utf-8")
+    return quarantine, ledger
 
 
-def gate(j: Judgment, tmp: Path, wheelhouse: Path) -> None:
-    """The steps in their fixed order; a step that cannot give evidence stops what depends on it."""
-    review = os.environ.get("ORACLE_REVIEW") == "1"
-    evidence_tree = j.patch if review else j.parent  # reviewed oracle edits take effect
-    config = j.parent / "oracle" / "judge.yaml"
+def static_steps(j: Judgment) -> bool:
+    """Steps that read trees only. False when the judgment cannot go on."""
     if j.run("preconditions", "check_preconditions.py", "--tree", j.parent) != PASS:
-        return
-    j.run(
-        "write-set",
-        "classify_write_set.py",
-        "--repo",
-        j.repo,
-        "--base",
-        j.base,
-        "--head",
-        j.head,
-        "--config",
-        config,
-    )
-    j.run(
-        "fixtures-lock",
-        "lock_fixtures.py",
-        "--check",
-        "--root",
-        j.patch,
-        "--lock",
-        evidence_tree / "fixtures.lock",
-    )
-    built = build_both(j, tmp / "envs", wheelhouse)
-    if built is None:
-        return
-    parent_py, patch_py = built
-    command = j.config.command
-    parent_cmd, patch_cmd = (
-        bin_dir(parent_py.parent.parent) / command,
-        bin_dir(patch_py.parent.parent) / command,
-    )
+        return False
+    # With ORACLE_REVIEW=1 a human has reviewed the patch's oracle edits, so they take effect.
+    evidence = j.patch if os.environ.get("ORACLE_REVIEW") == "1" else j.parent
+    config = j.parent / "oracle" / "judge.yaml"
+    refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
+    j.run("write-set", "classify_write_set.py", *refs, "--config", config)
+    lock = ("--lock", evidence / "fixtures.lock", "--base-root", j.parent)
+    j.run("fixtures-lock", "lock_fixtures.py", "--check", "--root", j.patch, *lock)
+    return True
+
+
+def dynamic_steps(j: Judgment, tmp: Path, parent_py: Path, patch_py: Path) -> None:
+    """Steps that run the builds: replay, inventory, oracle, flake control, advisory tests."""
+    review = os.environ.get("ORACLE_REVIEW") == "1"
+    parent_cmd = bin_dir(parent_py.parent.parent) / j.settings.command
+    patch_cmd = bin_dir(patch_py.parent.parent) / j.settings.command
     cassette = j.repo / ".oracle" / "cassettes" / j.base / "cassettes.json"
-    cases = (
-        "--cases",
-        j.parent / "oracle" / "cases.yaml",
-        "--fixtures",
-        j.parent / "fixtures",
-        "--timeout",
-        str(j.config.case_timeout),
-    )
-    if (
-        j.run(
-            "record",
-            "record_cassettes.py",
-            "--command",
-            parent_cmd,
-            "--base",
-            j.base,
-            "--out",
-            cassette,
-            "--reuse",
-            *cases,
-        )
-        == PASS
-    ):
-        j.run(
-            "replay",
-            "replay_cassettes.py",
-            "--cassette",
-            cassette,
-            "--parent-command",
-            parent_cmd,
-            "--patch-command",
-            patch_cmd,
-            "--allowlist",
-            evidence_tree / "oracle" / "allowlist.yaml",
-            *cases,
-        )
+    cases: Args = ("--cases", j.parent / "oracle/cases.yaml", "--fixtures", j.parent / "fixtures")
+    cases += ("--timeout", str(j.settings.case_timeout))
+    record = ("--command", parent_cmd, "--base", j.base, "--out", cassette, "--reuse")
+    if j.run("record", "record_cassettes.py", *record, *cases) == PASS:
+        allowlist = (j.patch if review else j.parent) / "oracle/allowlist.yaml"
+        commands = ("--parent-command", parent_cmd, "--patch-command", patch_cmd)
+        replay = ("--cassette", cassette, *commands, "--allowlist", allowlist)
+        j.run("replay", "replay_cassettes.py", *replay, *cases)
+    trees = ("--parent", j.parent, "--patch", j.patch)
+    refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
+    config = ("--config", j.parent / "oracle/judge.yaml")
+    j.run("assert-inventory", "count_asserts.py", *trees, *refs, *config)
+    oracle = ("--oracle", j.parent / "oracle")
     j.run(
-        "assert-inventory",
-        "count_asserts.py",
-        "--parent",
-        j.parent,
-        "--patch",
-        j.patch,
-        "--repo",
-        j.repo,
-        "--base",
-        j.base,
-        "--head",
-        j.head,
-        "--config",
-        config,
-    )
-    oracle = j.parent / "oracle"
-    j.run(
-        "oracle",
-        "run_oracle.py",
-        "--oracle",
-        oracle,
-        "--parent-python",
-        parent_py,
-        "--patch-python",
-        patch_py,
+        "oracle", "run_oracle.py", *oracle, "--parent-python", parent_py, "--patch-python", patch_py
     )
     try:
         quarantine, ledger = oracle_ref_files(j, tmp)
     except FailClosed as exc:
         j.record("quarantine", FAIL_CLOSED, str(exc))
-        return
-    j.run(
-        "quarantine",
-        "check_quarantine.py",
-        "--file",
-        quarantine,
-        "--parent",
-        j.parent,
-        "--patch",
-        j.patch,
-    )
-    flake = j.run(
-        "flake-budget",
-        "flake_budget.py",
-        "--oracle-report",
-        j.reports / "oracle.json",
-        "--oracle",
-        oracle,
-        "--patch-python",
-        patch_py,
-        "--quarantine",
-        quarantine,
-        "--ledger",
-        ledger,
-        "--max-retry",
-        str(j.config.flake_max_retry),
-    )
-    excuse_oracle(j, flake)
-    j.run(
-        "tests",
-        "run_tests.py",
-        "--tree",
-        j.patch,
-        "--python",
-        patch_py,
-        "--tests",
-        *j.config.tests,
-        advisory=True,
-    )
+    else:
+        j.run("quarantine", "check_quarantine.py", "--file", quarantine, *trees)
+        flake: Args = (
+            "--oracle-report",
+            j.reports / "oracle.json",
+            *oracle,
+            "--patch-python",
+            patch_py,
+        )
+        flake += ("--quarantine", quarantine, "--ledger", ledger)
+        flake += ("--max-retry", str(j.settings.flake_max_retry))
+        excuse_oracle(j, j.run("flake-budget", "flake_budget.py", *flake))
+    tests: Args = ("--tree", j.patch, "--python", patch_py, "--tests", *j.settings.tests)
+    j.run("tests", "run_tests.py", *tests, advisory=True)
 
 
 def excuse_oracle(j: Judgment, flake: int) -> None:
@@ -298,75 +208,92 @@ def excuse_oracle(j: Judgment, flake: int) -> None:
         oracle["summary"] += " (every failure excused by flake-budget)"
 
 
+def judge(j: Judgment, args: argparse.Namespace) -> None:
+    git(j.repo, "worktree", "prune", check=False)
+    j.head = resolve_commit(j.repo, args.head, "--head")
+    if args.base:
+        j.base = resolve_commit(j.repo, args.base, "--base")
+    else:
+        # Only the base branch's name comes from this checkout; all else from the base tree.
+        here = load_config(j.repo / "oracle" / "judge.yaml")
+        j.base = default_base(j.repo, j.head, here.base_branch)
+    with tempfile.TemporaryDirectory(prefix="oracle-judge-") as name:
+        tmp = Path(name)
+        j.parent = add_worktree(j.repo, j.base, tmp / "parent")
+        j.patch = add_worktree(j.repo, j.head, tmp / "patch")
+        try:
+            j.config = load_config(j.parent / "oracle" / "judge.yaml")
+            if static_steps(j):
+                built = build_both(j, tmp / "envs", args.wheelhouse.resolve())
+                if built:
+                    dynamic_steps(j, tmp, *built)
+        finally:
+            remove_worktree(j.repo, j.parent)
+            remove_worktree(j.repo, j.patch)
+
+
 def verdict(steps: Sequence[dict[str, Any]]) -> int:
     return max((CODE[s["status"]] for s in steps), default=FAIL_CLOSED)
 
 
-def summary_markdown(report: dict[str, Any]) -> str:
+def cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]]) -> list[str]:
+    """The decision table of oracles/MATRIX.md, each row with this patch's evidence."""
+    rows = []
+    for line in matrix.splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        found = MATRIX_STEP.search(cols[1]) if len(cols) == 4 else None
+        step = steps.get(found.group(1)) if found else None
+        evidence = f"**{step['status']}**: {step['summary']}" if step else "not reached"
+        if found:
+            rows.append(f"| {cols[0]} | {cols[1]} | {cols[3]} | {cell(evidence)} |")
+    return rows
+
+
+def summary_markdown(report: dict[str, Any], matrix: str) -> str:
+    steps = {s["name"]: s for s in report["steps"]}
     lines = [
         f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']})",
         "",
         f"base `{report['base'][:12]}` head `{report['head'][:12]}`",
         "",
+        "| Failure class | First oracle | Merge only if | This patch |",
+        "|---|---|---|---|",
+        *matrix_rows(matrix, steps),
+        "",
         "| Step | Status | Evidence |",
         "|---|---|---|",
+        *(f"| {s['name']} | {s['status']} | {cell(s['summary'])} |" for s in report["steps"]),
     ]
-    for step in report["steps"]:
-        text = str(step["summary"]).replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {step['name']} | {step['status']} | {text} |")
-    for step in report["steps"]:
-        for mismatch in (step["evidence"].get("mismatches") or [])[:3]:
-            lines += [
-                "",
-                f"`{mismatch['id']}` `{mismatch['field']}`",
-                "```diff",
-                mismatch["diff"],
-                "```",
-            ]
-    lines += [
-        "",
-        "Decision table: `oracles/MATRIX.md`. Tests in the patch's write-set are advisory.",
-    ]
+    for mismatch in (steps.get("replay", {}).get("evidence", {}).get("mismatches") or [])[:3]:
+        title = f"`{mismatch['id']}` `{mismatch['field']}`"
+        lines += ["", title, "```diff", mismatch["diff"], "```"]
     return "\n".join(lines) + "\n"
 
 
-def publish(reports: Path, report: dict[str, Any]) -> None:
-    write_json(reports / "judge-report.json", report)
-    text = summary_markdown(report)
-    (reports / "judge-summary.md").write_text(text, "utf-8")
+def publish(j: Judgment, matrix: str) -> int:
+    code = verdict(j.steps)
+    report = {
+        "verdict": VERDICT[code],
+        "exit_code": code,
+        "base": j.base,
+        "head": j.head,
+        "scripts_from": j.base if j.config else "",
+        "steps": j.steps,
+    }
+    write_json(j.reports / "judge-report.json", report)
+    text = summary_markdown(report, matrix)
+    (j.reports / "judge-summary.md").write_text(text, "utf-8")
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(text)
-    print(
-        f"judge: verdict {report['verdict']} (exit {report['exit_code']}); "
-        f"see {reports / 'judge-report.json'}"
-    )
-
-
-def judge(args: argparse.Namespace, reports: Path, base_ref: list[str]) -> list[dict[str, Any]]:
-    repo = repo_root(args.repo)
-    git(repo, "worktree", "prune", check=False)
-    head = resolve_commit(repo, args.head, "--head")
-    base_ref[1] = head
-    if args.base:
-        base = resolve_commit(repo, args.base, "--base")
-    else:
-        here = load_config(repo / "oracle" / "judge.yaml")
-        base = default_base(repo, head, here.base_branch)
-    base_ref[0] = base
-    with tempfile.TemporaryDirectory(prefix="oracle-judge-") as name:
-        tmp = Path(name)
-        parent = add_worktree(repo, base, tmp / "parent")
-        patch = add_worktree(repo, head, tmp / "patch")
-        try:
-            config = load_config(parent / "oracle" / "judge.yaml")
-            j = Judgment(repo, reports, base, head, parent, patch, config)
-            gate(j, tmp, args.wheelhouse.resolve())
-            return j.steps
-        finally:
-            remove_worktree(repo, parent)
-            remove_worktree(repo, patch)
+    where = j.reports / "judge-report.json"
+    print(f"judge: verdict {report['verdict']} (exit {code}); see {where}")
+    return code
 
 
 def parser() -> argparse.ArgumentParser:
@@ -383,35 +310,18 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    reports = args.reports.resolve()
-    reports.mkdir(parents=True, exist_ok=True)
-    refs = [args.base or "", args.head]
+    j = Judgment(repo=args.repo, reports=args.reports.resolve())
+    j.reports.mkdir(parents=True, exist_ok=True)
+    matrix = ""
     try:
-        steps = judge(args, reports, refs)
+        j.repo = repo_root(args.repo)
+        judge(j, args)
+        matrix = (show_file(j.repo, j.base, "oracles/MATRIX.md") or b"").decode("utf-8", "replace")
     except FailClosed as exc:
-        print(f"judge: fail-closed: {exc}", file=sys.stderr)
-        steps = [{"name": "setup", "status": "fail-closed", "summary": str(exc), "evidence": {}}]
-    except Exception as exc:
-        print(f"judge: fail-closed: internal error {type(exc).__name__}: {exc}", file=sys.stderr)
-        steps = [
-            {
-                "name": "setup",
-                "status": "fail-closed",
-                "summary": f"internal error: {exc}",
-                "evidence": {},
-            }
-        ]
-    code = verdict(steps)
-    report = {
-        "scripts_from": refs[0] if steps[0]["name"] != "setup" else "",
-        "verdict": VERDICT[code],
-        "exit_code": code,
-        "base": refs[0],
-        "head": refs[1],
-        "steps": steps,
-    }
-    publish(reports, report)
-    return code
+        j.record("setup" if not j.steps else "judge", FAIL_CLOSED, str(exc))
+    except Exception as exc:  # one line and a report, never a traceback
+        j.record("judge", FAIL_CLOSED, f"internal error {type(exc).__name__}: {exc}")
+    return publish(j, matrix)
 
 
 if __name__ == "__main__":

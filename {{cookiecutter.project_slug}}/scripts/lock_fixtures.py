@@ -70,11 +70,19 @@ def compare(expected: dict[str, str], actual: dict[str, str]) -> dict[str, list[
     }
 
 
+def drifted(root: Path) -> dict[str, list[str]]:
+    return compare(read_lock(root / "fixtures.lock"), build(root))
+
+
 def execute(args: argparse.Namespace) -> Outcome:
     actual = build(args.root)
     if args.write:
         args.lock.write_text(render(actual), "utf-8")
         return Outcome(PASS, f"wrote {len(actual)} digests to {args.lock}", {"files": actual})
+    if args.base_root and any(drifted(args.base_root).values()):
+        raise FailClosed(
+            "the base's fixtures do not match its own fixtures.lock; run `nox -s lock` on the base"
+        )
     drift = compare(read_lock(args.lock), actual)
     evidence = {"lock": str(args.lock), "root": str(args.root), **drift}
     if any(drift.values()):
@@ -96,6 +104,7 @@ def parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true", help="verify the tree (the default)")
     p.add_argument("--root", type=Path, default=Path("."), help="tree holding fixtures/")
     p.add_argument("--lock", type=Path, default=Path("fixtures.lock"), help="lock file")
+    p.add_argument("--base-root", type=Path, help="with --check: first verify this tree's own lock")
     add_report_arg(p, "fixtures-lock")
     return p
 

@@ -1,0 +1,92 @@
+"""The vendorable scripts/: standalone, documented, and their pure parts on known inputs."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SCRIPTS
+
+sys.path.insert(0, str(SCRIPTS))
+from _cases import pointer_get, valid_pointer
+from classify_write_set import classify, pattern_regex
+
+ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("_"))
+ALLOWED_IMPORTS = {"yaml", "_gate", "_cases", *(p.stem for p in ENTRY_POINTS)}
+
+
+@pytest.mark.parametrize("script", ENTRY_POINTS, ids=lambda p: p.name)
+def test_script_help_documents_exit_codes(script: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(script), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "exit codes:" in proc.stdout
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS.glob("*.py")), ids=lambda p: p.name)
+def test_script_imports_stdlib_pyyaml_and_siblings_only(script: Path) -> None:
+    tree = ast.parse(script.read_bytes())
+    names = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    names |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    roots = {name.split(".")[0] for name in names} - {"__future__"}
+    assert roots - set(sys.stdlib_module_names) - ALLOWED_IMPORTS == set()
+    if not script.name.startswith("_"):
+        main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+        assert main.returns is not None and ast.unparse(main.returns) == "int"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "hit"),
+    [
+        ("/oracle/", "oracle/cases.yaml", True),
+        ("/oracle/", "src/oracle/x.py", False),
+        ("/conftest.py", "conftest.py", True),
+        ("/conftest.py", "tests/conftest.py", False),
+        ("/.github/", ".github/workflows/oracle.yml", True),
+        ("*.lock", "deep/down/fixtures.lock", True),
+        ("docs/*.md", "docs/a.md", True),
+        ("docs/*.md", "docs/sub/a.md", False),
+        ("/src/**/secret.py", "src/a/b/secret.py", True),
+    ],
+)
+def test_codeowners_patterns(pattern: str, path: str, hit: bool) -> None:
+    assert bool(pattern_regex(pattern).fullmatch(path)) is hit
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("oracle/test_properties.py", "protected"),
+        ("fixtures/carts.jsonl", "fixtures"),
+        ("tests/conftest.py", "tests"),
+        ("src/shop/test_helpers.py", "tests"),
+        ("conftest.py", "protected"),
+        ("pyproject.toml", "source"),
+    ],
+)
+def test_write_set_classes(path: str, kind: str) -> None:
+    protected = ("/oracle/", "/conftest.py", "/fixtures.lock")
+    assert classify(path, protected, ("tests",))[0] == kind
+
+
+def test_json_pointer_follows_rfc_6901() -> None:
+    doc = {"a/b": {"m~n": [10, 20]}, "": 1}
+    assert pointer_get(doc, "/a~1b/m~0n/1") == 20
+    assert pointer_get(doc, "/") == 1
+    assert pointer_get(doc, "") == doc
+    assert pointer_get(doc, "/a~1b/m~0n/01") == {"$missing": True}
+    assert valid_pointer("/a~1b/m~0n") and not valid_pointer("/a~2") and not valid_pointer("a")
