@@ -129,6 +129,21 @@ def require_mapping(value: Any, where: str, known: Sequence[str]) -> dict[str, A
     return value
 
 
+def load_rows(path: Path, key: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+    """`key:` a list of rows, each with exactly `fields`, none empty (allowlist, quarantine)."""
+    raw = require_mapping(load_yaml(path) or {key: []}, str(path), (key,))
+    rows = raw.get(key) or []
+    if not isinstance(rows, list):
+        raise FailClosed(f"{path}: field {key!r} must be a list of rows")
+    for index, row in enumerate(rows):
+        where = f"{path}: {key} row #{index + 1}"
+        data = require_mapping(row, where, fields)
+        for name in fields:
+            if data.get(name) is None or not str(data[name]).strip():
+                raise FailClosed(f"{where}: field {name!r} is required; a reviewed row names it")
+    return rows
+
+
 @dataclass(frozen=True)
 class Config:
     """oracle/judge.yaml: the judge's settings, read from the base revision."""

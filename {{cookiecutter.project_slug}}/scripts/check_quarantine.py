@@ -26,8 +26,7 @@ from _gate import (
     FailClosed,
     Outcome,
     add_report_arg,
-    load_yaml,
-    require_mapping,
+    load_rows,
     run_main,
 )
 from count_asserts import iter_tests
@@ -45,19 +44,9 @@ def parse_day(value: Any, where: str) -> dt.date:
 
 
 def load_quarantine(path: Path) -> list[dict[str, Any]]:
-    raw = require_mapping(load_yaml(path) or {"quarantine": []}, str(path), ("quarantine",))
-    rows = raw.get("quarantine") or []
-    if not isinstance(rows, list):
-        raise FailClosed(f"{path}: field 'quarantine' must be a list of rows")
-    out = []
-    for index, row in enumerate(rows):
-        where = f"{path}: quarantine row #{index + 1}"
-        data = require_mapping(row, where, ROW_FIELDS)
-        for key in ROW_FIELDS:
-            if key not in data or (isinstance(data[key], str) and not data[key].strip()):
-                raise FailClosed(f"{where}: field {key!r} is required")
-        out.append({**data, "id": str(data["id"]), "until": parse_day(data["until"], where)})
-    return out
+    rows = load_rows(path, "quarantine", ROW_FIELDS)
+    where = f"{path}: quarantine row"
+    return [{**r, "id": str(r["id"]), "until": parse_day(r["until"], where)} for r in rows]
 
 
 def active_ids(rows: Sequence[dict[str, Any]], today: dt.date) -> set[str]:

@@ -30,8 +30,7 @@ from _gate import (
     FailClosed,
     Outcome,
     add_report_arg,
-    load_yaml,
-    require_mapping,
+    load_rows,
     run_main,
 )
 
@@ -39,19 +38,7 @@ ALLOW_FIELDS = ("id", "field", "reason", "reviewer")
 
 
 def load_allowlist(path: Path) -> list[dict[str, str]]:
-    raw = require_mapping(load_yaml(path) or {"allow": []}, str(path), ("allow",))
-    rows = raw.get("allow") or []
-    if not isinstance(rows, list):
-        raise FailClosed(f"{path}: field 'allow' must be a list of rows")
-    out = []
-    for index, row in enumerate(rows):
-        where = f"{path}: allow row #{index + 1}"
-        data = require_mapping(row, where, ALLOW_FIELDS)
-        for key in ALLOW_FIELDS:
-            if not isinstance(data.get(key), str) or not data[key].strip():
-                raise FailClosed(f"{where}: field {key!r} is required; a reviewed row names it")
-        out.append({key: data[key] for key in ALLOW_FIELDS})
-    return out
+    return [{k: str(v) for k, v in row.items()} for row in load_rows(path, "allow", ALLOW_FIELDS)]
 
 
 def as_text(value: Any) -> str:
