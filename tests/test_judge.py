@@ -79,6 +79,10 @@ def test_changed_output_blocks(shop: Path) -> None:
     mismatch = verdict.step("replay")["evidence"]["mismatches"][0]
     assert mismatch["id"] == "empty-cart-rejects"
     assert mismatch["patch"]["error"]["message"] == "cart is empty"
+    summary = (shop / "reports/judge-summary.md").read_text()
+    replay_row = next(line for line in summary.splitlines() if line.startswith("| Output changed"))
+    assert "**block**: 2 compared fields changed" in replay_row
+    assert '+    "message": "cart is empty"' in summary
 
 
 def test_deleted_test_file_blocks(shop: Path) -> None:

@@ -242,14 +242,28 @@ def cell(text: object) -> str:
 
 def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]]) -> list[str]:
     """The decision table of oracles/MATRIX.md, each row with this patch's evidence."""
-    rows = []
+    rows: list[str] = []
+    shown: set[str] = set()
     for line in matrix.splitlines():
         cols = [c.strip() for c in line.strip().strip("|").split("|")]
-        found = MATRIX_STEP.search(cols[1]) if len(cols) == 4 else None
-        step = steps.get(found.group(1)) if found else None
-        evidence = f"**{step['status']}**: {step['summary']}" if step else "not reached"
-        if found:
-            rows.append(f"| {cols[0]} | {cols[1]} | {cols[3]} | {cell(evidence)} |")
+        if (
+            len(cols) != 4
+            or not line.startswith("|")
+            or set(cols[0]) <= set("-")
+            or cols[0] == "Failure class"
+        ):
+            continue
+        found = MATRIX_STEP.search(cols[1])
+        name = found.group(1) if found else ""
+        step = steps.get(name)
+        if step is None:
+            evidence = "not a step of this run"
+        elif name in shown:
+            evidence = f"same step as above ({step['status']})"
+        else:
+            evidence = f"**{step['status']}**: {step['summary']}"
+        shown.add(name)
+        rows.append(f"| {cols[0]} | {cols[1]} | {cols[3]} | {cell(evidence)} |")
     return rows
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -92,7 +93,8 @@ def summarize(cassette: dict[str, Any], out: Path, reused: bool) -> Outcome:
         for spec in specs
     ]
     verb = "reused" if reused else "recorded"
-    summary = f"{verb} {len(cases)} cases from {cassette['provenance']['base'][:12]} into {out}"
+    where = os.path.relpath(out)
+    summary = f"{verb} {len(cases)} cases from {cassette['provenance']['base'][:12]} into {where}"
     if unstable or crashed:
         summary += f"; {len(proposals)} unstable fields, {len(crashed)} crashed or timed out"
     evidence = {
