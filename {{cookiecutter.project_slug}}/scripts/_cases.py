@@ -6,24 +6,39 @@ Shared by record_cassettes.py and replay_cassettes.py so both see a case the sam
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from _gate import FailClosed, load_yaml, require_mapping
 
-CASE_FIELDS = ("id", "argv", "stdin", "stdin_b64", "env", "env_remove", "cwd", "timeout", "compare")
+CASE_FIELDS = (
+    "id",
+    "argv",
+    "stdin",
+    "stdin_b64",
+    "env",
+    "env_remove",
+    "cwd",
+    "timeout",
+    "compare",
+    "noise",
+)
+NOISE_FIELDS = ("pointer", "regex", "replace", "stream")
 SIMPLE_SPECS = (
     "exit_code",
     "stdout.raw",
@@ -45,8 +60,23 @@ FIXED_ENV = {
     "PYTHONHASHSEED": "0",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
-OUTPUT_CAP = 1 << 20  # bytes of output kept verbatim in a cassette; beyond it, digest + head
+# Output beyond the cap is hashed, not kept: a cassette holds its SHA-256, size and a head.
+OUTPUT_CAP = 1 << 20
+HEAD_SHOWN = 4096  # bytes of a capped or non-UTF-8 stream shown in reports
+CHUNK = 1 << 16
+DRAIN_GRACE = 5.0  # seconds to wait for pipes after the group is killed
 MISSING = {"$missing": True}
+NOISE_MARK = "<noise>"
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A normalizer applied identically at record and replay: a JSON pointer or a regex."""
+
+    pointer: str | None = None
+    regex: re.Pattern[bytes] | None = None
+    replace: bytes = b""
+    streams: tuple[str, ...] = ("stdout", "stderr")
 
 
 @dataclass(frozen=True)
@@ -59,15 +89,29 @@ class Case:
     cwd: str | None
     timeout: float
     compare: tuple[str, ...]
+    noise: tuple[Noise, ...]
     digest: str
+
+
+@dataclass(frozen=True)
+class Stream:
+    """Captured output: the first OUTPUT_CAP bytes, and the digest and size of all of it."""
+
+    head: bytes
+    sha256: str
+    size: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.size > len(self.head)
 
 
 @dataclass(frozen=True)
 class Run:
     exit_code: int
     timed_out: bool
-    stdout: bytes
-    stderr: bytes
+    stdout: Stream
+    stderr: Stream
     files: dict[str, str]
     seconds: float
 
@@ -115,12 +159,11 @@ def _str_list(value: Any) -> bool:
 
 
 def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case:
-    where = f"{path}: case #{index + 1}"
-    data = require_mapping(raw, where, CASE_FIELDS)
-    case_id = data.get("id")
+    case_id = raw.get("id") if isinstance(raw, dict) else None
     if not isinstance(case_id, str) or not case_id:
-        raise FailClosed(f"{where}: field 'id' must be a non-empty string")
+        raise FailClosed(f"{path}: case #{index + 1}: field 'id' must be a non-empty string")
     where = f"{path}: case {case_id!r}"
+    data = require_mapping(raw, where, CASE_FIELDS)
     problems = {
         "argv": not _str_list(data.get("argv")),
         "stdin": not isinstance(data.get("stdin", ""), str),
@@ -133,6 +176,7 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         or isinstance(data.get("timeout"), bool)
         or float(data.get("timeout", 1)) <= 0,
         "compare": not isinstance(data.get("compare"), list) or not data.get("compare"),
+        "noise": not isinstance(data.get("noise", []), list),
     }
     bad = [name for name, wrong in problems.items() if wrong]
     if bad:
@@ -150,6 +194,10 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         stdin = base64.b64decode(data["stdin_b64"], validate=True) if "stdin_b64" in data else None
     except ValueError:
         raise FailClosed(f"{where}: 'stdin_b64' is not valid base64") from None
+    noise = tuple(
+        parse_noise(item, f"{where}: noise #{i + 1}")
+        for i, item in enumerate(data.get("noise") or [])
+    )
     canonical = json.dumps(data, sort_keys=True, ensure_ascii=True)
     return Case(
         id=case_id,
@@ -160,8 +208,30 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         cwd=cwd,
         timeout=float(data.get("timeout", default_timeout)),
         compare=tuple(data["compare"]),
+        noise=noise,
         digest=hashlib.sha256(canonical.encode()).hexdigest(),
     )
+
+
+def parse_noise(raw: Any, where: str) -> Noise:
+    data = require_mapping(raw, where, NOISE_FIELDS)
+    pointer, regex = data.get("pointer"), data.get("regex")
+    if (pointer is None) == (regex is None):
+        raise FailClosed(f"{where}: give exactly one of 'pointer' or 'regex'")
+    if pointer is not None:
+        if not isinstance(pointer, str) or not valid_pointer(pointer) or not pointer:
+            raise FailClosed(f"{where}: {pointer!r} is not an RFC 6901 pointer")
+        return Noise(pointer=pointer)
+    stream = data.get("stream", "both")
+    if stream not in ("stdout", "stderr", "both"):
+        raise FailClosed(f"{where}: 'stream' must be stdout, stderr or both")
+    try:
+        pattern = re.compile(str(regex).encode("utf-8"))
+    except re.error as exc:
+        raise FailClosed(f"{where}: invalid regex {regex!r} ({exc})") from None
+    streams = ("stdout", "stderr") if stream == "both" else (stream,)
+    replace = str(data.get("replace", NOISE_MARK)).encode("utf-8")
+    return Noise(regex=pattern, replace=replace, streams=streams)
 
 
 def load_cases(path: Path, default_timeout: float = 10.0) -> list[Case]:
@@ -207,18 +277,49 @@ def _file_digests(root: Path, specs: Sequence[str]) -> dict[str, str]:
     return out
 
 
+class _Drain(threading.Thread):
+    """Read a pipe to its end, keeping the first OUTPUT_CAP bytes and hashing all of them."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        super().__init__(daemon=True)
+        self.pipe, self.sha, self.size, self.chunks = pipe, hashlib.sha256(), 0, bytearray()
+
+    def run(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := self.pipe.read1(CHUNK):  # type: ignore[attr-defined]
+                self.sha.update(chunk)
+                self.size += len(chunk)
+                if len(self.chunks) < OUTPUT_CAP:
+                    self.chunks += chunk[: OUTPUT_CAP - len(self.chunks)]
+
+    def stream(self) -> Stream:
+        self.join(DRAIN_GRACE)  # an escaped grandchild holding the pipe must not hang us
+        return Stream(bytes(self.chunks), self.sha.hexdigest(), self.size)
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(OSError):  # the command may exit without reading its stdin
+        pipe.write(data)
+        pipe.close()
+
+
+def _prepare(case: Case, fixtures: Path, tmp: Path) -> tuple[Path, Path]:
+    home, work = tmp / "home", tmp / "work"
+    home.mkdir()
+    if not case.cwd:
+        work.mkdir()
+        return home, work
+    source = fixtures / case.cwd
+    if not source.is_dir():
+        raise FailClosed(f"case {case.id!r}: cwd fixtures/{case.cwd} is not a folder")
+    shutil.copytree(source, work, symlinks=True)
+    return home, work
+
+
 def run_case(command: Path, case: Case, fixtures: Path) -> Run:
     """Run one case in a fresh HOME and working directory; kill its whole group on timeout."""
-    with tempfile.TemporaryDirectory(prefix=f"case-{case.id[:40]}-") as tmp:
-        home, work = Path(tmp) / "home", Path(tmp) / "work"
-        home.mkdir()
-        if case.cwd:
-            source = fixtures / case.cwd
-            if not source.is_dir():
-                raise FailClosed(f"case {case.id!r}: cwd fixtures/{case.cwd} is not a folder")
-            shutil.copytree(source, work, symlinks=True)
-        else:
-            work.mkdir()
+    with tempfile.TemporaryDirectory(prefix="oracle-case-") as tmp:
+        home, work = _prepare(case, fixtures, Path(tmp))
         start = time.perf_counter()
         proc = subprocess.Popen(
             [str(command), *case.argv],
@@ -229,48 +330,89 @@ def run_case(command: Path, case: Case, fixtures: Path) -> Run:
             env=case_env(case, home, command.parent),
             start_new_session=True,
         )
-        try:
-            out, err = proc.communicate(case.stdin, timeout=case.timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
+        assert proc.stdin and proc.stdout and proc.stderr
+        drains = [_Drain(proc.stdout), _Drain(proc.stderr)]
+        feeder = threading.Thread(target=_feed, args=(proc.stdin, case.stdin), daemon=True)
+        for thread in (*drains, feeder):
+            thread.start()
+        # A timer, not wait(timeout=): subprocess polls with sleeps when given a timeout.
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
             _kill_group(proc)
-            out, err = proc.communicate()
-            timed_out = True
+
+        timer = threading.Timer(case.timeout, expire)
+        timer.start()
+        code = proc.wait()
+        timer.cancel()
+        _kill_group(proc)  # no daemonised grandchild outlives its case
+        timed_out = expired.is_set()
         seconds = time.perf_counter() - start
-        _kill_group(proc)  # a daemonised grandchild must not outlive its case
+        out, err = (d.stream() for d in drains)
         files = _file_digests(work, case.compare)
-    return Run(proc.returncode, timed_out, out, err, files, seconds)
+    return Run(code, timed_out, out, err, files, seconds)
 
 
-def text_value(data: bytes) -> Any:
-    """Bytes as JSON: text when UTF-8 and under the cap; else escaped head plus a digest."""
-    digest = hashlib.sha256(data).hexdigest()
+def normalized(case: Case, stream: Stream, name: str) -> Stream:
+    """Apply the case's regex normalizers (within the cap: a capped stream keeps its digest)."""
+    rules = [n for n in case.noise if n.regex is not None and name in n.streams]
+    if not rules or stream.truncated:
+        return stream
+    data = stream.head
+    for rule in rules:
+        assert rule.regex is not None
+        data = rule.regex.sub(rule.replace, data)
+    return Stream(data, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def text_value(stream: Stream) -> Any:
+    """Output as JSON: text when UTF-8 and within the cap; else an escaped head and a digest."""
     try:
-        text = data.decode("utf-8")
+        text = stream.head.decode("utf-8")
     except UnicodeDecodeError:
-        head = data[:4096].decode("utf-8", "backslashreplace")
-        return {"$non_utf8": True, "sha256": digest, "head": head, "bytes": len(data)}
-    if len(data) > OUTPUT_CAP:
-        return {"$truncated": True, "sha256": digest, "head": text[:4096], "bytes": len(data)}
-    return text
+        text = None
+    if text is not None and not stream.truncated:
+        return text
+    head = stream.head[:HEAD_SHOWN].decode("utf-8", "backslashreplace")
+    flag = "$truncated" if stream.truncated else "$non_utf8"
+    return {flag: True, "sha256": stream.sha256, "head": head, "bytes": stream.size}
 
 
-def _json_doc(data: bytes) -> Any:
+def _json_doc(data: bytes, noise: Sequence[Noise]) -> Any:
     try:
-        return json.loads(data.decode("utf-8"))
+        doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         return {"$invalid_json": str(exc)}
+    for rule in noise:
+        if rule.pointer is not None:
+            doc = pointer_set(doc, rule.pointer, NOISE_MARK)
+    return doc
 
 
-def _jsonl(data: bytes) -> Any:
-    return [_json_doc(line.encode()) for line in data.decode("utf-8", "replace").splitlines()]
+def pointer_set(doc: Any, pointer: str, value: Any) -> Any:
+    """Replace the value at `pointer` when it exists (noise); other documents are unchanged."""
+    parent_pointer, _, last = pointer.rpartition("/")
+    parent = pointer_get(doc, parent_pointer)
+    key = last.replace("~1", "/").replace("~0", "~")
+    if isinstance(parent, dict) and key in parent:
+        parent[key] = value
+    elif isinstance(parent, list) and key.isdigit() and int(key) < len(parent):
+        parent[int(key)] = value
+    return doc
 
 
 def observe(case: Case, run: Run) -> dict[str, Any]:
-    """The value of each compared field of one run (JSON-serialisable)."""
-    doc = _json_doc(run.stdout) if any(s.startswith("stdout.json") for s in case.compare) else None
+    """The value of each compared field of one run (JSON-serialisable), after noise."""
+    out, err = normalized(case, run.stdout, "stdout"), normalized(case, run.stderr, "stderr")
+    doc: Any = {"$truncated": True, "sha256": out.sha256} if out.truncated else None
+    if doc is None and any(
+        s.startswith("stdout.json") and s != "stdout.jsonl" for s in case.compare
+    ):
+        doc = _json_doc(out.head, case.noise)
     values: dict[str, Any] = {}
     for spec in case.compare:
+        stream = out if spec.startswith("stdout") else err
         if spec == "exit_code":
             values[spec] = "timeout" if run.timed_out else run.exit_code
         elif spec.startswith(POINTER_SPEC):
@@ -278,32 +420,29 @@ def observe(case: Case, run: Run) -> dict[str, Any]:
         elif spec.startswith(FILES_SPEC):
             glob = spec[len(FILES_SPEC) :]
             values[spec] = {k: v for k, v in run.files.items() if fnmatchcase(k, glob)}
-        else:
-            stream = run.stdout if spec.startswith("stdout") else run.stderr
-            kind = spec.split(".", 1)[1]
-            values[spec] = {
-                "raw": text_value,
-                "sha256": lambda b: hashlib.sha256(b).hexdigest(),
-                "json": lambda _b: doc,
-                "jsonl": _jsonl,
-            }[kind](stream)
+        elif spec.endswith(".raw"):
+            values[spec] = text_value(stream)
+        elif spec.endswith(".sha256"):
+            values[spec] = stream.sha256
+        elif spec == "stdout.json":
+            values[spec] = doc
+        else:  # stdout.jsonl: one document per line
+            values[spec] = [_json_doc(line, case.noise) for line in out.head.splitlines()]
     return values
 
 
-def run_many(
-    command: Path, cases: Sequence[Case], fixtures: Path, repeat: int = 1
-) -> list[list[Run]]:
-    """Run every case `repeat` times across all cores; results keep the order of `cases`."""
-    jobs = [(case, i) for case in cases for i in range(repeat)]
+def run_many(runs: Sequence[tuple[Path, Case]], fixtures: Path) -> list[Run]:
+    """Run (command, case) pairs across all cores, each in its own directory; order is kept."""
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        runs = list(pool.map(lambda job: run_case(command, job[0], fixtures), jobs))
-    return [runs[i * repeat : (i + 1) * repeat] for i in range(len(cases))]
+        return list(pool.map(lambda job: run_case(job[0], job[1], fixtures), runs))
 
 
 def describe(run: Run) -> dict[str, Any]:
     return {
         "exit_code": run.exit_code,
+        "signal": -run.exit_code if run.exit_code < 0 else None,
         "timed_out": run.timed_out,
         "seconds": round(run.seconds, 4),
-        "stderr_head": run.stderr[:400].decode("utf-8", "backslashreplace"),
+        "stdout_bytes": run.stdout.size,
+        "stderr_head": run.stderr.head[:400].decode("utf-8", "backslashreplace"),
     }

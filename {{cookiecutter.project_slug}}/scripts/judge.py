@@ -54,6 +54,7 @@ from _gate import (
 
 VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
 CODE = {"pass": PASS, "advisory": PASS, "block": BLOCK, "fail-closed": FAIL_CLOSED}
+REPORT_FILES = {"replay": "replay-report.json"}
 EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge report
 Args = tuple[str | Path, ...]
 MATRIX_STEP = re.compile(r"\(`([a-z-]+)`\)")
@@ -95,7 +96,7 @@ class Judgment:
 
     def run(self, name: str, script: str, *args: str | Path, advisory: bool = False) -> int:
         """Run one step script of the base tree; its JSON report is the step's only output."""
-        report = self.reports / f"{name}.json"
+        report = self.reports / REPORT_FILES.get(name, f"{name}.json")
         report.unlink(missing_ok=True)
         cmd = [sys.executable, str(self.parent / "scripts" / script), *map(str, args)]
         proc = subprocess.run([*cmd, "--report", str(report)], cwd=self.repo, capture_output=True)

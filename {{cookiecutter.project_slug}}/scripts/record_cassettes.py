@@ -68,7 +68,9 @@ def load_cassette(path: Path) -> dict[str, Any] | None:
 
 def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> dict[str, Any]:
     recorded: dict[str, Any] = {}
-    for case, runs in zip(cases, run_many(command, cases, fixtures, repeat=RUNS), strict=True):
+    done = run_many([(command, case) for case in cases for _ in range(RUNS)], fixtures)
+    for index, case in enumerate(cases):
+        runs = done[index * RUNS : (index + 1) * RUNS]
         seen = [observe(case, run) for run in runs]
         stable = {k: v for k, v in seen[0].items() if all(s[k] == v for s in seen[1:])}
         unstable = {k: [s[k] for s in seen] for k in seen[0] if k not in stable}
@@ -78,7 +80,7 @@ def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> d
             "fields": stable,
             "unstable": unstable,
             "run": describe(first),
-            "crashed": first.timed_out or first.exit_code < 0,
+            "crashed": any(run.timed_out or run.exit_code < 0 for run in runs),
         }
     return {"provenance": provenance(base, cases), "cases": recorded}
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,6 +75,16 @@ def compare(
     return drift, mismatches, unstable
 
 
+def replay(
+    cases: Sequence[Case], cassette: dict[str, Any], parent: Path, patch: Path, fixtures: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run parent-now and patch side by side, interleaved so both finish together."""
+    runs = run_many([(command, case) for case in cases for command in (parent, patch)], fixtures)
+    parent_now = [observe(case, runs[2 * i]) for i, case in enumerate(cases)]
+    patch_now = [observe(case, runs[2 * i + 1]) for i, case in enumerate(cases)]
+    return compare(cases, cassette, parent_now, patch_now)
+
+
 def check_cassette(
     cassette: dict[str, Any] | None, cases: Sequence[Case], path: Path
 ) -> dict[str, Any]:
@@ -96,18 +107,18 @@ def execute(args: argparse.Namespace) -> Outcome:
     except (OSError, ValueError):
         cassette = None
     cassette = check_cassette(cassette, cases, args.cassette)
-    parent_runs = run_many(args.parent_command, cases, args.fixtures)
-    patch_runs = run_many(args.patch_command, cases, args.fixtures)
-    parent_now = [observe(c, runs[0]) for c, runs in zip(cases, parent_runs, strict=True)]
-    patch_now = [observe(c, runs[0]) for c, runs in zip(cases, patch_runs, strict=True)]
-    drift, mismatches, unstable = compare(cases, cassette, parent_now, patch_now)
+    drift, mismatches, unstable = replay(
+        cases, cassette, args.parent_command, args.patch_command, args.fixtures
+    )
     allowed = {(row["id"], row["field"]) for row in allow}
     blocking = [m for m in mismatches if (m["id"], m["field"]) not in allowed]
     used = {(m["id"], m["field"]) for m in mismatches}
     stale = [row for row in allow if (row["id"], row["field"]) not in used]
+    review = os.environ.get("ORACLE_REVIEW") == "1"
     evidence = {
         "cases": len(cases),
         "allowlist": str(args.allowlist),
+        "allowlist_source": "patch (ORACLE_REVIEW=1)" if review else "base",
         "mismatches": mismatches,
         "allowed": [m for m in mismatches if (m["id"], m["field"]) in allowed],
         "drift": drift,
@@ -129,7 +140,8 @@ def execute(args: argparse.Namespace) -> Outcome:
             f"{args.allowlist}: row {s['id']} {s['field']} matches no mismatch (stale); remove it",
             evidence,
         )
-    note = f", {len(unstable)} unstable fields not compared" if unstable else ""
+    note = f", {len(unstable)} unstable fields not compared (see record)" if unstable else ""
+    note += "; allowlist read from the patch under ORACLE_REVIEW=1" if review else ""
     if blocking:
         b = blocking[0]
         return Outcome(
@@ -153,7 +165,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allowlist", type=Path, default=Path("oracle/allowlist.yaml"))
     p.add_argument("--fixtures", type=Path, default=Path("fixtures"))
     p.add_argument("--timeout", type=float, default=10.0, help="default per-case timeout (s)")
-    add_report_arg(p, "replay")
+    add_report_arg(p, "replay-report")
     return p
 
 
