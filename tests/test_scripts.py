@@ -16,7 +16,7 @@ from _cases import pointer_get, valid_pointer
 from classify_write_set import classify, pattern_regex
 
 ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("_"))
-ALLOWED_IMPORTS = {"yaml", "_gate", "_cases", *(p.stem for p in ENTRY_POINTS)}
+ALLOWED_IMPORTS = {"yaml", "_gate", "_cases", "_inventory", *(p.stem for p in ENTRY_POINTS)}
 
 
 @pytest.mark.parametrize("script", ENTRY_POINTS, ids=lambda p: p.name)

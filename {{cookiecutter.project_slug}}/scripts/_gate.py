@@ -154,6 +154,7 @@ class Config:
     protected: tuple[str, ...]
     tests: tuple[str, ...] = ("tests",)
     model_env: tuple[str, ...] = ()
+    assert_helpers: tuple[str, ...] = ()
     flake_max_retry: int = 1
     variance_runs: int = 5
     duration_cv_max: float = 0.35
@@ -172,6 +173,7 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "protected": list,
     "tests": list,
     "model_env": list,
+    "assert_helpers": list,
     "flake_max_retry": int,
     "variance_runs": int,
     "duration_cv_max": (int, float),

@@ -12,7 +12,6 @@ no test), 2 fail closed (the file is missing or malformed).
 from __future__ import annotations
 
 import argparse
-import ast
 import datetime as dt
 import sys
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ from _gate import (
     load_rows,
     run_main,
 )
-from count_asserts import iter_tests
+from _inventory import analyze
 
 ROW_FIELDS = ("id", "until", "reason", "owner")
 
@@ -59,13 +58,7 @@ def test_exists(test_id: str, trees: Sequence[Path]) -> bool:
     wanted = rest.split("[", 1)[0]
     for tree in trees:
         file = tree / path
-        if not file.is_file():
-            continue
-        try:
-            module = ast.parse(file.read_bytes())
-        except (SyntaxError, ValueError):
-            continue
-        if any(t.id.split("::", 1)[1] == wanted for t in iter_tests(module.body, path)):
+        if file.is_file() and wanted in analyze(file.read_bytes(), path)["tests"]:
             return True
     return False
 

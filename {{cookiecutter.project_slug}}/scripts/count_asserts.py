@@ -1,116 +1,140 @@
-"""Assert inventory: count assertions per test by AST on the parent tree and the patch tree.
+"""Assert inventory: compare every test of the parent tree with the patch tree, by AST.
 
-    python scripts/count_asserts.py --parent PARENT_TREE --patch PATCH_TREE [--base B --head H]
+    python scripts/count_asserts.py --parent PARENT_TREE --patch PATCH_TREE \
+        [--repo . --base B --head H] [--parent-python P --patch-python Q] [--cache FILE]
 
-A test is a `test*` function, or a `test*` method of a `Test*` class or a `*TestCase` subclass.
-Assertions: `assert` statements, `assert*` calls (unittest), `pytest.raises`, `pytest.warns`,
-`pytest.fail`. With --base/--head, git rename detection maps moved files so a rename keeps its
-history and a deletion stays a deletion.
-Exit codes: 0 nothing lost, 1 block (a deleted test file or test, a test with fewer assertions,
-a lower total, a test file that no longer parses), 2 fail closed (bad input).
+A test is a `test*` function, or a `test*` method of a `Test*` class or a `*TestCase` subclass,
+named `path::Class::name`. Assertions: `assert`, unittest `assert*` calls, `pytest.raises`,
+`pytest.warns`, `pytest.fail`, and the helper patterns of `assert_helpers` in judge.yaml.
+Sources are read as bytes (PEP 263 cookies honoured); a file that does not parse is a finding.
+With --base/--head, git rename detection maps moved files; a test moved between files is found
+by its body. With --parent-python/--patch-python, `pytest --collect-only` runs in both trees,
+so a test that stops being collected is visible even when the source still holds it.
+
+Blocks (rule ids): deleted-file, deleted-test, fewer-asserts, total-drop, unparseable,
+not-collected, skip-added, vacuous-added, weakened, outcome-hook; each unless a reviewed
+allowlist row (`id`: the test id or path, `field`: `inventory:<rule>`) names it.
+Exit codes: 0 nothing lost, 1 block, 2 fail closed (bad input, a stale allowlist row).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
+import configparser
+import hashlib
+import json
+import os
+import re
+import subprocess
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _inventory
 from _gate import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
+    FailClosed,
     Outcome,
     add_report_arg,
     git,
     load_config,
+    load_rows,
     parse_name_status,
-    relpath,
     run_main,
+    write_json,
 )
 
-PYTEST_CHECKS = frozenset({"raises", "warns", "fail"})
-
-
-@dataclass(frozen=True)
-class Test:
-    id: str
-    line: int
-    asserts: int
+ALLOW_PREFIX = "inventory:"
+COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")
+PARALLEL_FROM = 64  # files to analyze before a process pool pays for its start-up
 
 
 def is_test_file(name: str) -> bool:
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
 
 
-def call_name(node: ast.Call) -> tuple[str, str]:
-    """(owner, name) of a call: `pytest.raises` -> ("pytest", "raises"), `f` -> ("", "f")."""
-    func = node.func
-    if isinstance(func, ast.Attribute):
-        owner = func.value.id if isinstance(func.value, ast.Name) else ""
-        return owner, func.attr
-    return ("", func.id) if isinstance(func, ast.Name) else ("", "")
+def blob_id(data: bytes) -> str:
+    """Git's blob id of these bytes: the cache key, identical to `git hash-object`."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def count_assertions(func: ast.AST) -> int:
-    count = 0
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assert):
-            count += 1
-        elif isinstance(node, ast.Call):
-            owner, name = call_name(node)
-            if name.startswith("assert") or (owner == "pytest" and name in PYTEST_CHECKS):
-                count += 1
-    return count
+@dataclass
+class Tree:
+    """One side: test files by path (as bytes and blob id) and their inventories."""
+
+    root: Path
+    blobs: dict[str, str] = field(default_factory=dict)
+    data: dict[str, bytes] = field(default_factory=dict)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    conftests: dict[str, bytes] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, root: Path, folders: Sequence[str]) -> Tree:
+        tree = cls(root)
+        for folder in folders:
+            for path in sorted((root / folder).rglob("*.py")):
+                rel = path.relative_to(root).as_posix()
+                if path.name == "conftest.py":
+                    tree.conftests[rel] = path.read_bytes()
+                elif is_test_file(path.name) and path.is_file():
+                    tree.data[rel] = path.read_bytes()
+                    tree.blobs[rel] = blob_id(tree.data[rel])
+        return tree
+
+    def tests(self) -> Iterable[tuple[str, str, dict[str, Any]]]:
+        for path, inventory in self.files.items():
+            for name, test in inventory["tests"].items():
+                yield path, name, test
 
 
-def _is_test_class(node: ast.ClassDef) -> bool:
-    bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases}
-    return node.name.startswith("Test") or any(b.endswith("TestCase") for b in bases)
+def _analyze(job: tuple[bytes, str, tuple[str, ...]]) -> dict[str, Any]:
+    return _inventory.analyze(*job)
 
 
-def iter_tests(body: Sequence[ast.stmt], prefix: str) -> Iterator[Test]:
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
-            "test"
-        ):
-            yield Test(f"{prefix}::{node.name}", node.lineno, count_assertions(node))
-        elif isinstance(node, ast.ClassDef) and _is_test_class(node):
-            yield from iter_tests(node.body, f"{prefix}::{node.name}")
+class Cache:
+    """Inventories by git blob id, valid for one analyzer source and one helper list."""
+
+    def __init__(self, path: Path | None, helpers: Sequence[str]) -> None:
+        self.path = path
+        analyzer = Path(_inventory.__file__).read_bytes() + json.dumps(list(helpers)).encode()
+        self.key = hashlib.sha256(analyzer).hexdigest()
+        self.entries: dict[str, Any] = {}
+        self.hits = 0
+        if path is not None and path.is_file():
+            try:
+                stored = json.loads(path.read_bytes())
+            except ValueError:
+                stored = {}
+            if isinstance(stored, dict) and stored.get("key") == self.key:
+                self.entries = stored.get("entries") or {}
+
+    def fill(self, trees: Sequence[Tree], helpers: Sequence[str]) -> None:
+        """Analyze each distinct blob once, across both trees, in parallel when it pays."""
+        todo: dict[str, tuple[bytes, str, tuple[str, ...]]] = {}
+        for tree in trees:
+            for path, blob in tree.blobs.items():
+                if blob not in self.entries and blob not in todo:
+                    todo[blob] = (tree.data[path], path, tuple(helpers))
+        self.hits = sum(len(t.blobs) for t in trees) - len(todo)
+        if len(todo) >= PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+            with ProcessPoolExecutor() as pool:
+                results = list(pool.map(_analyze, todo.values(), chunksize=8))
+        else:
+            results = [_analyze(job) for job in todo.values()]
+        self.entries.update(zip(todo, results, strict=True))
+        for tree in trees:
+            tree.files = {path: self.entries[blob] for path, blob in tree.blobs.items()}
+        if todo and self.path is not None:
+            write_json(self.path, {"key": self.key, "entries": self.entries})
 
 
-def inventory_file(path: Path, rel: str) -> tuple[list[Test], dict[str, Any] | None]:
-    """Tests of one file; a file that does not parse is an error row, never a crash.
-
-    Bytes go to the parser so PEP 263 encoding cookies are honoured.
-    """
-    try:
-        tree = ast.parse(path.read_bytes(), filename=rel)
-    except (SyntaxError, ValueError) as exc:
-        line = getattr(exc, "lineno", None) or 0
-        return [], {"path": rel, "line": line, "error": f"{type(exc).__name__}: {exc}"}
-    return list(iter_tests(tree.body, rel)), None
-
-
-def inventory_tree(
-    root: Path, folders: Sequence[str]
-) -> tuple[dict[str, list[Test]], list[dict[str, Any]]]:
-    files: dict[str, list[Test]] = {}
-    errors: list[dict[str, Any]] = []
-    for folder in folders:
-        for path in sorted((root / folder).rglob("*.py")):
-            if not is_test_file(path.name) or not path.is_file():
-                continue
-            rel = relpath(path, root)
-            tests, error = inventory_file(path, rel)
-            files[rel] = tests
-            if error:
-                errors.append(error)
-    return files, errors
+def finding(rule: str, path: str, line: int, reason: str, test: str = "") -> dict[str, Any]:
+    return {"rule": rule, "id": test or path, "path": path, "line": line, "reason": reason}
 
 
 def renames(repo: Path, base: str, head: str) -> dict[str, str]:
@@ -118,48 +142,315 @@ def renames(repo: Path, base: str, head: str) -> dict[str, str]:
     return {names[0]: names[1] for status, names in parse_name_status(raw) if status[0] == "R"}
 
 
-def finding(rule: str, path: str, line: int, reason: str) -> dict[str, Any]:
-    return {"rule": rule, "path": path, "line": line, "reason": reason}
+class Comparison:
+    """Parent against patch, test by test; every way a test can stop testing is a finding."""
+
+    def __init__(self, parent: Tree, patch: Tree, moved: dict[str, str]) -> None:
+        self.parent, self.patch, self.moved = parent, patch, moved
+        self.findings: list[dict[str, Any]] = []
+        self.pairs: dict[str, str] = {}  # parent test id -> patch test id
+        self.splits: dict[str, list[str]] = {}  # parent test id -> the new tests holding it
+        self.collected: list[str] = []  # what pytest collected in the patch tree
+        self.bodies = {t["body"]: f"{p}::{n}" for p, n, t in patch.tests()}
+        self.renamed_away = {
+            digest: f"{p}::{name}"
+            for p, inventory in patch.files.items()
+            for name, digest in inventory["others"].items()
+        }
+
+    def add(self, rule: str, path: str, line: int, reason: str, test: str = "") -> None:
+        self.findings.append(finding(rule, path, line, reason, test))
+
+    def run(self) -> list[dict[str, Any]]:
+        lost: list[tuple[str, dict[str, Any], str, bool]] = []
+        for path, inventory in self.parent.files.items():
+            lost += self.file(path, inventory)
+        fresh = self.unpaired()
+        for test_id, test, path, file_gone in lost:
+            self.lost(test_id, test, path, file_gone, fresh)
+        for path, inventory in self.patch.files.items():
+            if inventory["error"]:
+                error = inventory["error"]
+                reason = f"{path} does not parse: {error['message']}"
+                self.add("unparseable", path, error["line"], reason)
+        return self.findings
+
+    def file(
+        self, path: str, inventory: dict[str, Any]
+    ) -> list[tuple[str, dict[str, Any], str, bool]]:
+        """Pair the file's tests; return the ones with no counterpart in the patch."""
+        new_path = self.moved.get(path, path)
+        now = self.patch.files.get(new_path)
+        lost = []
+        for name, test in inventory["tests"].items():
+            test_id = f"{path}::{name}"
+            match = self.locate(new_path, name, test, now)
+            if match is None:
+                lost.append((test_id, test, path, now is None))
+                continue
+            self.pairs[test_id] = match
+            found_path, found_name = match.split("::", 1)
+            self.test(test_id, test, found_path, self.patch.files[found_path]["tests"][found_name])
+        if now is None and lost:
+            self.add("deleted-file", path, 1, f"test file {path} was deleted ({len(lost)} tests)")
+        return lost
+
+    def locate(
+        self, path: str, name: str, test: dict[str, Any], now: dict[str, Any] | None
+    ) -> str | None:
+        if now is not None and name in now["tests"]:
+            return f"{path}::{name}"
+        return self.bodies.get(test["body"])  # moved to another file or class, body unchanged
+
+    def unpaired(self) -> dict[str, dict[str, Any]]:
+        """Patch tests that no parent test maps to: new, or the halves of a split."""
+        taken = set(self.pairs.values())
+        return {f"{p}::{n}": t for p, n, t in self.patch.tests() if f"{p}::{n}" not in taken}
+
+    def lost(
+        self,
+        test_id: str,
+        test: dict[str, Any],
+        path: str,
+        file_gone: bool,
+        fresh: dict[str, dict[str, Any]],
+    ) -> None:
+        away = self.renamed_away.get(test["body"])
+        if away:
+            reason = f"{test_id} was renamed to {away}, which pytest does not collect"
+            self.add("not-collected", path, test["line"], reason, test_id)
+        elif split_into(test, fresh):
+            self.splits[test_id] = split_into(test, fresh)
+        elif not file_gone:
+            self.add("deleted-test", path, test["line"], f"{test_id} was deleted", test_id)
+
+    def test(self, test_id: str, before: dict[str, Any], path: str, after: dict[str, Any]) -> None:
+        line = after["line"]
+        counts = [meaningful(before), meaningful(after)]
+        if after["blocked"] and not before["blocked"]:
+            self.add(
+                "not-collected",
+                path,
+                line,
+                f"{test_id} is no longer collected: {after['blocked']}",
+                test_id,
+            )
+        if len(after["skips"]) > len(before["skips"]):
+            kinds = sorted(
+                {kind for _line, kind in after["skips"]} - {kind for _line, kind in before["skips"]}
+            )
+            self.add(
+                "skip-added",
+                path,
+                line,
+                f"{test_id} gained a skip ({', '.join(kinds) or 'another'})",
+                test_id,
+            )
+        if len(after["vacuous"]) > len(before["vacuous"]):
+            kinds = sorted({kind for _line, kind in after["vacuous"]})
+            self.add(
+                "vacuous-added",
+                path,
+                line,
+                f"{test_id} gained a vacuous assertion ({', '.join(kinds)})",
+                test_id,
+            )
+        if counts[1] < counts[0]:
+            self.add(
+                "fewer-asserts",
+                path,
+                line,
+                f"{test_id}: {counts[0]} assertions on the parent, {counts[1]} now",
+                test_id,
+            )
+        weakened = weakenings(before["checks"], after["checks"])
+        if weakened:
+            subject, kind = weakened[0]
+            self.add(
+                "weakened",
+                path,
+                line,
+                f"{test_id}: `{subject}` was checked for equality, now only {kind}",
+                test_id,
+            )
 
 
-def diff_inventories(
-    parent: dict[str, list[Test]], patch: dict[str, list[Test]], moved: dict[str, str]
-) -> list[dict[str, Any]]:
-    findings: list[dict[str, Any]] = []
-    for path, tests in parent.items():
-        new_path = moved.get(path, path)
-        if new_path not in patch:
-            findings.append(finding("deleted-file", path, 1, f"test file {path} was deleted"))
+def meaningful(test: dict[str, Any]) -> int:
+    return int(test["asserts"]) - len(test["vacuous"])
+
+
+def split_into(test: dict[str, Any], fresh: dict[str, dict[str, Any]]) -> list[str]:
+    """New tests that together hold every check of a vanished test: a split, not a deletion."""
+    wanted = {tuple(check) for check in test["checks"]}
+    parts = [tid for tid, t in fresh.items() if wanted & {tuple(c) for c in t["checks"]}]
+    held = {tuple(c) for tid in parts for c in fresh[tid]["checks"]}
+    enough = sum(meaningful(fresh[tid]) for tid in parts) >= meaningful(test)
+    return sorted(parts) if wanted and wanted <= held and enough else []
+
+
+def weakenings(
+    before: Iterable[Sequence[str]], after: Iterable[Sequence[str]]
+) -> list[tuple[str, str]]:
+    """Subjects that lost their equality check and kept only a weaker one."""
+    had = {subject for subject, kind in before if kind == _inventory.EQUAL}
+    now: dict[str, set[str]] = {}
+    for subject, kind in after:
+        now.setdefault(subject, set()).add(kind)
+    weaker = {_inventory.TRUTHY, _inventory.NOT_NONE, _inventory.NOT_EQUAL}
+    return sorted(
+        (subject, sorted(now[subject] & weaker)[0])
+        for subject in had
+        if subject in now and _inventory.EQUAL not in now[subject] and now[subject] & weaker
+    )
+
+
+def pytest_settings(root: Path) -> dict[str, str]:
+    """The collection settings of a tree's pytest configuration, wherever pytest reads them."""
+    found: dict[str, str] = {}
+    for name, section in (
+        ("pytest.ini", "pytest"),
+        ("tox.ini", "pytest"),
+        ("setup.cfg", "tool:pytest"),
+    ):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(root / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            found[f"{name}:unreadable"] = "1"
             continue
-        now = {t.id.split("::", 1)[1]: t for t in patch[new_path]}
-        for test in tests:
-            name = test.id.split("::", 1)[1]
-            after = now.get(name)
-            if after is None:
-                findings.append(finding("deleted-test", path, test.line, f"{test.id} was deleted"))
-            elif after.asserts < test.asserts:
-                reason = f"{test.id}: {test.asserts} assertions on the parent, {after.asserts} now"
-                findings.append(finding("fewer-asserts", new_path, after.line, reason))
-    return findings
+        if parser.has_section(section):
+            found.update(
+                {
+                    f"{name}:{k}": " ".join(parser[section][k].split())
+                    for k in COLLECTION_KEYS
+                    if k in parser[section]
+                }
+            )
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text("utf-8", "replace") if pyproject.is_file() else ""
+    # A regex, not tomllib: scripts run on Python 3.10, which has no TOML parser.
+    table = re.search(r"^\[tool\.pytest\.ini_options\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    body = table.group(1) if table else ""
+    for key in COLLECTION_KEYS:
+        value = re.search(rf"^{key}\s*=\s*(.+)$", body, re.M)
+        if value:
+            found[f"pyproject.toml:{key}"] = " ".join(value.group(1).split())
+    return found
 
 
-def file_totals(files: dict[str, list[Test]]) -> dict[str, int]:
-    return {path: sum(t.asserts for t in tests) for path, tests in files.items()}
+def collected(python: Path, root: Path, folders: Sequence[str]) -> set[str] | None:
+    """Test ids pytest collects in a tree (parameters folded), or None if collection failed."""
+    targets = [f for f in folders if (root / f).exists()]
+    if not targets:
+        return set()
+    cmd = [str(python), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *targets]
+    try:
+        proc = subprocess.run(cmd, cwd=root, capture_output=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode not in (0, 5):
+        return None
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    return {line.split("[", 1)[0] for line in lines if "::" in line}
+
+
+def collection_findings(
+    args: argparse.Namespace, cmp: Comparison, folders: Sequence[str]
+) -> list[dict[str, Any]]:
+    out = []
+    before, after = pytest_settings(args.parent), pytest_settings(args.patch)
+    for key in sorted(set(before) | set(after)):
+        if before.get(key) != after.get(key):
+            reason = f"pytest setting {key} changed from {before.get(key)!r} to {after.get(key)!r}"
+            out.append(finding("not-collected", key.split(":", 1)[0], 0, reason))
+    if not (args.parent_python and args.patch_python):
+        return out
+    parent = collected(args.parent_python, args.parent, folders)
+    patch = collected(args.patch_python, args.patch, folders)
+    cmp.collected = sorted(patch or ())
+    if patch is None and parent is not None:
+        out.append(finding("not-collected", ".", 0, "pytest --collect-only fails on the patch"))
+        return out
+    for test_id in sorted((parent or set()) & set(cmp.pairs)):
+        now = cmp.pairs[test_id]
+        if now not in (patch or set()):
+            path = now.split("::", 1)[0]
+            out.append(
+                finding(
+                    "not-collected",
+                    path,
+                    0,
+                    f"{now} is in the source but pytest no longer collects it",
+                    now,
+                )
+            )
+    return out
+
+
+def hook_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
+    before = {
+        (p, name)
+        for p, data in parent.conftests.items()
+        for _l, name in _inventory.outcome_hooks(data)
+    }
+    out = []
+    for path, data in patch.conftests.items():
+        for line, name in _inventory.outcome_hooks(data):
+            if (path, name) not in before:
+                out.append(
+                    finding(
+                        "outcome-hook",
+                        path,
+                        line,
+                        f"{path} adds {name}, which can rewrite outcomes or collection",
+                    )
+                )
+    return out
+
+
+def apply_allowlist(
+    findings: list[dict[str, Any]], path: Path | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Split findings into (blocking, allowed); a row that allows nothing is stale and fails."""
+    rows = load_rows(path, "allow", ("id", "field", "reason", "reviewer")) if path else []
+    rows = [r for r in rows if str(r["field"]).startswith(ALLOW_PREFIX)]
+    allowed_keys = {(str(r["id"]), str(r["field"])[len(ALLOW_PREFIX) :]) for r in rows}
+    allowed = [f for f in findings if (f["id"], f["rule"]) in allowed_keys]
+    used = {(f["id"], f["rule"]) for f in allowed}
+    stale = sorted(key for key in allowed_keys if key not in used)
+    if stale:
+        test, rule = stale[0]
+        raise FailClosed(f"{path}: row {test} {ALLOW_PREFIX}{rule} matches no finding (stale)")
+    return [f for f in findings if f not in allowed], allowed
+
+
+def totals(tree: Tree) -> dict[str, int]:
+    return {path: sum(map(meaningful, inv["tests"].values())) for path, inv in tree.files.items()}
 
 
 def execute(args: argparse.Namespace) -> Outcome:
-    folders = list(load_config(args.config).tests) if args.config else args.tests
-    parent, parent_errors = inventory_tree(args.parent, folders)
-    patch, patch_errors = inventory_tree(args.patch, folders)
+    config = load_config(args.config) if args.config else None
+    folders = list(config.tests) if config else args.tests
+    helpers = list(config.assert_helpers) if config else []
+    parent, patch = Tree.read(args.parent, folders), Tree.read(args.patch, folders)
+    cache = Cache(args.cache, helpers)
+    cache.fill([parent, patch], helpers)
     moved = renames(args.repo, args.base, args.head) if args.base and args.head else {}
-    findings = diff_inventories(parent, patch, moved)
-    per_parent, per_patch = file_totals(parent), file_totals(patch)
+    cmp = Comparison(parent, patch, moved)
+    findings = cmp.run() + collection_findings(args, cmp, folders) + hook_findings(parent, patch)
+    per_parent, per_patch = totals(parent), totals(patch)
     parent_total, patch_total = sum(per_parent.values()), sum(per_patch.values())
     if patch_total < parent_total:
-        reason = f"assertion total dropped from {parent_total} to {patch_total}"
-        findings.append(finding("total-drop", ".", 0, reason))
-    for error in patch_errors:
-        findings.append(finding("unparseable", error["path"], error["line"], error["error"]))
+        findings.append(
+            finding(
+                "total-drop",
+                ".",
+                0,
+                f"assertion total dropped from {parent_total} to {patch_total}",
+            )
+        )
+    blocking, allowed = apply_allowlist(findings, args.allowlist)
+    rows = test_rows(parent, patch, cmp.pairs)
     evidence = {
         "parent_total": parent_total,
         "patch_total": patch_total,
@@ -170,19 +461,37 @@ def execute(args: argparse.Namespace) -> Outcome:
             if per_patch.get(moved.get(path, path), 0) < count
         },
         "renamed": moved,
-        "tests": {
-            side: {t.id: t.asserts for tests in files.values() for t in tests}
-            for side, files in (("parent", parent), ("patch", patch))
-        },
-        "parse_errors": {"parent": parent_errors, "patch": patch_errors},
-        "findings": findings,
+        "split": cmp.splits,
+        "collected_patch": cmp.collected,
+        "tests": rows,
+        "findings": blocking,
+        "allowed": allowed,
+        "cache": {"hits": cache.hits, "files": len(parent.blobs) + len(patch.blobs)},
     }
-    counts = f"{parent_total} -> {patch_total} assertions"
-    if findings:
+    counts = f"{parent_total} -> {patch_total} assertions in {len(rows)} tests"
+    if blocking:
         return Outcome(
-            BLOCK, f"{counts}; {findings[0]['reason']} ({len(findings)} findings)", evidence
+            BLOCK, f"{counts}; {blocking[0]['reason']} ({len(blocking)} findings)", evidence
         )
     return Outcome(PASS, f"{counts}; no test lost an assertion", evidence)
+
+
+def test_rows(parent: Tree, patch: Tree, pairs: dict[str, str]) -> list[dict[str, Any]]:
+    """One row per test, parent and patch side by side (a moved test shares its row)."""
+    back = {now: before for before, now in pairs.items()}
+    rows: dict[str, dict[str, Any]] = {}
+    for side, tree in (("parent", parent), ("patch", patch)):
+        for path, name, test in tree.tests():
+            test_id = f"{path}::{name}"
+            key = test_id if side == "parent" else back.get(test_id, test_id)
+            row = rows.setdefault(key, {"id": key, "parent": None, "patch": None})
+            row[side] = {
+                "id": test_id,
+                "asserts": test["asserts"],
+                "vacuous": len(test["vacuous"]),
+                "skips": len(test["skips"]),
+            }
+    return [rows[key] for key in sorted(rows)]
 
 
 def parser() -> argparse.ArgumentParser:
@@ -192,8 +501,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", type=Path, default=Path("."), help="git repository (for renames)")
     p.add_argument("--base", help="parent commit, for rename detection")
     p.add_argument("--head", help="patch commit, for rename detection")
-    p.add_argument("--config", type=Path, help="judge.yaml (its `tests` folders)")
+    p.add_argument("--config", type=Path, help="judge.yaml (tests folders, assert_helpers)")
     p.add_argument("--tests", nargs="+", default=["tests"], help="test folders without --config")
+    p.add_argument("--allowlist", type=Path, help="allowlist.yaml (rows with field inventory:RULE)")
+    p.add_argument("--parent-python", type=Path, help="parent build's python, for --collect-only")
+    p.add_argument("--patch-python", type=Path, help="patch build's python, for --collect-only")
+    p.add_argument("--cache", type=Path, help="inventory cache file, keyed by git blob id")
     add_report_arg(p, "assert-inventory")
     return p
 

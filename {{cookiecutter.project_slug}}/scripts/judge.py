@@ -168,19 +168,19 @@ def dynamic_steps(j: Judgment, tmp: Path, parent_py: Path, patch_py: Path) -> No
     cases: Args = ("--cases", j.parent / "oracle/cases.yaml", "--fixtures", j.parent / "fixtures")
     cases += ("--timeout", str(j.settings.case_timeout))
     record = ("--command", parent_cmd, "--base", j.base, "--out", cassette, "--reuse")
+    allowlist = (j.patch if review else j.parent) / "oracle/allowlist.yaml"
     if j.run("record", "record_cassettes.py", *record, *cases) == PASS:
-        allowlist = (j.patch if review else j.parent) / "oracle/allowlist.yaml"
         commands = ("--parent-command", parent_cmd, "--patch-command", patch_cmd)
         replay = ("--cassette", cassette, *commands, "--allowlist", allowlist)
         j.run("replay", "replay_cassettes.py", *replay, *cases)
     trees = ("--parent", j.parent, "--patch", j.patch)
     refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
-    config = ("--config", j.parent / "oracle/judge.yaml")
-    j.run("assert-inventory", "count_asserts.py", *trees, *refs, *config)
+    config = ("--config", j.parent / "oracle/judge.yaml", "--allowlist", allowlist)
+    builds = ("--parent-python", parent_py, "--patch-python", patch_py)
+    cache = ("--cache", j.repo / ".oracle" / "inventory-cache.json")
+    j.run("assert-inventory", "count_asserts.py", *trees, *refs, *config, *builds, *cache)
     oracle = ("--oracle", j.parent / "oracle")
-    j.run(
-        "oracle", "run_oracle.py", *oracle, "--parent-python", parent_py, "--patch-python", patch_py
-    )
+    j.run("oracle", "run_oracle.py", *oracle, *builds)
     try:
         quarantine, ledger = oracle_ref_files(j, tmp)
     except FailClosed as exc:
@@ -198,6 +198,7 @@ def dynamic_steps(j: Judgment, tmp: Path, parent_py: Path, patch_py: Path) -> No
         flake += ("--max-retry", str(j.settings.flake_max_retry))
         excuse_oracle(j, j.run("flake-budget", "flake_budget.py", *flake))
     tests: Args = ("--tree", j.patch, "--python", patch_py, "--tests", *j.settings.tests)
+    tests += ("--inventory-report", j.reports / "assert-inventory.json")
     j.run("tests", "run_tests.py", *tests, advisory=True)
 
 

@@ -3,18 +3,49 @@
     python scripts/run_tests.py --tree PATCH_TREE --python PATCH_PYTHON
 
 These tests share an author with the patch, so a pass is no evidence and a failure is a review
-signal only. Outcomes are read from JUnit XML.
+signal only. Outcomes are read from JUnit XML and checked against the tests the inventory saw
+collected: a missing result, or an exit status the results contradict (`os._exit(0)`, a forged
+status, a forced outcome), is reported as suspicious.
 Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arguments).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from _gate import EXIT_CODES_HELP, PASS, Outcome, add_report_arg, run_main, run_pytest
+from _gate import EXIT_CODES_HELP, PASS, Outcome, PytestRun, add_report_arg, run_main, run_pytest
+
+
+def collected_ids(inventory_report: Path | None) -> list[str]:
+    """Test ids the inventory saw pytest collect in the patch tree (parameters folded)."""
+    try:
+        data = json.loads(inventory_report.read_bytes()) if inventory_report else {}
+    except (OSError, ValueError):
+        return []
+    return list((data.get("evidence") or {}).get("collected_patch") or [])
+
+
+def suspicions(result: PytestRun, collected: list[str]) -> list[str]:
+    """What the run's own results contradict: never trust the exit status alone."""
+    if result.outcomes is None:
+        return [
+            f"no JUnit XML (exit {result.exit_code}): the run was cut short or its report forged"
+        ]
+    found = []
+    ran = {node.split("[", 1)[0] for node in result.outcomes}
+    missing = [test for test in collected if test not in ran]
+    if missing:
+        found.append(f"{len(missing)} collected tests left no result (first: {missing[0]})")
+    failed = any(v in ("failed", "error") for v in result.outcomes.values())
+    if result.exit_code == 0 and failed:
+        found.append("exit status 0 despite failures in the JUnit XML")
+    if result.exit_code not in (0, 5) and not failed:
+        found.append(f"exit status {result.exit_code} with no failure in the JUnit XML")
+    return found
 
 
 def execute(args: argparse.Namespace) -> Outcome:
@@ -30,14 +61,16 @@ def execute(args: argparse.Namespace) -> Outcome:
         for k in ("passed", "failed", "error", "skipped")
     }
     shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no results"
-    truncated = "" if result.outcomes is not None else " (no JUnit XML: the run was cut short)"
+    suspicious = suspicions(result, collected_ids(args.inventory_report))
+    note = f"; suspicious: {suspicious[0]}" if suspicious else ""
     evidence = {
         "exit_code": result.exit_code,
         "counts": counts,
+        "suspicious": suspicious,
         "outcomes": outcomes,
         "output_tail": result.output_tail,
     }
-    return Outcome(PASS, f"{shown}{truncated} (never part of the verdict)", evidence)
+    return Outcome(PASS, f"{shown}{note} (never part of the verdict)", evidence)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,6 +79,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--python", type=Path, required=True, help="patch build's python")
     p.add_argument("--tests", nargs="+", default=["tests"], help="test folders")
     p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--inventory-report", type=Path, help="assert-inventory.json (collected ids)")
     add_report_arg(p, "tests")
     return p
 

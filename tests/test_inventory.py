@@ -1,0 +1,417 @@
+"""The assert inventory against every way a test can stop testing, on real patches.
+
+One bake; each patch is a real branch. The inventory step (scripts/count_asserts.py, as the
+judge runs it: base and head worktrees, git rename detection, `pytest --collect-only` in a
+real environment) judges each branch; a few branches also go through the whole judge.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SCRIPTS
+from tools.bakery import bake, branch, edit, git, judge
+
+sys.path.insert(0, str(SCRIPTS))
+from _gate import build_env  # noqa: E402
+
+D = "tests/test_discounts.py"
+U = "tests/test_unittest_style.py"
+C = "tests/test_classes.py"
+# The example has pytest functions only; the base gains unittest and class-based tests.
+UNITTEST_STYLE = """\
+import unittest
+
+from shop.discounts import apply_discount
+
+
+class ApplyDiscountTest(unittest.TestCase):
+    def test_ten_percent(self) -> None:
+        self.assertEqual(apply_discount(1000, 1000), 900)
+
+    def test_zero_rate(self) -> None:
+        result = apply_discount(999, 0)
+        self.assertEqual(result, 999)
+"""
+CLASS_STYLE = """\
+from shop.discounts import apply_discount
+
+
+class TestHalfOff:
+    def test_even_amount(self) -> None:
+        assert apply_discount(1000, 5000) == 500
+"""
+Change = Callable[[Path], None]
+
+
+def edits(*changes: tuple[str, str, str]) -> Change:
+    def change(repo: Path) -> None:
+        for path, old, new in changes:
+            edit(repo / path, old, new)
+
+    return change
+
+
+def write(path: str, text: str) -> Change:
+    return lambda repo: (repo / path).write_text(textwrap.dedent(text))
+
+
+STACK = "    assert stack_discounts(10_000, [FIVE_OFF, TEN_PERCENT]) == 8550\n"
+NO_COUPONS = "    assert stack_discounts(2500, []) == 2500\n"
+PLAIN = "def test_no_coupons_keeps_subtotal() -> None:\n"
+RAISES = "    with pytest.raises(ValueError, match=match):\n        stack_discounts(subtotal, [coupon])\n"
+TEN = "        self.assertEqual(apply_discount(1000, 1000), 900)\n"
+ZERO = "        self.assertEqual(result, 999)\n"
+
+ATTACKS: dict[str, tuple[Change, str]] = {
+    "delete-a-test": (edits((D, PLAIN + NO_COUPONS, "")), "deleted-test"),
+    "drop-an-assert": (edits((D, STACK, "")), "fewer-asserts"),
+    "rename-away": (edits((D, PLAIN, PLAIN.replace("def test_", "def check_"))), "not-collected"),
+    "class-init": (
+        edits(
+            (
+                C,
+                "class TestHalfOff:\n",
+                "class TestHalfOff:\n    def __init__(self) -> None:\n        self.x = 1\n\n",
+            )
+        ),
+        "not-collected",
+    ),
+    "module-test-false": (
+        edits((D, "TEN_PERCENT = ", "__test__ = False\nTEN_PERCENT = ")),
+        "not-collected",
+    ),
+    "function-test-false": (
+        edits(
+            (
+                D,
+                PLAIN + NO_COUPONS,
+                PLAIN + NO_COUPONS + "\n\ntest_no_coupons_keeps_subtotal.__test__ = False\n",
+            )
+        ),
+        "not-collected",
+    ),
+    "python-functions-setting": (
+        edits(
+            (
+                "pyproject.toml",
+                'testpaths = ["tests"]\n',
+                'testpaths = ["tests"]\npython_functions = ["check_*"]\n',
+            )
+        ),
+        "not-collected",
+    ),
+    "skip-mark": (edits((D, PLAIN, "@pytest.mark.skip(reason='flaky')\n" + PLAIN)), "skip-added"),
+    "skipif-mark": (
+        edits((D, PLAIN, "@pytest.mark.skipif(True, reason='x')\n" + PLAIN)),
+        "skip-added",
+    ),
+    "xfail-mark": (edits((D, PLAIN, "@pytest.mark.xfail\n" + PLAIN)), "skip-added"),
+    "pytestmark": (
+        edits((D, "TEN_PERCENT = ", "pytestmark = pytest.mark.skip\nTEN_PERCENT = ")),
+        "skip-added",
+    ),
+    "unittest-skip": (
+        edits((U, "    def test_zero_rate", "    @unittest.skip('later')\n    def test_zero_rate")),
+        "skip-added",
+    ),
+    "skip-call": (
+        edits((D, NO_COUPONS, "    pytest.skip('not today')\n" + NO_COUPONS)),
+        "skip-added",
+    ),
+    "importorskip-call": (
+        edits((D, NO_COUPONS, "    pytest.importorskip('no_such_module')\n" + NO_COUPONS)),
+        "skip-added",
+    ),
+    "early-return": (
+        edits(
+            (
+                D,
+                NO_COUPONS,
+                "    if stack_discounts(2500, []) != 2500:\n        return\n" + NO_COUPONS,
+            )
+        ),
+        "skip-added",
+    ),
+    "assert-tuple": (
+        edits((D, NO_COUPONS, "    assert (stack_discounts(2500, []) == 2500, 'total')\n")),
+        "vacuous-added",
+    ),
+    "assert-literal": (edits((D, NO_COUPONS, "    assert 'total is 2500'\n")), "vacuous-added"),
+    "assert-self-equal": (
+        edits(
+            (D, NO_COUPONS, "    total = stack_discounts(2500, [])\n    assert total == total\n")
+        ),
+        "vacuous-added",
+    ),
+    "assert-true-literal": (edits((U, TEN, "        self.assertTrue(1)\n")), "vacuous-added"),
+    "assert-equal-same": (
+        edits((U, ZERO, "        self.assertEqual(result, result)\n")),
+        "vacuous-added",
+    ),
+    "bare-comparison": (
+        edits((D, NO_COUPONS, "    stack_discounts(2500, []) == 2500\n")),
+        "vacuous-added",
+    ),
+    "under-if-false": (edits((D, NO_COUPONS, "    if False:\n    " + NO_COUPONS)), "vacuous-added"),
+    "after-return": (edits((D, NO_COUPONS, "    return\n" + NO_COUPONS)), "vacuous-added"),
+    "catch-assertion-error": (
+        edits(
+            (
+                D,
+                NO_COUPONS,
+                "    try:\n    " + NO_COUPONS + "    except AssertionError:\n        pass\n",
+            )
+        ),
+        "vacuous-added",
+    ),
+    "bare-except": (
+        edits(
+            (
+                D,
+                NO_COUPONS,
+                "    try:\n    " + NO_COUPONS + "    except:  # noqa: E722\n        pass\n",
+            )
+        ),
+        "vacuous-added",
+    ),
+    "broad-raises": (
+        edits((D, RAISES, RAISES.replace("ValueError, match=match", "Exception"))),
+        "vacuous-added",
+    ),
+    "equality-to-truthiness": (
+        edits((D, NO_COUPONS, "    assert stack_discounts(2500, [])\n")),
+        "weakened",
+    ),
+    "equality-to-not-none": (
+        edits((D, NO_COUPONS, "    assert stack_discounts(2500, []) is not None\n")),
+        "weakened",
+    ),
+    "equality-to-inequality": (
+        edits((D, NO_COUPONS, "    assert stack_discounts(2500, []) != 0\n")),
+        "weakened",
+    ),
+    "unittest-equal-to-true": (edits((U, ZERO, "        self.assertTrue(result)\n")), "weakened"),
+    "forced-outcome-conftest": (
+        write(
+            "tests/conftest.py",
+            """\
+            import pytest
+
+
+            @pytest.hookimpl(hookwrapper=True)
+            def pytest_runtest_makereport(item, call):
+                outcome = yield
+                outcome.get_result().outcome = "passed"
+            """,
+        ),
+        "outcome-hook",
+    ),
+    "deselect-in-conftest": (
+        write(
+            "tests/conftest.py",
+            """\
+            def pytest_collection_modifyitems(config, items):
+                items[:] = [i for i in items if "stack" not in i.name]
+            """,
+        ),
+        "not-collected",
+    ),
+    "unparseable": (edits((D, PLAIN, "def test_no_coupons_keeps_subtotal(:\n")), "unparseable"),
+    "delete-a-file": (lambda repo: git(repo, "rm", "-q", U), "deleted-file"),
+}
+
+
+def split(repo: Path) -> None:
+    halves = (
+        "def test_percent_then_fixed() -> None:\n"
+        "    assert stack_discounts(10_000, [TEN_PERCENT, FIVE_OFF]) == 8500\n\n\n"
+        "def test_fixed_then_percent() -> None:\n" + STACK
+    )
+    old = "def test_stack_order_matters() -> None:\n"
+    text = (repo / D).read_text()
+    start = text.index(old)
+    end = text.index(STACK, start) + len(STACK)
+    (repo / D).write_text(text[:start] + halves + text[end:])
+
+
+BENIGN: dict[str, Change] = {
+    "add-a-test": edits(
+        (
+            D,
+            PLAIN,
+            "def test_two_fixed() -> None:\n    assert stack_discounts(100, [FIVE_OFF]) == 0\n\n\n"
+            + PLAIN,
+        )
+    ),
+    "add-asserts": edits((D, NO_COUPONS, NO_COUPONS + "    assert stack_discounts(0, []) == 0\n")),
+    "git-mv-a-file": lambda repo: git(repo, "mv", D, "tests/test_stacking.py"),
+    "reformat": edits(
+        (D, NO_COUPONS, "    assert (\n        stack_discounts(2500, [])\n        == 2500\n    )\n")
+    ),
+    "split-a-test": split,
+    "move-a-test-to-another-file": edits(
+        (D, PLAIN + NO_COUPONS, ""),
+        (
+            C,
+            "class TestHalfOff:",
+            "from shop.discounts import stack_discounts\n\n\n"
+            + PLAIN
+            + NO_COUPONS
+            + "\n\nclass TestHalfOff:",
+        ),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+    base = bake(tmp_path_factory.mktemp("inventory"))
+    (base / U).write_text(UNITTEST_STYLE)
+    (base / C).write_text(CLASS_STYLE)
+    git(base, "add", "--all")
+    git(base, "commit", "-q", "-m", "unittest and class-based tests on the base")
+    yield base
+
+
+@pytest.fixture(scope="module")
+def python(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    """The example built once: patches here touch only tests, so both sides share it."""
+    requirements = repo / "scripts/requirements-judge.txt"
+    return build_env(repo, tmp_path_factory.mktemp("env") / "env", wheelhouse, requirements)
+
+
+def inventory(repo: Path, head: str, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """Run the inventory step on base and head worktrees, as the judge does."""
+    tmp.mkdir(exist_ok=True)
+    trees = {}
+    for side, ref in (("parent", "main"), ("patch", head)):
+        trees[side] = tmp / side
+        git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
+    report = tmp / "inventory.json"
+    cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
+    cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", "main", "--head", head]
+    cmd += ["--config", str(trees["parent"] / "oracle/judge.yaml"), "--report", str(report)]
+    try:
+        proc = subprocess.run([*cmd, *extra], capture_output=True, text=True, check=False)
+    finally:
+        for path in trees.values():
+            git(repo, "worktree", "remove", "--force", str(path))
+    return proc.returncode, json.loads(report.read_text())
+
+
+def collected_by(python: Path) -> tuple[str, ...]:
+    return ("--parent-python", str(python), "--patch-python", str(python))
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_is_found_and_blocks(repo: Path, python: Path, tmp_path: Path, name: str) -> None:
+    change, rule = ATTACKS[name]
+    code, report = inventory(
+        repo, branch(repo, f"attack/{name}", change), tmp_path, *collected_by(python)
+    )
+    rules = {f["rule"] for f in report["evidence"]["findings"]}
+    assert code == 1, report["summary"]
+    assert rule in rules, report["evidence"]["findings"]
+    found = next(f for f in report["evidence"]["findings"] if f["rule"] == rule)
+    assert found["path"] and found["reason"] and isinstance(found["line"], int)
+
+
+@pytest.mark.parametrize("name", sorted(BENIGN))
+def test_benign_change_of_the_same_shape_passes(
+    repo: Path, python: Path, tmp_path: Path, name: str
+) -> None:
+    code, report = inventory(
+        repo, branch(repo, f"benign/{name}", BENIGN[name]), tmp_path, *collected_by(python)
+    )
+    assert report["evidence"]["findings"] == []
+    assert code == 0, report["summary"]
+
+
+def test_split_is_recorded_with_its_halves(repo: Path, tmp_path: Path) -> None:
+    _, report = inventory(repo, branch(repo, "benign/split-again", split), tmp_path)
+    assert report["evidence"]["split"] == {
+        f"{D}::test_stack_order_matters": [
+            f"{D}::test_fixed_then_percent",
+            f"{D}::test_percent_then_fixed",
+        ]
+    }
+
+
+def test_latin1_source_is_read_through_its_encoding_cookie(repo: Path, tmp_path: Path) -> None:
+    latin1 = (
+        "# -*- coding: latin-1 -*-\ndef test_cafe() -> None:\n    assert 'café' == 'caf\\xe9'\n"
+    )
+
+    def add(repo_: Path) -> None:
+        (repo_ / "tests/test_latin1.py").write_bytes(latin1.encode("latin-1"))
+
+    code, report = inventory(repo, branch(repo, "benign/latin1", add), tmp_path)
+    assert code == 0, report["summary"]
+    row = next(
+        r for r in report["evidence"]["tests"] if r["id"] == "tests/test_latin1.py::test_cafe"
+    )
+    assert row["patch"]["asserts"] == 1
+
+
+def test_allowlisted_finding_passes_and_stale_row_fails_closed(repo: Path, tmp_path: Path) -> None:
+    row = {
+        "id": f"{D}::test_stack_order_matters",
+        "field": "inventory:fewer-asserts",
+        "reason": "dup",
+        "reviewer": "@a",
+    }
+    allowlist = tmp_path / "allowlist.yaml"
+    allowlist.write_text(json.dumps({"allow": [row]}))
+    head = branch(repo, "attack/allowed-drop", ATTACKS["drop-an-assert"][0])
+    code, report = inventory(repo, head, tmp_path / "a", "--allowlist", str(allowlist))
+    assert code == 1  # the total still dropped: that needs its own row
+    assert [f["rule"] for f in report["evidence"]["findings"]] == ["total-drop"]
+    assert [f["rule"] for f in report["evidence"]["allowed"]] == ["fewer-asserts"]
+    row["id"] = f"{D}::test_no_such_test"
+    allowlist.write_text(json.dumps({"allow": [row]}))
+    code, report = inventory(repo, head, tmp_path / "b", "--allowlist", str(allowlist))
+    assert code == 2 and "stale" in report["summary"]
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict", "inventory_status"),
+    [("skip-mark", "block", "block"), ("equality-to-truthiness", "block", "block")],
+)
+def test_whole_judge_blocks_an_inventory_attack(
+    repo: Path, name: str, verdict: str, inventory_status: str
+) -> None:
+    result = judge(repo, "--head", branch(repo, f"judge/{name}", ATTACKS[name][0]))
+    assert result.report["verdict"] == verdict, result.output
+    assert result.statuses["assert-inventory"] == inventory_status
+
+
+def test_whole_judge_merges_added_asserts(repo: Path) -> None:
+    result = judge(repo, "--head", branch(repo, "judge/add-asserts", BENIGN["add-asserts"]))
+    assert result.report["verdict"] == "merge", result.output
+
+
+def test_os_exit_in_the_suite_shows_as_suspicious_results(repo: Path) -> None:
+    exits = write(
+        "tests/test_zz_exit.py",
+        """\
+        import os
+
+
+        def test_ends_the_run_green() -> None:
+            os._exit(0)
+        """,
+    )
+    result = judge(repo, "--head", branch(repo, "judge/os-exit", exits))
+    tests = result.step("tests")
+    assert tests["status"] == "advisory"
+    assert tests["evidence"]["suspicious"][0].startswith("no JUnit XML (exit 0)")
+    assert "suspicious" in tests["summary"]
