@@ -21,7 +21,7 @@ from tests.conftest import SCRIPTS
 from tools.bakery import bake, branch, edit, git, judge
 
 sys.path.insert(0, str(SCRIPTS))
-from _gate import build_env  # noqa: E402
+from _gate import build_env
 
 D = "tests/test_discounts.py"
 U = "tests/test_unittest_style.py"
@@ -49,7 +49,7 @@ class TestHalfOff:
     def test_even_amount(self) -> None:
         assert apply_discount(1000, 5000) == 500
 """
-Change = Callable[[Path], None]
+Change = Callable[[Path], object]
 
 
 def edits(*changes: tuple[str, str, str]) -> Change:
@@ -67,7 +67,10 @@ def write(path: str, text: str) -> Change:
 STACK = "    assert stack_discounts(10_000, [FIVE_OFF, TEN_PERCENT]) == 8550\n"
 NO_COUPONS = "    assert stack_discounts(2500, []) == 2500\n"
 PLAIN = "def test_no_coupons_keeps_subtotal() -> None:\n"
-RAISES = "    with pytest.raises(ValueError, match=match):\n        stack_discounts(subtotal, [coupon])\n"
+RAISES = (
+    "    with pytest.raises(ValueError, match=match):\n"
+    "        stack_discounts(subtotal, [coupon])\n"
+)
 TEN = "        self.assertEqual(apply_discount(1000, 1000), 900)\n"
 ZERO = "        self.assertEqual(result, 999)\n"
 
@@ -356,10 +359,8 @@ def test_latin1_source_is_read_through_its_encoding_cookie(repo: Path, tmp_path:
 
     code, report = inventory(repo, branch(repo, "benign/latin1", add), tmp_path)
     assert code == 0, report["summary"]
-    row = next(
-        r for r in report["evidence"]["tests"] if r["id"] == "tests/test_latin1.py::test_cafe"
-    )
-    assert row["patch"]["asserts"] == 1
+    row = next(r for r in report["evidence"]["tests"] if r[0] == "tests/test_latin1.py::test_cafe")
+    assert row[2] == [1, 0, 0]  # asserts, vacuous, skips on the patch
 
 
 def test_allowlisted_finding_passes_and_stale_row_fails_closed(repo: Path, tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new), "utf-8")
 
 
-def branch(repo: Path, name: str, change: Callable[[Path], None], base: str = "main") -> str:
+def branch(repo: Path, name: str, change: Callable[[Path], object], base: str = "main") -> str:
     """Commit `change` on a new branch from `base`, return to `base`; returns the branch name."""
     git(repo, "checkout", "--quiet", "-b", name, base)
     try:

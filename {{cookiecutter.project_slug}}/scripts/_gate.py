@@ -54,10 +54,17 @@ EXIT_CODES_HELP = "exit codes: 0 pass, 1 block, 2 fail closed (bad input or inte
 
 
 def write_json(path: Path, payload: object) -> None:
-    """Write atomically so a killed run never leaves half a report behind."""
+    """Write atomically so a killed run never leaves half a report behind.
+
+    Indented for people when small; a large report (an inventory of thousands of tests) stays
+    compact, since indenting disables the C encoder and costs seconds.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(payload, sort_keys=True, default=str)
+    if len(text) < 1 << 20:
+        text = json.dumps(payload, indent=2, sort_keys=True, default=str)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n", "utf-8")
+    tmp.write_text(text + "\n", "utf-8")
     tmp.replace(path)
 
 

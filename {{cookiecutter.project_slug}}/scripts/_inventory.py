@@ -100,7 +100,7 @@ class Found:
     asserts: int = 0
     vacuous: list[list[Any]] = field(default_factory=list)  # [line, kind]
     skips: list[list[Any]] = field(default_factory=list)  # [line, kind]
-    checks: list[list[str]] = field(default_factory=list)  # [subject, kind]
+    checks: list[str] = field(default_factory=list)  # "kind:subject"
     first_assert: int = 0
     returns: list[int] = field(default_factory=list)
 
@@ -200,7 +200,7 @@ class Scanner:
                 vacuous = "self-comparison"
         self.found.add_assert(stmt.lineno, vacuous)
         for subject, kind in checks_of(test, self.source):
-            self.found.checks.append([subject, kind])
+            self.found.checks.append(f"{kind}:{subject}")
 
     def unittest_vacuous(self, name: str, node: ast.Call) -> str:
         args = node.args
@@ -227,7 +227,7 @@ class Scanner:
             return
         count = 2 if kind in (EQUAL, NOT_EQUAL) else 1
         for arg in node.args[:count]:
-            self.found.checks.append([self.source.text(arg), kind])
+            self.found.checks.append(f"{kind}:{self.source.text(arg)}")
 
 
 def checks_of(test: ast.expr, source: Source) -> Iterator[tuple[str, str]]:
@@ -373,7 +373,7 @@ class FileScan:
             + decorator_skips(node.decorator_list)
             + found.skips
             + [[line, "early-return"] for line in early[:1]],
-            "checks": sorted(set(map(tuple, found.checks))),
+            "checks": sorted(set(found.checks)),
             "blocked": blocked,
             "body": digest,
         }

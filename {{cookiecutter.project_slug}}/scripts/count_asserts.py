@@ -28,8 +28,8 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,31 @@ def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
+class Entry:
+    """One file's inventory from the cache: per-test counts at once, the details on demand.
+
+    A warm run mostly needs the counts; the details (checks, skips, bodies) are kept as JSON
+    text and parsed only for files that differ between parent and patch.
+    """
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.counts: dict[str, list[int]] = record["counts"]  # name -> [asserts, vacuous, skips]
+        self.error: dict[str, Any] | None = record["error"]
+        self.text: str = record["detail"]
+
+    @cached_property
+    def detail(self) -> dict[str, Any]:
+        return dict(json.loads(self.text))
+
+    @staticmethod
+    def record(inventory: dict[str, Any]) -> dict[str, Any]:
+        counts = {
+            name: [t["asserts"], len(t["vacuous"]), len(t["skips"])]
+            for name, t in inventory["tests"].items()
+        }
+        return {"counts": counts, "error": inventory["error"], "detail": json.dumps(inventory)}
+
+
 @dataclass
 class Tree:
     """One side: test files by path (as bytes and blob id) and their inventories."""
@@ -70,7 +95,7 @@ class Tree:
     root: Path
     blobs: dict[str, str] = field(default_factory=dict)
     data: dict[str, bytes] = field(default_factory=dict)
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files: dict[str, Entry] = field(default_factory=dict)
     conftests: dict[str, bytes] = field(default_factory=dict)
 
     @classmethod
@@ -87,13 +112,13 @@ class Tree:
         return tree
 
     def tests(self) -> Iterable[tuple[str, str, dict[str, Any]]]:
-        for path, inventory in self.files.items():
-            for name, test in inventory["tests"].items():
+        for path, entry in self.files.items():
+            for name, test in entry.detail["tests"].items():
                 yield path, name, test
 
 
 def _analyze(job: tuple[bytes, str, tuple[str, ...]]) -> dict[str, Any]:
-    return _inventory.analyze(*job)
+    return Entry.record(_inventory.analyze(*job))
 
 
 class Cache:
@@ -103,7 +128,7 @@ class Cache:
         self.path = path
         analyzer = Path(_inventory.__file__).read_bytes() + json.dumps(list(helpers)).encode()
         self.key = hashlib.sha256(analyzer).hexdigest()
-        self.entries: dict[str, Any] = {}
+        self.records: dict[str, Any] = {}
         self.hits = 0
         if path is not None and path.is_file():
             try:
@@ -111,26 +136,31 @@ class Cache:
             except ValueError:
                 stored = {}
             if isinstance(stored, dict) and stored.get("key") == self.key:
-                self.entries = stored.get("entries") or {}
+                self.records = stored.get("records") or {}
 
     def fill(self, trees: Sequence[Tree], helpers: Sequence[str]) -> None:
         """Analyze each distinct blob once, across both trees, in parallel when it pays."""
         todo: dict[str, tuple[bytes, str, tuple[str, ...]]] = {}
         for tree in trees:
             for path, blob in tree.blobs.items():
-                if blob not in self.entries and blob not in todo:
+                if blob not in self.records and blob not in todo:
                     todo[blob] = (tree.data[path], path, tuple(helpers))
         self.hits = sum(len(t.blobs) for t in trees) - len(todo)
         if len(todo) >= PARALLEL_FROM and (os.cpu_count() or 1) > 1:
+            from concurrent.futures import ProcessPoolExecutor  # only a cold run pays the import
+
             with ProcessPoolExecutor() as pool:
                 results = list(pool.map(_analyze, todo.values(), chunksize=8))
         else:
             results = [_analyze(job) for job in todo.values()]
-        self.entries.update(zip(todo, results, strict=True))
+        self.records.update(zip(todo, results, strict=True))
+        entries = {
+            blob: Entry(self.records[blob]) for tree in trees for blob in tree.blobs.values()
+        }
         for tree in trees:
-            tree.files = {path: self.entries[blob] for path, blob in tree.blobs.items()}
+            tree.files = {path: entries[blob] for path, blob in tree.blobs.items()}
         if todo and self.path is not None:
-            write_json(self.path, {"key": self.key, "entries": self.entries})
+            write_json(self.path, {"key": self.key, "records": self.records})
 
 
 def finding(rule: str, path: str, line: int, reason: str, test: str = "") -> dict[str, Any]:
@@ -151,11 +181,19 @@ class Comparison:
         self.pairs: dict[str, str] = {}  # parent test id -> patch test id
         self.splits: dict[str, list[str]] = {}  # parent test id -> the new tests holding it
         self.collected: list[str] = []  # what pytest collected in the patch tree
-        self.bodies = {t["body"]: f"{p}::{n}" for p, n, t in patch.tests()}
-        self.renamed_away = {
+
+    @cached_property
+    def bodies(self) -> dict[str, str]:
+        """Patch tests by body digest: where a test went when it left its file or class."""
+        return {t["body"]: f"{p}::{n}" for p, n, t in self.patch.tests()}
+
+    @cached_property
+    def renamed_away(self) -> dict[str, str]:
+        """Patch functions pytest does not collect, by body digest."""
+        return {
             digest: f"{p}::{name}"
-            for p, inventory in patch.files.items()
-            for name, digest in inventory["others"].items()
+            for p, inventory in self.patch.files.items()
+            for name, digest in inventory.detail["others"].items()
         }
 
     def add(self, rule: str, path: str, line: int, reason: str, test: str = "") -> None:
@@ -165,24 +203,28 @@ class Comparison:
         lost: list[tuple[str, dict[str, Any], str, bool]] = []
         for path, inventory in self.parent.files.items():
             lost += self.file(path, inventory)
-        fresh = self.unpaired()
+        fresh = self.unpaired() if lost else {}  # reading every patch test costs a warm run
         for test_id, test, path, file_gone in lost:
             self.lost(test_id, test, path, file_gone, fresh)
         for path, inventory in self.patch.files.items():
-            if inventory["error"]:
-                error = inventory["error"]
+            if inventory.error:
+                error = inventory.error
                 reason = f"{path} does not parse: {error['message']}"
                 self.add("unparseable", path, error["line"], reason)
         return self.findings
 
-    def file(
-        self, path: str, inventory: dict[str, Any]
-    ) -> list[tuple[str, dict[str, Any], str, bool]]:
+    def file(self, path: str, inventory: Entry) -> list[tuple[str, dict[str, Any], str, bool]]:
         """Pair the file's tests; return the ones with no counterpart in the patch."""
         new_path = self.moved.get(path, path)
         now = self.patch.files.get(new_path)
+        if self.parent.blobs[path] == self.patch.blobs.get(new_path):
+            # Same bytes, same inventory: every test pairs with itself and nothing changed.
+            self.pairs.update(
+                {f"{path}::{name}": f"{new_path}::{name}" for name in inventory.counts}
+            )
+            return []
         lost = []
-        for name, test in inventory["tests"].items():
+        for name, test in inventory.detail["tests"].items():
             test_id = f"{path}::{name}"
             match = self.locate(new_path, name, test, now)
             if match is None:
@@ -190,15 +232,14 @@ class Comparison:
                 continue
             self.pairs[test_id] = match
             found_path, found_name = match.split("::", 1)
-            self.test(test_id, test, found_path, self.patch.files[found_path]["tests"][found_name])
+            after = self.patch.files[found_path].detail["tests"][found_name]
+            self.test(test_id, test, found_path, after)
         if now is None and lost:
             self.add("deleted-file", path, 1, f"test file {path} was deleted ({len(lost)} tests)")
         return lost
 
-    def locate(
-        self, path: str, name: str, test: dict[str, Any], now: dict[str, Any] | None
-    ) -> str | None:
-        if now is not None and name in now["tests"]:
+    def locate(self, path: str, name: str, test: dict[str, Any], now: Entry | None) -> str | None:
+        if now is not None and name in now.counts:
             return f"{path}::{name}"
         return self.bodies.get(test["body"])  # moved to another file or class, body unchanged
 
@@ -281,20 +322,19 @@ def meaningful(test: dict[str, Any]) -> int:
 
 def split_into(test: dict[str, Any], fresh: dict[str, dict[str, Any]]) -> list[str]:
     """New tests that together hold every check of a vanished test: a split, not a deletion."""
-    wanted = {tuple(check) for check in test["checks"]}
-    parts = [tid for tid, t in fresh.items() if wanted & {tuple(c) for c in t["checks"]}]
-    held = {tuple(c) for tid in parts for c in fresh[tid]["checks"]}
+    wanted = set(test["checks"])
+    parts = [tid for tid, t in fresh.items() if wanted.intersection(t["checks"])]
+    held = {check for tid in parts for check in fresh[tid]["checks"]}
     enough = sum(meaningful(fresh[tid]) for tid in parts) >= meaningful(test)
     return sorted(parts) if wanted and wanted <= held and enough else []
 
 
-def weakenings(
-    before: Iterable[Sequence[str]], after: Iterable[Sequence[str]]
-) -> list[tuple[str, str]]:
+def weakenings(before: Iterable[str], after: Iterable[str]) -> list[tuple[str, str]]:
     """Subjects that lost their equality check and kept only a weaker one."""
-    had = {subject for subject, kind in before if kind == _inventory.EQUAL}
+    had = {check.split(":", 1)[1] for check in before if check.startswith(f"{_inventory.EQUAL}:")}
     now: dict[str, set[str]] = {}
-    for subject, kind in after:
+    for check in after:
+        kind, subject = check.split(":", 1)
         now.setdefault(subject, set()).add(kind)
     weaker = {_inventory.TRUTHY, _inventory.NOT_NONE, _inventory.NOT_EQUAL}
     return sorted(
@@ -425,7 +465,10 @@ def apply_allowlist(
 
 
 def totals(tree: Tree) -> dict[str, int]:
-    return {path: sum(map(meaningful, inv["tests"].values())) for path, inv in tree.files.items()}
+    return {
+        path: sum(asserts - vacuous for asserts, vacuous, _skips in entry.counts.values())
+        for path, entry in tree.files.items()
+    }
 
 
 def execute(args: argparse.Namespace) -> Outcome:
@@ -463,6 +506,7 @@ def execute(args: argparse.Namespace) -> Outcome:
         "renamed": moved,
         "split": cmp.splits,
         "collected_patch": cmp.collected,
+        "tests_columns": TEST_COLUMNS,
         "tests": rows,
         "findings": blocking,
         "allowed": allowed,
@@ -476,21 +520,22 @@ def execute(args: argparse.Namespace) -> Outcome:
     return Outcome(PASS, f"{counts}; no test lost an assertion", evidence)
 
 
-def test_rows(parent: Tree, patch: Tree, pairs: dict[str, str]) -> list[dict[str, Any]]:
-    """One row per test, parent and patch side by side (a moved test shares its row)."""
-    back = {now: before for before, now in pairs.items()}
-    rows: dict[str, dict[str, Any]] = {}
-    for side, tree in (("parent", parent), ("patch", patch)):
-        for path, name, test in tree.tests():
+TEST_COLUMNS = ["id", "parent [asserts, vacuous, skips]", "patch [asserts, vacuous, skips]"]
+
+
+def test_rows(parent: Tree, patch: Tree, pairs: dict[str, str]) -> list[list[Any]]:
+    """One row per test (TEST_COLUMNS), parent and patch side by side; a moved test keeps its
+    parent id. Rows are lists: an inventory can hold tens of thousands of tests."""
+    rows: dict[str, list[Any]] = {
+        f"{path}::{name}": [f"{path}::{name}", counts, None]
+        for path, entry in parent.files.items()
+        for name, counts in entry.counts.items()
+    }
+    back = {now: before for before, now in pairs.items() if now != before}
+    for path, entry in patch.files.items():
+        for name, counts in entry.counts.items():
             test_id = f"{path}::{name}"
-            key = test_id if side == "parent" else back.get(test_id, test_id)
-            row = rows.setdefault(key, {"id": key, "parent": None, "patch": None})
-            row[side] = {
-                "id": test_id,
-                "asserts": test["asserts"],
-                "vacuous": len(test["vacuous"]),
-                "skips": len(test["skips"]),
-            }
+            rows.setdefault(back.get(test_id, test_id), [test_id, None, None])[2] = counts
     return [rows[key] for key in sorted(rows)]
 
 
