@@ -255,8 +255,9 @@ def decorator_skips(decorators: Iterable[ast.expr]) -> list[list[Any]]:
         target = deco.func if isinstance(deco, ast.Call) else deco
         name = dotted(target)
         last = name.rsplit(".", 1)[-1]
+        # `from unittest import skip` leaves a bare name: a decorator called skip skips.
         if ("mark." in name and last in SKIP_MARKS) or (
-            name.startswith("unittest.") and last in UNITTEST_SKIPS
+            (name.startswith("unittest.") or name == last) and last in UNITTEST_SKIPS
         ):
             found.append([deco.lineno, last])
     return found
