@@ -364,10 +364,6 @@ def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> P
     return python
 
 
-def relpath(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()
-
-
 # --- pytest runs, read from JUnit XML --------------------------------------------------------
 
 

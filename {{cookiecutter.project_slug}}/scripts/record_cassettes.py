@@ -27,6 +27,7 @@ from _cases import Case, describe, load_cases, observe, run_many
 from _gate import (
     EXIT_CODES_HELP,
     PASS,
+    WHEELHOUSE,
     FailClosed,
     Outcome,
     add_report_arg,
@@ -161,7 +162,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reuse", action="store_true", help="keep a cassette whose provenance matches")
     p.add_argument("--repo", type=Path, default=Path("."))
     p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
-    p.add_argument("--wheelhouse", type=Path, default=Path(".oracle/wheelhouse"))
+    p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")
     p.add_argument("--requirements", type=Path, default=Path("scripts/requirements-judge.txt"))
     add_report_arg(p, "record")
     return p
