@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tools.bakery import Verdict, branch, edit, git, judge
@@ -16,8 +17,7 @@ from tools.demo import clean_refactor
 MARKER = "PATCHED-CODE-RAN"
 
 
-def judged(repo: Path, name: str, change: object) -> Verdict:
-    assert callable(change)
+def judged(repo: Path, name: str, change: Callable[[Path], object]) -> Verdict:
     return judge(repo, "--head", branch(repo, name, change))
 
 

@@ -63,10 +63,6 @@ def test_exists(test_id: str, trees: Sequence[Path]) -> bool:
     return False
 
 
-def today_arg(value: str) -> dt.date:
-    return dt.date.fromisoformat(value)
-
-
 def execute(args: argparse.Namespace) -> Outcome:
     rows = load_quarantine(args.file)
     expired = [r for r in rows if r["until"] < args.today]
@@ -98,7 +94,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--file", type=Path, required=True, help="quarantine.yaml from the oracle ref")
     p.add_argument("--parent", type=Path, required=True, help="parent tree")
     p.add_argument("--patch", type=Path, required=True, help="patch tree")
-    p.add_argument("--today", type=today_arg, default=dt.date.today(), help="YYYY-MM-DD")
+    p.add_argument(
+        "--today", type=dt.date.fromisoformat, default=dt.date.today(), help="YYYY-MM-DD"
+    )
     add_report_arg(p, "quarantine")
     return p
 

@@ -48,10 +48,10 @@ def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
     return max_retry if parent.get(node) == "passed" else 0
 
 
-def rerun(args: argparse.Namespace, node: str) -> int | None:
+def rerun(args: argparse.Namespace, node: str, parent: dict[str, str]) -> int | None:
     """The attempt (1-based) on which `node` passed again, or None if it never did."""
     target = node.removeprefix("oracle/")
-    for attempt in range(1, retries_for(node, args.parent, args.max_retry) + 1):
+    for attempt in range(1, retries_for(node, parent, args.max_retry) + 1):
         result = run_pytest(
             args.patch_python,
             args.oracle,
@@ -68,7 +68,7 @@ def rerun(args: argparse.Namespace, node: str) -> int | None:
 def execute(args: argparse.Namespace) -> Outcome:
     evidence = read_oracle_report(args.oracle_report)
     failures = evidence.get("failures") or []
-    args.parent = evidence.get("parent") or {}
+    parent = evidence.get("parent") or {}
     excused = active_ids(load_quarantine(args.quarantine), args.today) | frozen_ids(
         load_ledger(args.ledger), args.today
     )
@@ -80,7 +80,7 @@ def execute(args: argparse.Namespace) -> Outcome:
         if node in excused:
             excluded.append(node)
             continue
-        attempt = rerun(args, node) if row["outcome"] == "failed" else None
+        attempt = rerun(args, node, parent) if row["outcome"] == "failed" else None
         (flaky if attempt else remaining).append({"id": node, "passed_on_retry": attempt})
     out = {
         "excluded": excluded,

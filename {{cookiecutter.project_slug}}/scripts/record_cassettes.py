@@ -88,26 +88,22 @@ def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> d
 
 def summarize(cassette: dict[str, Any], out: Path, reused: bool) -> Outcome:
     cases = cassette["cases"]
-    unstable = {cid: list(c["unstable"]) for cid, c in cases.items() if c["unstable"]}
-    crashed = sorted(cid for cid, c in cases.items() if c["crashed"])
-    proposals = [
-        {"id": cid, "field": spec, "proposal": "drop it from compare or add a noise rule"}
-        for cid, specs in unstable.items()
-        for spec in specs
+    unstable = [
+        {"id": cid, "field": spec, "values": values}
+        for cid, case in cases.items()
+        for spec, values in case["unstable"].items()
     ]
+    crashed = sorted(cid for cid, c in cases.items() if c["crashed"])
     verb = "reused" if reused else "recorded"
     where = os.path.relpath(out)
     summary = f"{verb} {len(cases)} cases from {cassette['provenance']['base'][:12]} into {where}"
     if unstable or crashed:
-        summary += f"; {len(proposals)} unstable fields, {len(crashed)} crashed or timed out"
+        summary += f"; {len(unstable)} unstable fields, {len(crashed)} crashed or timed out"
+    proposal = "drop it from compare or add a noise rule"
     evidence = {
         "cassette": str(out),
-        "unstable": [
-            {"id": cid, "field": spec, "values": cases[cid]["unstable"][spec]}
-            for cid, specs in unstable.items()
-            for spec in specs
-        ],
-        "proposals": proposals,
+        "unstable": unstable,
+        "proposals": [{"id": u["id"], "field": u["field"], "proposal": proposal} for u in unstable],
         "crashed": crashed,
     }
     return Outcome(PASS, summary, evidence)

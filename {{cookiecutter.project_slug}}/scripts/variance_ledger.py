@@ -63,10 +63,19 @@ def parse_ledger(text: str, where: str) -> dict[str, dict[str, Any]]:
     except ValueError as exc:
         raise FailClosed(f"{where}: not valid JSON ({exc}); restore it on the oracle ref") from None
     if not isinstance(data, dict) or not all(
-        isinstance(row, dict) and isinstance(row.get("expires"), str) for row in data.values()
+        isinstance(row, dict) and iso_day(row.get("expires")) for row in data.values()
     ):
         raise FailClosed(f"{where}: expected an object of test id -> row with 'expires' YYYY-MM-DD")
     return data
+
+
+def iso_day(value: object) -> bool:
+    """A YYYY-MM-DD string: anything else would only fail later, without naming the file."""
+    try:
+        dt.date.fromisoformat(str(value))
+    except ValueError:
+        return False
+    return isinstance(value, str)
 
 
 def frozen_ids(ledger: dict[str, dict[str, Any]], today: dt.date) -> set[str]:
