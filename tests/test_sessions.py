@@ -48,12 +48,11 @@ def test_lock_rewrites_the_digests(shop: Path) -> None:
 
 def copy_change_with_rows(reviewer: str, *fields: str) -> Callable[[Path], None]:
     """Change the empty-cart message and allowlist `fields` of its case in the same patch."""
-    rows = [
-        {"id": "empty-cart-rejects", "field": f, "reason": "copy change", "reviewer": reviewer}
-        for f in fields
-    ]
 
     def change(repo: Path) -> None:
+        base = git(repo, "rev-parse", "HEAD")  # the branch point: the base the rows amend
+        row = {"id": "empty-cart-rejects", "base": base, "reason": "copy change"}
+        rows = [{**row, "field": f, "reviewer": reviewer} for f in fields]
         edit(repo / "src/shop/orders.py", '"cart has no items"', '"cart is empty"')
         (repo / "oracle/allowlist.yaml").write_text(yaml.safe_dump({"allow": rows}))
 

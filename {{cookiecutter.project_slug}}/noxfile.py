@@ -5,16 +5,19 @@ Start the judge from a trusted checkout of the base branch and pass the untruste
 worktree trusts that worktree.
 
     nox -s judge -- --head agent/branch      # exit 0 merge, 1 block, 2 fail closed
-    nox -s record | lock | variance | tests | wheelhouse
+    nox -s record | lock | variance | tests | wheelhouse | allow
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["judge"]
@@ -22,6 +25,8 @@ nox.options.sessions = ["judge"]
 WHEELHOUSE = os.path.abspath(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
 REQUIREMENTS = "scripts/requirements-judge.txt"
 OFFLINE = ("--no-index", "--find-links", WHEELHOUSE)
+PASS, BLOCK, FAIL_CLOSED = 0, 1, 2
+VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
 
 
 def install_offline(session: nox.Session, project: bool = False) -> None:
@@ -40,37 +45,87 @@ def offline_env() -> dict[str, str]:
     }
 
 
+def finish(session: nox.Session, code: int, why: str = "") -> NoReturn:
+    """End nox with `code` and one last line: SystemExit passes through nox unchanged."""
+    session.log(f"{session.name}: {VERDICT[code]} (exit {code})" + (f": {why}" if why else ""))
+    raise SystemExit(code)
+
+
+def status(exc: CommandFailed) -> str:
+    return f"status {exc.return_code}" if exc.return_code is not None else str(exc.reason)
+
+
+def fill_wheelhouse(session: nox.Session) -> None:
+    """Run scripts/wheelhouse.py; a wheelhouse that cannot be filled fails closed (exit 2)."""
+    report = Path("reports") / "wheelhouse.json"
+    report.unlink(missing_ok=True)  # so the reason read below is this run's, never an old one
+    try:
+        # run_install: filling the wheelhouse is installing, so --install-only still does it.
+        session.run_install(
+            "python",
+            "scripts/wheelhouse.py",
+            "--requirements",
+            REQUIREMENTS,
+            "--dest",
+            WHEELHOUSE,
+            "--report",
+            str(report),
+        )
+    except CommandFailed as exc:
+        try:
+            why = str(json.loads(report.read_text("utf-8"))["summary"])
+        except (OSError, ValueError, KeyError, TypeError):
+            why = f"scripts/wheelhouse.py ended with {status(exc)}"
+        finish(session, FAIL_CLOSED, why if session.name == "wheelhouse" else f"wheelhouse: {why}")
+
+
+def asks_help(posargs: Sequence[str]) -> bool:
+    """-h, --help or an abbreviation argparse takes for it (--hel): exit 0 and no verdict."""
+    for arg in posargs:
+        if arg == "--":
+            return False
+        if arg == "-h" or (len(arg) >= len("--hel") and "--help".startswith(arg)):
+            return True
+    return False
+
+
 @nox.session
 def wheelhouse(session: nox.Session) -> None:
     """Fill the local wheelhouse from the package index, once (the only online step)."""
-    session.run(
-        "python", "scripts/wheelhouse.py", "--requirements", REQUIREMENTS, "--dest", WHEELHOUSE
-    )
+    fill_wheelhouse(session)
 
 
-@nox.session(requires=["wheelhouse"])
+@nox.session
 def judge(session: nox.Session) -> None:
     """Judge --head (default HEAD) against --base (default: the merge base)."""
-    install_offline(session)
-    reports = Path("reports")
-    session.run(
-        "python",
-        "scripts/judge.py",
-        "--wheelhouse",
-        WHEELHOUSE,
-        "--reports",
-        str(reports),
-        *session.posargs,
-        env=offline_env(),
-        success_codes=[0, 1, 2],
-    )
+    # Not `requires=["wheelhouse"]`: nox exits 1 when a required session fails, and a
+    # wheelhouse that cannot be filled must fail closed with 2.
+    fill_wheelhouse(session)
     try:
-        code = int(json.loads((reports / "judge-report.json").read_text("utf-8"))["exit_code"])
-    except (OSError, ValueError, KeyError):
-        code = 2
-    if code:
-        # SystemExit passes through nox unchanged, so `nox -s judge` keeps the judge's 1 or 2.
-        raise SystemExit(code)
+        install_offline(session)
+    except CommandFailed as exc:
+        finish(session, FAIL_CLOSED, f"installing from {WHEELHOUSE} ended with {status(exc)}")
+    try:
+        ran = session.run(
+            "python",
+            "scripts/judge.py",
+            "--wheelhouse",
+            WHEELHOUSE,
+            *session.posargs,
+            env=offline_env(),
+        )
+    except CommandFailed as exc:
+        # The exit is the judge's own return code, never read from a report on disk: --reports
+        # can move the report, and argparse or --help stop the judge before it writes one.
+        if exc.return_code in (BLOCK, FAIL_CLOSED):
+            finish(session, exc.return_code)
+        finish(session, FAIL_CLOSED, f"the judge ended with {status(exc)}, not 0, 1 or 2")
+    if ran is None:  # nox --install-only: the judge did not run
+        session.log("judge: environment installed, nothing judged (exit 0)")
+    elif asks_help(session.posargs):
+        session.log("judge: help printed, nothing judged (exit 0)")
+    else:
+        session.log("judge: merge (exit 0)")
 
 
 @nox.session(requires=["wheelhouse"])
@@ -112,3 +167,10 @@ def tests(session: nox.Session) -> None:
     """The project's own unit tests: advisory to the gate."""
     install_offline(session, project=True)
     session.run("python", "-m", "pytest", "-q", "tests", *session.posargs, env=offline_env())
+
+
+@nox.session(requires=["wheelhouse"])
+def allow(session: nox.Session) -> None:
+    """Append a reviewed allowlist row naming the base it was reviewed against (see --help)."""
+    install_offline(session)
+    session.run("python", "scripts/allow.py", *session.posargs, env=offline_env())

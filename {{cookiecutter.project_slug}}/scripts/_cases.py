@@ -6,25 +6,21 @@ Shared by record_cassettes.py and replay_cassettes.py so both see a case the sam
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from _gate import FailClosed, load_yaml, require_mapping
+from _process import Stream, run_group
 
 CASE_FIELDS = (
     "id",
@@ -37,6 +33,7 @@ CASE_FIELDS = (
     "timeout",
     "compare",
     "noise",
+    "expect_crash",
 )
 NOISE_FIELDS = ("pointer", "regex", "replace", "stream")
 SIMPLE_SPECS = (
@@ -60,11 +57,7 @@ FIXED_ENV = {
     "PYTHONHASHSEED": "0",
     "PYTHONDONTWRITEBYTECODE": "1",
 }
-# Output beyond the cap is hashed, not kept: a cassette holds its SHA-256, size and a head.
-OUTPUT_CAP = 1 << 20
 HEAD_SHOWN = 4096  # bytes of a capped or non-UTF-8 stream shown in reports
-CHUNK = 1 << 16
-DRAIN_GRACE = 5.0  # seconds to wait for pipes after the group is killed
 MISSING = {"$missing": True}
 NOISE_MARK = "<noise>"
 
@@ -91,19 +84,7 @@ class Case:
     compare: tuple[str, ...]
     noise: tuple[Noise, ...]
     digest: str
-
-
-@dataclass(frozen=True)
-class Stream:
-    """Captured output: the first OUTPUT_CAP bytes, and the digest and size of all of it."""
-
-    head: bytes
-    sha256: str
-    size: int
-
-    @property
-    def truncated(self) -> bool:
-        return self.size > len(self.head)
+    expect_crash: bool = False  # a Python traceback is this case's contract, not a broken base
 
 
 @dataclass(frozen=True)
@@ -177,6 +158,7 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         or float(data.get("timeout", 1)) <= 0,
         "compare": not isinstance(data.get("compare"), list) or not data.get("compare"),
         "noise": not isinstance(data.get("noise", []), list),
+        "expect_crash": not isinstance(data.get("expect_crash", False), bool),
     }
     bad = [name for name, wrong in problems.items() if wrong]
     if bad:
@@ -210,6 +192,7 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         compare=tuple(data["compare"]),
         noise=noise,
         digest=hashlib.sha256(canonical.encode()).hexdigest(),
+        expect_crash=bool(data.get("expect_crash", False)),
     )
 
 
@@ -258,13 +241,6 @@ def case_env(case: Case, home: Path, bin_dir: Path) -> dict[str, str]:
     return env
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-
-
 def _file_digests(root: Path, specs: Sequence[str]) -> dict[str, str]:
     globs = [s[len(FILES_SPEC) :] for s in specs if s.startswith(FILES_SPEC)]
     if not globs:
@@ -275,32 +251,6 @@ def _file_digests(root: Path, specs: Sequence[str]) -> dict[str, str]:
         if path.is_file() and not path.is_symlink() and any(fnmatchcase(rel, g) for g in globs):
             out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
-
-
-class _Drain(threading.Thread):
-    """Read a pipe to its end, keeping the first OUTPUT_CAP bytes and hashing all of them."""
-
-    def __init__(self, pipe: IO[bytes]) -> None:
-        super().__init__(daemon=True)
-        self.pipe, self.sha, self.size, self.chunks = pipe, hashlib.sha256(), 0, bytearray()
-
-    def run(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            while chunk := self.pipe.read1(CHUNK):  # type: ignore[attr-defined]
-                self.sha.update(chunk)
-                self.size += len(chunk)
-                if len(self.chunks) < OUTPUT_CAP:
-                    self.chunks += chunk[: OUTPUT_CAP - len(self.chunks)]
-
-    def stream(self) -> Stream:
-        self.join(DRAIN_GRACE)  # an escaped grandchild holding the pipe must not hang us
-        return Stream(bytes(self.chunks), self.sha.hexdigest(), self.size)
-
-
-def _feed(pipe: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(OSError):  # the command may exit without reading its stdin
-        pipe.write(data)
-        pipe.close()
 
 
 def _prepare(case: Case, fixtures: Path, tmp: Path) -> tuple[Path, Path]:
@@ -320,38 +270,15 @@ def run_case(command: Path, case: Case, fixtures: Path) -> Run:
     """Run one case in a fresh HOME and working directory; kill its whole group on timeout."""
     with tempfile.TemporaryDirectory(prefix="oracle-case-") as tmp:
         home, work = _prepare(case, fixtures, Path(tmp))
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            [str(command), *case.argv],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+        done = run_group(
+            [command, *case.argv],
+            timeout=case.timeout,
             cwd=work,
             env=case_env(case, home, command.parent),
-            start_new_session=True,
+            stdin=case.stdin,
         )
-        assert proc.stdin and proc.stdout and proc.stderr
-        drains = [_Drain(proc.stdout), _Drain(proc.stderr)]
-        feeder = threading.Thread(target=_feed, args=(proc.stdin, case.stdin), daemon=True)
-        for thread in (*drains, feeder):
-            thread.start()
-        # A timer, not wait(timeout=): subprocess polls with sleeps when given a timeout.
-        expired = threading.Event()
-
-        def expire() -> None:
-            expired.set()
-            _kill_group(proc)
-
-        timer = threading.Timer(case.timeout, expire)
-        timer.start()
-        code = proc.wait()
-        timer.cancel()
-        _kill_group(proc)  # no daemonised grandchild outlives its case
-        timed_out = expired.is_set()
-        seconds = time.perf_counter() - start
-        out, err = (d.stream() for d in drains)
         files = _file_digests(work, case.compare)
-    return Run(code, timed_out, out, err, files, seconds)
+    return Run(done.exit_code, done.timed_out, done.stdout, done.stderr, files, done.seconds)
 
 
 def normalized(case: Case, stream: Stream, name: str) -> Stream:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _process import Completed, run_group
+
 PASS, BLOCK, FAIL_CLOSED = 0, 1, 2
 STATUS = {PASS: "pass", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
 # Merge-time evidence must not depend on what the author's shell exported.
@@ -32,6 +34,10 @@ class FailClosed(Exception):
     """Input the gate cannot judge: reported as one line, exit 2."""
 
 
+class NotInWheelhouse(FailClosed):
+    """A build needs a dependency the hash-pinned wheelhouse does not provide."""
+
+
 @dataclass
 class Outcome:
     """What a step concluded: exit code, one-line summary, and its evidence."""
@@ -39,6 +45,8 @@ class Outcome:
     code: int
     summary: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    # "deferred": a later step named in the evidence decides (see judge.py); exit code 1 alone.
+    status: str | None = None
 
 
 def add_report_arg(parser: argparse.ArgumentParser, name: str) -> None:
@@ -91,18 +99,46 @@ def run_main(
         )
     payload = {
         "step": name,
-        "status": STATUS[outcome.code],
+        "status": outcome.status or STATUS[outcome.code],
         "exit_code": outcome.code,
         "summary": outcome.summary,
         "evidence": outcome.evidence,
     }
     write_json(report, payload)
     stream = sys.stdout if outcome.code == PASS else sys.stderr
-    print(f"{name}: {STATUS[outcome.code]}: {outcome.summary}", file=stream)
+    print(f"{name}: {payload['status']}: {outcome.summary}", file=stream)
     return outcome.code
 
 
 # --- YAML and config -------------------------------------------------------------------------
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: object, line: int, first: int) -> None:
+        super().__init__(key)
+        self.key, self.line, self.first = key, line, first
+
+
+def _unique_key_loader() -> type:
+    """A SafeLoader that refuses a repeated key: YAML keeps the last one silently, so a second
+    `protected:` would drop every default protection. Keys brought in by `<<` merges may be
+    overridden, as YAML intends."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+            seen: dict[object, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                key = self.construct_object(key_node, deep=False)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise _DuplicateKey(key, line, seen[key])
+                seen[key] = line
+            return dict(super().construct_mapping(node, deep=deep))
+
+    return UniqueKeyLoader
 
 
 def load_yaml(path: Path) -> Any:
@@ -116,7 +152,12 @@ def load_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise FailClosed(f"{path}: not UTF-8 at byte {exc.start}; save it as UTF-8") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_unique_key_loader())  # a SafeLoader subclass
+    except _DuplicateKey as dup:
+        raise FailClosed(
+            f"{path}: line {dup.line}: duplicate key {dup.key!r} (first on line {dup.first}); "
+            "keep one: YAML would silently use only the last"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""
@@ -167,6 +208,7 @@ class Config:
     duration_cv_max: float = 0.35
     ledger_ttl_days: int = 14
     case_timeout: float = 10.0
+    advisory_timeout: float = 300.0
 
     @property
     def model_variables(self) -> tuple[str, ...]:
@@ -186,6 +228,7 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "duration_cv_max": (int, float),
     "ledger_ttl_days": int,
     "case_timeout": (int, float),
+    "advisory_timeout": (int, float),
 }
 CONFIG_REQUIRED = ("command", "base_branch", "oracle_ref", "protected")
 
@@ -329,142 +372,193 @@ def find_uv() -> str | None:
     return str(beside) if beside.exists() else shutil.which("uv")
 
 
-def _run_install(cmd: list[str], what: str) -> None:
+BUILD_TIMEOUT = 900.0  # seconds for one install: a build backend runs the tree's own code
+
+
+def _run_install(cmd: list[str], what: str) -> Completed:
     env = {
         **os.environ,
         "PIP_NO_INDEX": "1",
         "UV_OFFLINE": "1",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     }
-    proc = subprocess.run(cmd, capture_output=True, env=env, check=False)
-    if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
-        raise FailClosed(f"{what} failed: {lines[-1] if lines else 'no output'}")
+    done = run_group(cmd, timeout=BUILD_TIMEOUT, env=env)
+    if done.timed_out:
+        raise FailClosed(f"{what} did not finish within {BUILD_TIMEOUT:g} s")
+    if done.exit_code != 0:
+        raise FailClosed(f"{what} failed: {done.last_line()}")
+    return done
 
 
-def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> Path:
-    """A fresh venv holding the hash-checked tools and a non-editable build of `tree`.
-
-    Installs only from the local wheelhouse: the judge never reaches the network. The build is
-    not editable so that the tree's own files (conftest.py, pytest settings) never sit on sys.path.
-    """
+def tools_env(dest: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, list[str]]:
+    """A fresh venv holding only the hash-checked tools; returns its python and installer."""
     uv = find_uv()
     python = bin_dir(dest) / "python"
-    offline = ["--no-index", "--find-links", str(wheelhouse)]
     if uv:
         _run_install([uv, "venv", "--quiet", "--python", sys.executable, str(dest)], "uv venv")
         pip = [uv, "pip", "install", "--quiet", "--offline", "--python", str(python)]
     else:
         _run_install([sys.executable, "-m", "venv", str(dest)], "python -m venv")
         pip = [str(python), "-m", "pip", "install", "--quiet"]
-    _run_install([*pip, *offline, "--require-hashes", "-r", str(requirements)], "tool install")
-    _run_install(
-        [*pip, *offline, "--no-deps", "--no-build-isolation", str(tree)], f"build of {tree}"
-    )
+    pip += ["--no-index", "--find-links", str(wheelhouse)]
+    _run_install([*pip, "--require-hashes", "-r", str(requirements)], "tool install")
+    return python, pip
+
+
+def dist_infos(env: Path) -> set[Path]:
+    return set(env.glob("lib/python*/site-packages/*.dist-info"))
+
+
+def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> Path:
+    """A fresh venv holding the hash-checked tools and a non-editable build of `tree`.
+
+    Installs only from the local wheelhouse: the judge never reaches the network. The build is
+    not editable so that the tree's own files (conftest.py, pytest settings) never sit on
+    sys.path. Runtime dependencies come from the hash-pinned requirements only: the build is
+    installed without them, then checked, so a dependency the wheelhouse lacks fails closed
+    by name instead of crashing every case.
+    """
+    python, pip = tools_env(dest, wheelhouse, requirements)
+    before = dist_infos(dest)
+    _run_install([*pip, "--no-deps", "--no-build-isolation", str(tree)], f"build of {tree}")
+    for info in sorted(dist_infos(dest) - before):
+        refuse_direct_references(info / "METADATA", tree)
+    check_dependencies(python, tree, requirements)
     return python
 
 
-# --- pytest runs, read from JUnit XML --------------------------------------------------------
+def refuse_direct_references(metadata: Path, tree: Path) -> None:
+    """A dependency named by path or URL would bypass the hashes: refuse it."""
+    from email.parser import BytesHeaderParser
+
+    headers = BytesHeaderParser().parse(metadata.open("rb"))
+    for requirement in headers.get_all("Requires-Dist") or []:
+        if "@" in requirement.split(";", 1)[0]:
+            raise NotInWheelhouse(
+                f"{tree}: dependency {requirement.strip()!r} is a direct reference; runtime "
+                "dependencies come only from the hash-pinned wheelhouse: pin it by version "
+                "in scripts/requirements-judge.txt with hashes"
+            )
+
+
+def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
+    uv = find_uv()
+    cmd = (
+        [uv, "pip", "check", "--python", str(python)] if uv else [str(python), "-m", "pip", "check"]
+    )
+    done = run_group(cmd, timeout=BUILD_TIMEOUT)
+    if done.exit_code == 0:
+        return
+    problems = [
+        line.strip()
+        for line in (done.stdout.tail() + done.stderr.tail()).splitlines()
+        if "requires" in line or "not installed" in line
+    ]
+    first = problems[0] if problems else done.last_line()
+    raise NotInWheelhouse(
+        f"{tree}: a runtime dependency is missing from the hash-pinned wheelhouse ({first}); "
+        f"add it to {requirements.name} with hashes (uv pip compile --generate-hashes)"
+    )
+
+
+# --- pytest runs, read from the gate's own plugin --------------------------------------------
+
+# The gate's pytest plugins, copied into a fresh folder on PYTHONPATH for each run, so no module
+# of the tree under test can shadow them and no other file of scripts/ lands on sys.path.
+PLUGIN_FILES = ("_pytest_evidence.py", "_subject.py", "_worker.py")
 
 
 @dataclass
 class PytestRun:
-    """A pytest run judged by its JUnit XML, never by its exit code alone."""
+    """A pytest run judged by the evidence plugin's report, never by its exit code alone."""
 
-    exit_code: int | None
+    exit_code: int
     timed_out: bool
-    outcomes: dict[str, str] | None  # node id -> passed/failed/error/skipped; None: no XML
+    outcomes: dict[str, str] | None  # node id -> passed/failed/error/skipped; None: no report
     messages: dict[str, str]
     durations: dict[str, float]
+    hits: dict[str, int]  # node id -> assertions that passed in it
+    collected: list[str]
     output_tail: str
 
 
-def _node_id(root: Path, prefix: str, classname: str, name: str) -> str:
-    """Turn JUnit's dotted classname back into a pytest node id, using the files on disk."""
-    parts = classname.split(".") if classname else []
-    for cut in range(len(parts), 0, -1):
-        candidate = "/".join(parts[:cut]) + ".py"
-        if (root / candidate).is_file():
-            return "::".join([f"{prefix}{candidate}", *parts[cut:], name])
-    return "::".join([prefix + classname.replace(".", "/"), name])
-
-
-def parse_junit(
-    path: Path, root: Path, prefix: str = ""
-) -> tuple[dict[str, str], dict[str, str], dict[str, float]] | None:
-    import xml.etree.ElementTree as ElementTree
-
+def read_evidence(
+    path: Path, prefix: str
+) -> tuple[dict[str, str], dict[str, str], dict[str, float], dict[str, int], list[str]] | None:
     try:
-        tree = ElementTree.parse(path)
-    except (OSError, ElementTree.ParseError):
+        data = json.loads(path.read_bytes())
+        tests: dict[str, dict[str, Any]] = data["tests"]
+        collected = [prefix + str(node) for node in data["collected"]]
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    outcomes: dict[str, str] = {}
-    messages: dict[str, str] = {}
-    durations: dict[str, float] = {}
-    for case in tree.iter("testcase"):
-        node = _node_id(root, prefix, case.get("classname", ""), case.get("name", ""))
-        verdict = "passed"
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                verdict = {"failure": "failed"}.get(child.tag, child.tag)
-                messages[node] = (child.get("message") or child.text or "")[:500]
-        outcomes[node] = verdict
-        durations[node] = float(case.get("time") or 0.0)
-    return outcomes, messages, durations
+    rows = {prefix + node: row for node, row in tests.items()}
+    return (
+        {node: str(row["outcome"]) for node, row in rows.items()},
+        {node: str(row["message"]) for node, row in rows.items() if row["message"]},
+        {node: float(row["seconds"]) for node, row in rows.items()},
+        {node: int(row["hits"]) for node, row in rows.items()},
+        collected,
+    )
 
 
 def run_pytest(
-    python: Path, root: Path, targets: Sequence[str], *, prefix: str, timeout: float, trusted: bool
+    python: Path,
+    root: Path,
+    targets: Sequence[str],
+    *,
+    prefix: str,
+    timeout: float,
+    trusted: bool,
+    subject: Path | None = None,
+    subject_timeout: float = 60.0,
 ) -> PytestRun:
-    """Run pytest on `targets` (relative to `root`) and read outcomes from JUnit XML.
+    """Run pytest on `targets` (relative to `root`); outcomes come from the evidence plugin.
 
     `trusted=True` runs an oracle from the base tree: fixed rootdir and ini, no plugin
     autoloading (a patch can register a pytest11 entry point), no cache, cwd outside any tree.
+    `subject` is the python of the build the oracle calls through `root/adapter.py`.
     """
     import tempfile
 
     root = root.resolve()  # trusted runs start from a temporary directory
-    with tempfile.TemporaryDirectory(prefix="oracle-pytest-") as tmp:
-        junit = Path(tmp) / "junit.xml"
-        cmd = [
-            str(python),
-            "-m",
-            "pytest",
-            "-q",
-            f"--junitxml={junit}",
-            "-o",
-            "junit_family=xunit2",
-        ]
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
+    with tempfile.TemporaryDirectory(prefix="oracle-pytest-") as name:
+        tmp = Path(name)
+        plugins, evidence = tmp / "plugins", tmp / "evidence.json"
+        plugins.mkdir()
+        for plugin in PLUGIN_FILES:
+            shutil.copy(Path(__file__).with_name(plugin), plugins / plugin)
+        cmd = [str(python), "-m", "pytest", "-q", "-p", "_pytest_evidence"]
+        cmd += [f"--oracle-evidence={evidence}", "-o", "enable_assertion_pass_hook=true"]
+        path = os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
         if trusted:
-            ini = root / "pytest.ini"
-            if not ini.is_file():
-                ini = Path(tmp) / "pytest.ini"
-                ini.write_text("[pytest]\n", "utf-8")
-            cmd += ["-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root)]
-            cmd += ["-p", "no:cacheprovider", "--import-mode=importlib"]
-            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-            # Hypothesis caches example constants on disk even with database=None.
-            env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(Path(tmp) / "hypothesis")
-            env["HOME"] = tmp
+            cmd += trusted_options(root, tmp, env)
+        if subject is not None:
+            cmd += ["-p", "_subject", f"--subject-python={subject}"]
+            cmd += [
+                f"--subject-adapter={root / 'adapter.py'}",
+                f"--subject-timeout={subject_timeout}",
+            ]
         cmd += [str(root / t) for t in targets]
-        try:
-            proc = subprocess.run(
-                cmd,
-                cwd=tmp if trusted else root,
-                env=env,
-                capture_output=True,
-                timeout=timeout,
-                check=False,
-                start_new_session=True,
-            )
-            code: int | None = proc.returncode
-            output, timed_out = proc.stdout + proc.stderr, False
-        except subprocess.TimeoutExpired as exc:
-            code, timed_out = None, True
-            output = (exc.stdout or b"") + (exc.stderr or b"")
-        parsed = parse_junit(junit, root, prefix)
-    tail = output[-2000:].decode("utf-8", "backslashreplace")
+        done = run_group(cmd, timeout=timeout, cwd=tmp if trusted else root, env=env)
+        parsed = read_evidence(evidence, prefix)
+    tail = (done.stdout.head + done.stderr.head)[-2000:].decode("utf-8", "backslashreplace")
     if parsed is None:
-        return PytestRun(code, timed_out, None, {}, {}, tail)
-    return PytestRun(code, timed_out, *parsed, tail)
+        return PytestRun(done.exit_code, done.timed_out, None, {}, {}, {}, [], tail)
+    return PytestRun(done.exit_code, done.timed_out, *parsed, tail)
+
+
+def trusted_options(root: Path, tmp: Path, env: dict[str, str]) -> list[str]:
+    """Pin ini, rootdir and confcutdir to the base tree; nothing is autoloaded or cached."""
+    ini = root / "pytest.ini"
+    if not ini.is_file():
+        ini = tmp / "pytest.ini"
+        ini.write_text("[pytest]\n", "utf-8")
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    # Hypothesis caches example constants on disk even with database=None.
+    env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tmp / "hypothesis")
+    env["HOME"] = str(tmp)
+    return [
+        *("-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root)),
+        *("-p", "no:cacheprovider", "--import-mode=importlib"),
+    ]

@@ -4,7 +4,10 @@
 
 Classes: `protected` (the judge and its evidence: fail closed unless ORACLE_REVIEW=1),
 `fixtures` (judged by fixtures.lock, reported here), `tests` (the patch's own tests: advisory),
-`source` (everything else). Renames count on both sides, names are read with -z.
+`source` (everything else). Renames count on both sides, names are read with -z. A merge
+commit counts too: what it wrote against a base-side parent, and any path it made differ from
+every parent, so an edit made in a merge and reverted later is still seen; what merging the
+base back in brought is the base's, not the patch's.
 Exit codes: 0 no protected path touched (or ORACLE_REVIEW=1), 2 fail closed (a protected path
 was touched, or git/config input is bad). This step never blocks with 1.
 """
@@ -68,12 +71,35 @@ def matches(path: str, patterns: Iterable[str]) -> str | None:
     return next((p for p in patterns if pattern_regex(p).fullmatch(path)), None)
 
 
+def merge_writes(repo: Path, base: str, head: str) -> list[tuple[str, list[str]]]:
+    """What the branch's merges wrote, which `git log` never shows.
+
+    Against a parent outside the branch (the base merged back in), the merge's whole diff is the
+    patch's: what the base brought is in that parent already. Against a parent inside the branch
+    the diff is the other side's commits, listed on their own, so only paths differing from
+    every parent count there (an edit or a resolution made in the merge itself).
+    """
+    inside = set(git(repo, "rev-list", f"{base}..{head}").split())
+    rows: list[tuple[str, list[str]]] = []
+    for line in git(repo, "rev-list", "--merges", "--parents", f"{base}..{head}").splitlines():
+        merge, *parents = line.split()
+        combined = ("diff-tree", "--no-commit-id", "-z", "-r", "-c", "--name-status", merge)
+        rows += parse_name_status(git(repo, *combined))
+        for parent in (p for p in parents if p not in inside):
+            rows += parse_name_status(git(repo, "diff", "-z", "--name-status", "-M", parent, merge))
+    return rows
+
+
 def touched(repo: Path, base: str, head: str) -> dict[str, set[str]]:
-    """Every path written by the branch: the net diff plus each commit, both sides of renames."""
+    """Every path written by the branch: the net diff, each commit, each merge (both sides of
+    renames)."""
     net = git(repo, "diff", "-z", "--name-status", "-M", base, head)
-    each = git(repo, "log", "-z", "--name-status", "-M", "--format=", f"{base}..{head}")
+    each = git(
+        repo, "log", "-z", "--name-status", "-M", "--no-merges", "--format=", f"{base}..{head}"
+    )
+    rows = parse_name_status(net) + parse_name_status(each) + merge_writes(repo, base, head)
     paths: dict[str, set[str]] = {}
-    for status, names in parse_name_status(net) + parse_name_status(each):
+    for status, names in rows:
         for name in names:
             paths.setdefault(name, set()).add(status[:1])
     return paths

@@ -13,7 +13,8 @@ so a test that stops being collected is visible even when the source still holds
 
 Blocks (rule ids): deleted-file, deleted-test, fewer-asserts, total-drop, unparseable,
 not-collected, skip-added, vacuous-added, weakened, outcome-hook; each unless a reviewed
-allowlist row (`id`: the test id or path, `field`: `inventory:<rule>`) names it.
+allowlist row (`id`: the test id or path, `field`: `inventory:<rule>`, `base`: the commit it was
+reviewed against, a prefix of --base) names it; a row of another base is reported, not applied.
 Exit codes: 0 nothing lost, 1 block, 2 fail closed (bad input, a stale allowlist row).
 """
 
@@ -25,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -43,11 +43,13 @@ from _gate import (
     add_report_arg,
     git,
     load_config,
-    load_rows,
     parse_name_status,
+    resolve_commit,
     run_main,
     write_json,
 )
+from _process import run_group
+from allow import Row, load_allowlist, other_base_note, split_by_base
 
 ALLOW_PREFIX = "inventory:"
 COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")
@@ -378,19 +380,19 @@ def pytest_settings(root: Path) -> dict[str, str]:
     return found
 
 
+COLLECT_CAP = 64 << 20  # bytes of `--collect-only -q` output: one id a line
+
+
 def collected(python: Path, root: Path, folders: Sequence[str]) -> set[str] | None:
     """Test ids pytest collects in a tree (parameters folded), or None if collection failed."""
     targets = [f for f in folders if (root / f).exists()]
     if not targets:
         return set()
     cmd = [str(python), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *targets]
-    try:
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, timeout=600, check=False)
-    except subprocess.TimeoutExpired:
+    done = run_group(cmd, cwd=root, timeout=600, cap=COLLECT_CAP)
+    if done.timed_out or done.exit_code not in (0, 5) or done.stdout.truncated:
         return None
-    if proc.returncode not in (0, 5):
-        return None
-    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    lines = done.stdout.head.decode("utf-8", "replace").splitlines()
     return {line.split("[", 1)[0] for line in lines if "::" in line}
 
 
@@ -449,19 +451,24 @@ def hook_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
 
 
 def apply_allowlist(
-    findings: list[dict[str, Any]], path: Path | None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Split findings into (blocking, allowed); a row that allows nothing is stale and fails."""
-    rows = load_rows(path, "allow", ("id", "field", "reason", "reviewer")) if path else []
-    rows = [r for r in rows if str(r["field"]).startswith(ALLOW_PREFIX)]
-    allowed_keys = {(str(r["id"]), str(r["field"])[len(ALLOW_PREFIX) :]) for r in rows}
+    findings: list[dict[str, Any]], path: Path | None, base: str | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Row]]:
+    """Split findings into (blocking, allowed, rows of another base, never applied); a row of
+    this base that allows nothing is stale and fails."""
+    rows = [r for r in load_allowlist(path) if r.field.startswith(ALLOW_PREFIX)] if path else []
+    if rows and not base:
+        raise FailClosed(f"{path}: a row applies only to the base it names; pass --base")
+    current, other_base = split_by_base(rows, base or "")
+    allowed_keys = {(r.id, r.field[len(ALLOW_PREFIX) :]) for r in current}
     allowed = [f for f in findings if (f["id"], f["rule"]) in allowed_keys]
     used = {(f["id"], f["rule"]) for f in allowed}
     stale = sorted(key for key in allowed_keys if key not in used)
     if stale:
         test, rule = stale[0]
-        raise FailClosed(f"{path}: row {test} {ALLOW_PREFIX}{rule} matches no finding (stale)")
-    return [f for f in findings if f not in allowed], allowed
+        raise FailClosed(
+            f"{path}: row {test} {ALLOW_PREFIX}{rule} for this base matches no finding (stale)"
+        )
+    return [f for f in findings if f not in allowed], allowed, other_base
 
 
 def totals(tree: Tree) -> dict[str, int]:
@@ -492,7 +499,8 @@ def execute(args: argparse.Namespace) -> Outcome:
                 f"assertion total dropped from {parent_total} to {patch_total}",
             )
         )
-    blocking, allowed = apply_allowlist(findings, args.allowlist)
+    base = resolve_commit(args.repo, args.base, "--base") if args.base else None
+    blocking, allowed, other_base = apply_allowlist(findings, args.allowlist, base)
     rows = test_rows(parent, patch, cmp.pairs)
     evidence = {
         "parent_total": parent_total,
@@ -510,14 +518,16 @@ def execute(args: argparse.Namespace) -> Outcome:
         "tests": rows,
         "findings": blocking,
         "allowed": allowed,
+        "other_base_rows": [row.as_dict() for row in other_base],
         "cache": {"hits": cache.hits, "files": len(parent.blobs) + len(patch.blobs)},
     }
     counts = f"{parent_total} -> {patch_total} assertions in {len(rows)} tests"
+    note = other_base_note(other_base, args.allowlist)
     if blocking:
         return Outcome(
-            BLOCK, f"{counts}; {blocking[0]['reason']} ({len(blocking)} findings)", evidence
+            BLOCK, f"{counts}; {blocking[0]['reason']} ({len(blocking)} findings){note}", evidence
         )
-    return Outcome(PASS, f"{counts}; no test lost an assertion", evidence)
+    return Outcome(PASS, f"{counts}; no test lost an assertion{note}", evidence)
 
 
 TEST_COLUMNS = ["id", "parent [asserts, vacuous, skips]", "patch [asserts, vacuous, skips]"]

@@ -7,8 +7,11 @@ Each case runs twice. A compared field that differs between the two parent runs 
 is not saved as an oracle, it is listed in the report with both values. A cassette carries its
 provenance (base commit, case digest, interpreter, platform); `--reuse` keeps an existing file
 only when that provenance still matches.
-Exit codes: 0 recorded (unstable fields and crashing cases are reported, not fatal),
-2 fail closed (bad cases.yaml, no merge base, the base does not build).
+A recording that is an uncaught Python exception (a traceback on stderr) is a broken base, not a
+contract: it fails closed naming the case and the exception, unless the case says
+`expect_crash: true`. Such a recording is not saved, so `--reuse` never picks it up.
+Exit codes: 0 recorded (unstable fields, timeouts and signals are reported, not fatal),
+2 fail closed (bad cases.yaml, no merge base, the base does not build, an unexpected traceback).
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _cases import Case, describe, load_cases, observe, run_many
+from _cases import Case, Run, describe, load_cases, observe, run_many
 from _gate import (
     EXIT_CODES_HELP,
+    FAIL_CLOSED,
     PASS,
     WHEELHOUSE,
     FailClosed,
@@ -44,6 +48,7 @@ from _gate import (
 )
 
 RUNS = 2
+TRACEBACK = "Traceback (most recent call last):"
 
 
 def provenance(base: str, cases: Sequence[Case]) -> dict[str, Any]:
@@ -67,6 +72,16 @@ def load_cassette(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def traceback_line(run: Run) -> str | None:
+    """The exception line of the last Python traceback on stderr (None without one): the first
+    unindented line after the header, since frames and source lines are indented."""
+    _, header, after = run.stderr.head.decode("utf-8", "backslashreplace").rpartition(TRACEBACK)
+    if not header:
+        return None
+    lines = [line.rstrip() for line in after.splitlines() if line.strip()]
+    return next((line for line in lines if not line[0].isspace()), (lines or [TRACEBACK])[-1])
+
+
 def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> dict[str, Any]:
     recorded: dict[str, Any] = {}
     done = run_many([(command, case) for case in cases for _ in range(RUNS)], fixtures)
@@ -82,11 +97,13 @@ def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> d
             "unstable": unstable,
             "run": describe(first),
             "crashed": any(run.timed_out or run.exit_code < 0 for run in runs),
+            "traceback": next(filter(None, map(traceback_line, runs)), None),
+            "expect_crash": case.expect_crash,
         }
     return {"provenance": provenance(base, cases), "cases": recorded}
 
 
-def summarize(cassette: dict[str, Any], out: Path, reused: bool) -> Outcome:
+def summarize(cassette: dict[str, Any], out: Path, reused: bool, cases_file: Path) -> Outcome:
     cases = cassette["cases"]
     unstable = [
         {"id": cid, "field": spec, "values": values}
@@ -105,8 +122,33 @@ def summarize(cassette: dict[str, Any], out: Path, reused: bool) -> Outcome:
         "unstable": unstable,
         "proposals": [{"id": u["id"], "field": u["field"], "proposal": proposal} for u in unstable],
         "crashed": crashed,
+        "tracebacks": tracebacks(cassette),
     }
+    if evidence["tracebacks"]:
+        return unexpected_traceback(evidence, cases_file)
     return Outcome(PASS, summary, evidence)
+
+
+def tracebacks(cassette: dict[str, Any]) -> list[dict[str, str]]:
+    return [
+        {"id": cid, "exception": case["traceback"]}
+        for cid, case in cassette["cases"].items()
+        if case.get("traceback") and not case.get("expect_crash")
+    ]
+
+
+def unexpected_traceback(evidence: dict[str, Any], cases_file: Path) -> Outcome:
+    """A base that crashes has no contract to record: replaying the crash would pass a patch
+    that crashes the same way, and block the one that fixes it."""
+    found = evidence["tracebacks"]
+    more = f" ({len(found) - 1} more cases too)" if len(found) > 1 else ""
+    return Outcome(
+        FAIL_CLOSED,
+        f"{cases_file}: case {found[0]['id']!r}: the recording is a Python traceback "
+        f"({found[0]['exception']}){more}; fix the base, or set `expect_crash: true` on the "
+        "case if the crash is the contract",
+        evidence,
+    )
 
 
 def materialize(args: argparse.Namespace) -> Outcome:
@@ -123,16 +165,26 @@ def materialize(args: argparse.Namespace) -> Outcome:
         try:
             python = build_env(tree, Path(tmp) / "env", args.wheelhouse, tree / args.requirements)
             command = bin_dir(python.parent.parent) / config.command
-            cases = load_cases(tree / "oracle" / "cases.yaml", config.case_timeout)
-            return write(record(command, cases, tree / "fixtures", base), out)
+            cases_file = tree / "oracle" / "cases.yaml"
+            cases = load_cases(cases_file, config.case_timeout)
+            return write(record(command, cases, tree / "fixtures", base), out, cases_file)
         finally:
             remove_worktree(repo, tree)
 
 
-def write(cassette: dict[str, Any], out: Path, reused: bool = False) -> Outcome:
-    if not reused:
+def write(cassette: dict[str, Any], out: Path, cases_file: Path, reused: bool = False) -> Outcome:
+    """Save only a cassette that passes, so `--reuse` never picks up a rejected recording."""
+    outcome = summarize(cassette, out, reused, cases_file)
+    if outcome.code == PASS and not reused:
         write_json(out, cassette)
-    return summarize(cassette, out, reused)
+    return outcome
+
+
+def reusable(existing: dict[str, Any] | None, base: str, cases: Sequence[Case]) -> bool:
+    """Same provenance, and recorded by a recorder that looked for tracebacks."""
+    if not existing or existing.get("provenance") != provenance(base, cases):
+        return False
+    return all("traceback" in case for case in existing.get("cases", {}).values())
 
 
 def execute(args: argparse.Namespace) -> Outcome:
@@ -142,9 +194,9 @@ def execute(args: argparse.Namespace) -> Outcome:
         raise FailClosed("--command needs --base SHA and --out FILE; or omit --command")
     cases = load_cases(args.cases, args.timeout)
     existing = load_cassette(args.out) if args.reuse else None
-    if existing and existing.get("provenance") == provenance(args.base, cases):
-        return write(existing, args.out, reused=True)
-    return write(record(args.command, cases, args.fixtures, args.base), args.out)
+    if existing and reusable(existing, args.base, cases):
+        return write(existing, args.out, args.cases, reused=True)
+    return write(record(args.command, cases, args.fixtures, args.base), args.out, args.cases)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -3,10 +3,12 @@
     python scripts/replay_cassettes.py --cassette FILE --parent-command P --patch-command Q
 
 Recorded and parent-now disagree: environment drift, fail closed. Parent-now and patch disagree
-on a compared field: block, unless a reviewed allowlist row (`id`, `field`, `reason`,
-`reviewer`) names it. A row missing `reason` or `reviewer`, or matching no mismatch (stale),
-fails closed so rows cannot accumulate. Unstable fields (differing between parent runs at
-record time) never block and are always reported.
+on a compared field: block, unless a reviewed allowlist row (`id`, `field`, `base`, `reason`,
+`reviewer`; scripts/allow.py writes one) names it. A row amends one recording: it applies only
+while the judged base (--base, default the cassette's) starts with its `base`; a row of another
+base is reported for clean-up, never applied, never fatal. A row missing a field, or a row of
+this base matching no mismatch (stale), fails closed so rows cannot accumulate. Unstable fields
+(differing between parent runs at record time) never block and are always reported.
 Exit codes: 0 the surface is preserved, 1 block (a mismatch), 2 fail closed (drift, a bad or
 stale allowlist, a cassette whose provenance does not match the cases).
 """
@@ -31,17 +33,27 @@ from _gate import (
     FailClosed,
     Outcome,
     add_report_arg,
-    load_rows,
     run_main,
 )
+from allow import INVENTORY, Row, load_allowlist, other_base_note, split_by_base
 
-ALLOW_FIELDS = ("id", "field", "reason", "reviewer")
+
+def cassette_rows(path: Path, base: str) -> tuple[list[Row], list[Row]]:
+    """(cassette rows of the judged base, of another base); `inventory:` rows belong to the
+    assert inventory."""
+    rows = [row for row in load_allowlist(path) if not row.field.startswith(INVENTORY)]
+    return split_by_base(rows, base)
 
 
-def load_allowlist(path: Path) -> list[dict[str, str]]:
-    """Cassette rows; `inventory:` rows belong to the assert inventory."""
-    rows = [{k: str(v) for k, v in row.items()} for row in load_rows(path, "allow", ALLOW_FIELDS)]
-    return [row for row in rows if not row["field"].startswith("inventory:")]
+def judged_base(args: argparse.Namespace, cassette: dict[str, Any]) -> str:
+    recorded = str(cassette.get("provenance", {}).get("base", ""))
+    base = str(args.base or recorded).lower()
+    if not base or not recorded.lower().startswith(base):
+        raise FailClosed(
+            f"{args.cassette}: recorded from base {recorded[:12] or '?'}, not the judged base "
+            f"{base[:12]}; re-record it (`nox -s record`)"
+        )
+    return recorded.lower()
 
 
 def as_text(value: Any) -> str:
@@ -103,28 +115,31 @@ def check_cassette(
 
 def execute(args: argparse.Namespace) -> Outcome:
     cases = load_cases(args.cases, args.timeout)
-    allow = load_allowlist(args.allowlist)
     try:
         cassette = json.loads(args.cassette.read_bytes())
     except (OSError, ValueError):
         cassette = None
     cassette = check_cassette(cassette, cases, args.cassette)
+    base = judged_base(args, cassette)
+    allow, other_base = cassette_rows(args.allowlist, base)
     drift, mismatches, unstable = replay(
         cases, cassette, args.parent_command, args.patch_command, args.fixtures
     )
-    allowed = {(row["id"], row["field"]) for row in allow}
+    allowed = {(row.id, row.field) for row in allow}
     blocking = [m for m in mismatches if (m["id"], m["field"]) not in allowed]
     used = {(m["id"], m["field"]) for m in mismatches}
-    stale = [row for row in allow if (row["id"], row["field"]) not in used]
+    stale = [row for row in allow if (row.id, row.field) not in used]
     review = os.environ.get("ORACLE_REVIEW") == "1"
     evidence = {
         "cases": len(cases),
+        "base": base,
         "allowlist": str(args.allowlist),
         "allowlist_source": "patch (ORACLE_REVIEW=1)" if review else "base",
         "mismatches": mismatches,
         "allowed": [m for m in mismatches if (m["id"], m["field"]) in allowed],
         "drift": drift,
-        "stale_allow_rows": stale,
+        "stale_allow_rows": [row.as_dict() for row in stale],
+        "other_base_rows": [row.as_dict() for row in other_base],
         "unstable": unstable,
     }
     if drift:
@@ -139,11 +154,13 @@ def execute(args: argparse.Namespace) -> Outcome:
         s = stale[0]
         return Outcome(
             FAIL_CLOSED,
-            f"{args.allowlist}: row {s['id']} {s['field']} matches no mismatch (stale); remove it",
+            f"{args.allowlist}: row {s.id} {s.field} for this base matches no mismatch (stale); "
+            "remove it",
             evidence,
         )
     note = f", {len(unstable)} unstable fields not compared (see record)" if unstable else ""
     note += "; allowlist read from the patch under ORACLE_REVIEW=1" if review else ""
+    note += other_base_note(other_base, args.allowlist)
     if blocking:
         b = blocking[0]
         return Outcome(
@@ -165,6 +182,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--patch-command", type=Path, required=True, help="patch build's CLI")
     p.add_argument("--cases", type=Path, default=Path("oracle/cases.yaml"))
     p.add_argument("--allowlist", type=Path, default=Path("oracle/allowlist.yaml"))
+    p.add_argument("--base", help="the judged base commit (default: the cassette's base)")
     p.add_argument("--fixtures", type=Path, default=Path("fixtures"))
     p.add_argument("--timeout", type=float, default=10.0, help="default per-case timeout (s)")
     add_report_arg(p, "replay-report")

@@ -3,9 +3,9 @@
     python scripts/run_tests.py --tree PATCH_TREE --python PATCH_PYTHON
 
 These tests share an author with the patch, so a pass is no evidence and a failure is a review
-signal only. Outcomes are read from JUnit XML and checked against the tests the inventory saw
-collected: a missing result, or an exit status the results contradict (`os._exit(0)`, a forged
-status, a forced outcome), is reported as suspicious.
+signal only. Outcomes are read from the gate's evidence plugin and checked against the tests the
+inventory saw collected: a missing result, or an exit status the results contradict
+(`os._exit(0)`, a forged status, a forced outcome), is reported as suspicious.
 Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arguments).
 """
 
@@ -33,7 +33,7 @@ def suspicions(result: PytestRun, collected: list[str]) -> list[str]:
     """What the run's own results contradict: never trust the exit status alone."""
     if result.outcomes is None:
         return [
-            f"no JUnit XML (exit {result.exit_code}): the run was cut short or its report forged"
+            f"no result report (exit {result.exit_code}): the run was cut short or its report lost"
         ]
     found = []
     ran = {node.split("[", 1)[0] for node in result.outcomes}
@@ -42,9 +42,9 @@ def suspicions(result: PytestRun, collected: list[str]) -> list[str]:
         found.append(f"{len(missing)} collected tests left no result (first: {missing[0]})")
     failed = any(v in ("failed", "error") for v in result.outcomes.values())
     if result.exit_code == 0 and failed:
-        found.append("exit status 0 despite failures in the JUnit XML")
+        found.append("exit status 0 despite failures in its results")
     if result.exit_code not in (0, 5) and not failed:
-        found.append(f"exit status {result.exit_code} with no failure in the JUnit XML")
+        found.append(f"exit status {result.exit_code} with no failure in its results")
     return found
 
 
@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tree", type=Path, required=True, help="patch tree")
     p.add_argument("--python", type=Path, required=True, help="patch build's python")
     p.add_argument("--tests", nargs="+", default=["tests"], help="test folders")
-    p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds (judge.yaml)")
     p.add_argument("--inventory-report", type=Path, help="assert-inventory.json (collected ids)")
     add_report_arg(p, "tests")
     return p

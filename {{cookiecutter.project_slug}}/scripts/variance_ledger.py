@@ -34,9 +34,9 @@ from _gate import (
     load_config,
     resolve_oracle_ref,
     run_main,
-    run_pytest,
     write_json,
 )
+from run_oracle import run
 
 LEDGER = "variance-ledger.json"
 DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged
@@ -83,7 +83,8 @@ def frozen_ids(ledger: dict[str, dict[str, Any]], today: dt.date) -> set[str]:
 
 
 def run_once(python: Path, oracle: Path, timeout: float) -> dict[str, Any]:
-    result = run_pytest(python, oracle, ["."], prefix="oracle/", timeout=timeout, trusted=True)
+    # The project is installed in this environment, so it serves as runner and subject both.
+    result = run(python, python, oracle, timeout)
     if result.outcomes is None:
         return {"complete": False, "exit_code": result.exit_code, "tests": {}}
     tests = {
@@ -179,7 +180,7 @@ def do_merge(args: argparse.Namespace) -> Outcome:
     broken = [i for i, run in enumerate(runs, 1) if not run["complete"]]
     if broken:
         raise FailClosed(
-            f"run {broken[0]} of {len(runs)} left no JUnit XML (pytest exit "
+            f"run {broken[0]} of {len(runs)} left no result report (pytest exit "
             f"{runs[broken[0] - 1]['exit_code']}); fix the oracle before measuring its variance"
         )
     classes = classify(runs, config.duration_cv_max)

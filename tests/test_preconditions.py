@@ -1,0 +1,111 @@
+"""Preconditions on prepared base trees: a gate with no oracle evidence must not say merge."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import SCRIPTS
+
+sys.path.insert(0, str(SCRIPTS))
+from check_preconditions import main
+
+CASE: dict[str, object] = {"id": "no-args", "argv": [], "compare": ["exit_code", "stdout.raw"]}
+PROPERTY = "def test_total_is_never_negative() -> None:\n    assert abs(-1) >= 0\n"
+
+
+@pytest.fixture(autouse=True)
+def judge_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment `nox -s judge` gives the step, whatever the shell running pytest holds."""
+    monkeypatch.setenv("JUDGE_OFFLINE", "1")
+    for name in ("MODEL_ENDPOINT", "MODEL_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def base_tree(root: Path, cases: list[dict[str, object]], oracles: dict[str, str]) -> Path:
+    """A base tree as the judge sees it: judge.yaml, the decision table, cases, oracle files."""
+    (root / "oracle").mkdir(parents=True)
+    (root / "oracles").mkdir()
+    config = {"command": "shop", "base_branch": "main", "oracle_ref": "oracle/main"}
+    (root / "oracle/judge.yaml").write_text(yaml.safe_dump({**config, "protected": ["/oracle/"]}))
+    (root / "oracles/MATRIX.md").write_text("# Decision table\n")
+    (root / "oracle/cases.yaml").write_text(yaml.safe_dump({"cases": cases}))
+    (root / "oracle/pytest.ini").write_text("[pytest]\n")
+    for rel, text in oracles.items():
+        (root / "oracle" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "oracle" / rel).write_text(text)
+    return root
+
+
+def check(tree: Path, tmp_path: Path) -> tuple[int, dict[str, Any]]:
+    report = tmp_path / "preconditions.json"
+    code = main(["--tree", str(tree), "--report", str(report)])
+    return code, json.loads(report.read_text("utf-8"))
+
+
+def test_no_cases_and_no_property_oracle_fails_closed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A helper module and a conftest under oracle/ are not property oracles.
+    tree = base_tree(tmp_path / "base", [], {"conftest.py": "", "helpers.py": PROPERTY})
+    code, report = check(tree, tmp_path)
+    assert code == 2
+    assert report["status"] == "fail-closed"
+    assert report["evidence"] == {
+        "model_variables_checked": [
+            "MODEL_ENDPOINT",
+            "MODEL_API_KEY",
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+        ],
+        "set": [],
+        "cases": 0,
+        "property_oracles": [],
+    }
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "preconditions: fail-closed: no oracle evidence in the base: oracle/cases.yaml has no "
+        "case and oracle/ has no test_*.py property oracle; add a case to oracle/cases.yaml "
+        "(README: How to add a case) or a property test under oracle/ on the base branch"
+    ]
+
+
+def test_cases_file_with_only_comments_counts_as_no_case(tmp_path: Path) -> None:
+    tree = base_tree(tmp_path / "base", [], {})
+    (tree / "oracle/cases.yaml").write_text("# Cassette cases: see the README.\n")
+    code, report = check(tree, tmp_path)
+    assert code == 2
+    assert "no oracle evidence in the base" in report["summary"]
+
+
+def test_cases_only_pass(tmp_path: Path) -> None:
+    code, report = check(base_tree(tmp_path / "base", [CASE], {}), tmp_path)
+    assert code == 0, report["summary"]
+    assert report["evidence"]["cases"] == 1
+    assert "1 cases and 0 property oracle files" in report["summary"]
+
+
+@pytest.mark.parametrize("rel", ["test_properties.py", "props/test_totals.py"])
+def test_property_oracles_only_pass(tmp_path: Path, rel: str) -> None:
+    code, report = check(base_tree(tmp_path / "base", [], {rel: PROPERTY}), tmp_path)
+    assert code == 0, report["summary"]
+    assert report["evidence"]["property_oracles"] == [f"oracle/{rel}"]
+
+
+def test_missing_cases_file_fails_closed_with_every_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = base_tree(tmp_path / "base", [CASE], {"test_properties.py": PROPERTY})
+    (tree / "oracle/cases.yaml").unlink()
+    monkeypatch.setenv("MODEL_ENDPOINT", "https://model.invalid")
+    code, report = check(tree, tmp_path)
+    assert code == 2
+    summary = report["summary"]
+    assert "model endpoint variable MODEL_ENDPOINT is set" in summary
+    assert "oracle/cases.yaml: file is missing" in summary
+    assert "no oracle evidence" not in summary  # unknown, not zero: the missing file is the fix

@@ -1,0 +1,179 @@
+"""The write-set sees what merge commits wrote, and only what the patch wrote in them.
+
+Each test grows its own base branch (`trunk-*`) from the bake's main, so the shared bake's main
+never moves; the write-set step runs against the merge base, as the judge runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SCRIPTS
+from tools.bakery import git
+
+sys.path.insert(0, str(SCRIPTS))
+import classify_write_set
+
+CASES = "oracle/cases.yaml"
+
+
+@pytest.fixture(autouse=True)
+def no_review(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ORACLE_REVIEW", raising=False)
+
+
+def commit(repo: Path, message: str, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git(repo, "add", "--all")
+    git(repo, "commit", "-q", "--no-verify", "-m", message)
+
+
+def append(repo: Path, name: str, line: str) -> str:
+    return (repo / name).read_text() + line
+
+
+def start(repo: Path, name: str) -> tuple[str, str]:
+    """A base branch `trunk-NAME` and a patch `patch-NAME` on it with one source commit."""
+    trunk, patch = f"trunk-{name}", f"patch-{name}"
+    git(repo, "checkout", "-q", "-b", trunk, "main")
+    git(repo, "checkout", "-q", "-b", patch)
+    commit(repo, "patch: source", {f"src/{name}.py": "VALUE = 1\n"})
+    return trunk, patch
+
+
+def on_base(repo: Path, trunk: str, files: dict[str, str]) -> None:
+    git(repo, "checkout", "-q", trunk)
+    commit(repo, "base: reviewed change", files)
+
+
+def merge(repo: Path, into: str, other: str, edit: dict[str, str] | None = None) -> None:
+    """Merge `other` into `into`, with `edit` made inside the merge commit itself."""
+    git(repo, "checkout", "-q", into)
+    git(repo, "merge", "-q", "--no-ff", "--no-commit", other)
+    for name, text in (edit or {}).items():
+        (repo / name).write_text(text)
+    git(repo, "add", "--all")
+    git(repo, "commit", "-q", "--no-verify", "-m", f"merge {other}")
+
+
+def write_set(repo: Path, head: str, trunk: str, tmp: Path) -> tuple[int, dict[str, Any]]:
+    base = git(repo, "merge-base", head, trunk)
+    report = tmp / f"write-set-{head}.json"
+    argv = ["--repo", str(repo), "--base", base, "--head", head, "--report", str(report)]
+    code = classify_write_set.main([*argv, "--config", str(repo / "oracle/judge.yaml")])
+    return code, json.loads(report.read_text())
+
+
+def paths(report: dict[str, Any], kind: str) -> list[str]:
+    return [row["path"] for row in report["evidence"][kind]]
+
+
+@pytest.fixture
+def repo(shop: Path) -> Iterator[Path]:
+    yield shop
+    git(shop, "reset", "-q", "--hard")  # a failed test may leave a merge in progress
+    git(shop, "checkout", "-q", "--force", "main")
+
+
+def test_oracle_edit_in_a_merge_then_reverted_by_a_commit(repo: Path, tmp_path: Path) -> None:
+    trunk, patch = start(repo, "evil1")
+    original = (repo / CASES).read_text()
+    on_base(repo, trunk, {"docs/base1.md": "base\n"})
+    merge(repo, patch, trunk, edit={CASES: append(repo, CASES, "# widened\n")})
+    commit(repo, "patch: put it back", {CASES: original})
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert code == 2
+    assert paths(report, "protected") == [CASES]
+    assert "docs/base1.md" not in json.dumps(report["evidence"])
+
+
+def test_oracle_edit_in_a_merge_then_reverted_by_another_merge(repo: Path, tmp_path: Path) -> None:
+    """Neither the net diff nor a non-merge commit shows the oracle: only the merges do."""
+    trunk, patch = start(repo, "evil2")
+    original = (repo / CASES).read_text()
+    on_base(repo, trunk, {"docs/base2a.md": "base\n"})
+    merge(repo, patch, trunk, edit={CASES: append(repo, CASES, "# widened\n")})
+    on_base(repo, trunk, {"docs/base2b.md": "base\n"})
+    merge(repo, patch, trunk, edit={CASES: original})
+    assert git(repo, "diff", "--name-only", f"{trunk}...{patch}", "--", "oracle") == ""
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert code == 2, report["summary"]
+    assert paths(report, "protected") == [CASES]
+    assert "protected path oracle/cases.yaml" in report["summary"]
+
+
+def test_merge_that_drops_the_bases_oracle_change_is_the_patchs(repo: Path, tmp_path: Path) -> None:
+    trunk, patch = start(repo, "ours")
+    on_base(repo, trunk, {CASES: append(repo, CASES, "# reviewed on base\n")})
+    git(repo, "checkout", "-q", patch)
+    git(repo, "merge", "-q", "-s", "ours", "--no-edit", trunk)  # keeps the old cases
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert code == 2
+    assert paths(report, "protected") == [CASES]
+
+
+@pytest.mark.parametrize("direction", ["base-into-patch", "patch-into-base"])
+def test_merging_the_base_back_in_is_not_the_patchs_write(
+    repo: Path, tmp_path: Path, direction: str
+) -> None:
+    """The base's own reviewed oracle change comes in with the merge: it is the base's."""
+    trunk, patch = start(repo, f"honest-{direction}")
+    base_files = {CASES: append(repo, CASES, "# reviewed on base\n"), "docs/b.md": "b\n"}
+    on_base(repo, trunk, base_files)
+    if direction == "base-into-patch":
+        merge(repo, patch, trunk)
+        head = patch
+    else:  # a merge whose first parent is the base
+        head = f"{patch}-up"
+        git(repo, "checkout", "-q", "-b", head, trunk)
+        merge(repo, head, patch)
+    on_base(repo, trunk, {"oracle/later.yaml": "later: true\n"})  # the base moves on
+    code, report = write_set(repo, head, trunk, tmp_path)
+    assert code == 0, report["summary"]
+    assert paths(report, "protected") == []
+    assert paths(report, "source") == [f"src/honest-{direction}.py"]
+    assert "docs/b.md" not in json.dumps(report["evidence"])
+
+
+def test_edit_inside_a_merge_of_the_patchs_own_branches(repo: Path, tmp_path: Path) -> None:
+    """A side branch of the patch merged into it twice: its commits count, and so does what a
+    merge wrote itself, even when a later merge puts it back."""
+    trunk, patch = start(repo, "side")
+    original = (repo / "noxfile.py").read_text()
+    git(repo, "checkout", "-q", "-b", "side-feature")
+    commit(repo, "side: helper", {"src/side_helper.py": "X = 1\n"})
+    merge(repo, patch, "side-feature")
+    clean, report = write_set(repo, patch, trunk, tmp_path)
+    assert clean == 0 and paths(report, "source") == ["src/side.py", "src/side_helper.py"]
+    git(repo, "checkout", "-q", "side-feature")
+    commit(repo, "side: more", {"src/side_more.py": "Y = 1\n"})
+    merge(repo, patch, "side-feature", edit={"noxfile.py": "# gone\n"})
+    git(repo, "checkout", "-q", "side-feature")
+    commit(repo, "side: last", {"src/side_last.py": "Z = 1\n"})
+    merge(repo, patch, "side-feature", edit={"noxfile.py": original})
+    assert (
+        git(
+            repo,
+            "log",
+            "--no-merges",
+            "--format=",
+            "--name-only",
+            f"{trunk}..{patch}",
+            "--",
+            "noxfile.py",
+        )
+        == ""
+    )
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert code == 2
+    assert paths(report, "protected") == ["noxfile.py"]
+    assert "src/side_more.py" in paths(report, "source")

@@ -1,0 +1,80 @@
+"""The gate's pytest plugin: what ran, as pytest names it, written by code from the base tree.
+
+Loaded explicitly (`-p oracle_gate_evidence`, a copy of this file) into every pytest run the
+gate starts. It records the collected node ids, each test's outcome, duration and message,
+and how many assertions passed in it (pytest's `pytest_assertion_pass` hook, enabled with
+`enable_assertion_pass_hook`), and writes them as JSON when the session ends. Ids are
+`report.nodeid` verbatim, never rebuilt from JUnit class names.
+
+A run that dies before the session ends leaves no file: the gate reads that as truncated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# An outcome never improves: a failed call stays failed when its teardown passes.
+RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+MESSAGE_LIMIT = 500
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--oracle-evidence", help="JSON file the gate reads the run's results from")
+
+
+class Evidence:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.collected: list[str] = []
+        self.tests: dict[str, dict[str, Any]] = {}
+
+    def row(self, nodeid: str) -> dict[str, Any]:
+        return self.tests.setdefault(
+            nodeid, {"outcome": "passed", "seconds": 0.0, "message": "", "hits": 0}
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.collected = [item.nodeid for item in session.items]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        row = self.row(report.nodeid)
+        row["seconds"] += report.duration
+        if report.passed:
+            return
+        outcome = "skipped" if report.skipped else "failed"
+        if report.failed and report.when != "call":
+            outcome = "error"
+        self.worsen(row, outcome, report.longreprtext)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # A module that fails to import has no test ids: its own id carries the error.
+        if report.failed:
+            self.worsen(self.row(report.nodeid), "error", report.longreprtext)
+
+    @staticmethod
+    def worsen(row: dict[str, Any], outcome: str, message: str) -> None:
+        if RANK[outcome] > RANK[row["outcome"]]:
+            row["outcome"] = outcome
+            row["message"] = message[-MESSAGE_LIMIT:]
+
+    def pytest_assertion_pass(self, item: pytest.Item) -> None:
+        self.row(item.nodeid)["hits"] += 1
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        payload = {"collected": self.collected, "tests": self.tests, "exitstatus": int(exitstatus)}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(payload), "utf-8")
+        os.replace(tmp, self.path)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    target = config.getoption("--oracle-evidence")
+    if target:
+        config.pluginmanager.register(Evidence(Path(target)), "oracle-gate-evidence")

@@ -1,0 +1,63 @@
+"""The subject worker: runs inside the build under test and answers the oracle's calls.
+
+    python -I _worker.py BASE/oracle/adapter.py      # started by _subject.py, one per run
+
+Reads one JSON request a line on stdin ({"fn", "args", "kwargs"}), calls that function of the
+adapter, and writes one JSON line back: {"ok": value} or {"raised": {"type", "message"}}.
+Nothing here is trusted: the oracle's assertions run in the pytest process, not here.
+Stdlib only, so that it starts fast and imports nothing the build did not ask for.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def load_adapter(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("oracle_adapter", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def exported(module: Any, name: str) -> Callable[..., Any]:
+    names = getattr(module, "__all__", None)
+    allowed = name in names if names is not None else not name.startswith("_")
+    function = getattr(module, name, None) if allowed else None
+    if not callable(function):
+        raise AttributeError(f"oracle/adapter.py exports no function {name!r}")
+    return function  # type: ignore[no-any-return]
+
+
+def answer(module: Any, line: bytes) -> str:
+    """One reply line; a value that cannot cross the boundary as JSON is the adapter's error."""
+    try:
+        request = json.loads(line)
+        value = exported(module, request["fn"])(*request["args"], **request["kwargs"])
+        return json.dumps({"ok": value})
+    except Exception as exc:
+        return json.dumps({"raised": {"type": type(exc).__name__, "message": str(exc)}})
+
+
+def serve(adapter: Path) -> int:
+    # Replies go to a private copy of stdout; the subject's own prints land on stderr.
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    module = load_adapter(adapter)
+    for line in sys.stdin.buffer:
+        replies.write(answer(module, line) + "\n")
+        replies.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve(Path(sys.argv[1])))
