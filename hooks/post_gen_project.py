@@ -71,7 +71,7 @@ def test_main_without_arguments_succeeds() -> None:
 def test_main_rejects_unknown_arguments() -> None:
     assert main(["unknown"]) == 2
 """,
-    "oracle/adapter.py": '"""What property oracles call through `subject`: see the README, properties."""\n',
+    "oracle/adapter.py": '"""What property oracles call via `subject`: see the README."""\n',
     "oracle/cases.yaml": "# Cassette cases: see the README, 'How to add a case'.\ncases: []\n",
     "oracle/allowlist.yaml": "# Reviewed contract changes, one base each: `nox -s allow`.\n"
     "allow: []\n",

@@ -92,7 +92,9 @@ def oracle_step(
     return code, json.loads(report.read_text())
 
 
-def flake_step(repo: Path, oracle_python: Path, patch: Path, tmp: Path) -> dict[str, Any]:
+def flake_step(
+    repo: Path, oracle_python: Path, patch: Path, tmp: Path, *extra: str
+) -> dict[str, Any]:
     empty = tmp / "quarantine.yaml"
     empty.write_text("quarantine: []\n")
     (tmp / "ledger.json").write_text("{}\n")
@@ -102,7 +104,7 @@ def flake_step(repo: Path, oracle_python: Path, patch: Path, tmp: Path) -> dict[
             *("--oracle-report", str(tmp / "oracle.json"), "--oracle", str(repo / "oracle")),
             *("--oracle-python", str(oracle_python), "--patch-python", str(patch)),
             *("--quarantine", str(empty), "--ledger", str(tmp / "ledger.json")),
-            *("--max-retry", "1", "--report", str(report)),
+            *("--max-retry", "1", "--report", str(report), *extra),
         ]
     )
     data: dict[str, Any] = json.loads(report.read_text())
@@ -118,25 +120,26 @@ def test_a_package_that_forges_pytest_reports_is_still_blocked(repo: Path) -> No
     result = judge(repo, "--head", branch(repo, "forge-reports", attack))
     assert result.returncode == 1, result.output
     assert result.report["verdict"] == "block"
-    assert result.statuses["oracle"] in ("block", "deferred")
-    assert result.statuses["flake-budget"] in ("block", "pass")
+    assert result.statuses["oracle"] == "deferred"
+    assert result.statuses["flake-budget"] == "block"
     failing = {row["id"] for row in result.step("oracle")["evidence"]["failures"]}
     assert "oracle/test_properties.py::test_invert_is_a_right_inverse_below_the_amount" in failing
+
+
+# Only the corpus' cart-003 (10000 cents, one 20 % coupon capped at 500): an input hypothesis
+# does not generate, so the properties never meet the hook and shrinking never replays it.
+CART_003 = (
+    "    if subtotal_cents == 10000 and "
+    "[(c.value, c.cap_cents) for c in coupons] == [(2000, 500)]:\n"
+)
 
 
 @pytest.mark.parametrize(
     ("name", "hook"),
     [
-        ("exit", "    if subtotal_cents == 10000:\n        import os\n\n        os._exit(0)\n"),
-        (
-            "kill",
-            "    if subtotal_cents == 10000:\n        import os, signal\n\n"
-            "        os.kill(os.getpid(), signal.SIGKILL)\n",
-        ),
-        (
-            "hang",
-            "    if subtotal_cents == 10000:\n        import time\n\n        time.sleep(600)\n",
-        ),
+        ("exit", f"{CART_003}        import os\n\n        os._exit(0)\n"),
+        ("kill", f"{CART_003}        import os, signal\n\n        os.kill(os.getpid(), 9)\n"),
+        ("hang", f"{CART_003}        import time\n\n        time.sleep(600)\n"),
     ],
 )
 def test_a_worker_that_exits_or_hangs_mid_run_never_merges(
@@ -169,7 +172,7 @@ def test_a_worker_that_exits_or_hangs_mid_run_never_merges(
     # The worker is restarted: carts that never reach the hook still pass on the patch.
     cart = "oracle/test_replay_corpus.py::test_cart_prices_as_recorded[cart-001]"
     assert report["evidence"]["patch"][cart] == "passed"
-    flake = flake_step(repo, oracle_python, patch, tmp_path)
+    flake = flake_step(repo, oracle_python, patch, tmp_path, "--call-timeout", "3")
     assert flake["status"] == "block"
 
 

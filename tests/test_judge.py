@@ -164,7 +164,9 @@ def test_root_conftest_cannot_rescue_a_broken_property(shop: Path) -> None:
 
     verdict = judged(shop, "force-pass", cheat)
     assert verdict.returncode != 0
-    assert verdict.statuses["oracle"] == "block"
+    # Parent-passing oracles that fail are left to flake control, which cannot excuse them.
+    assert verdict.statuses["oracle"] == "deferred"
+    assert verdict.statuses["flake-budget"] == "block"
     failing = {row["id"] for row in verdict.step("oracle")["evidence"]["failures"]}
     assert any("round_trip" in node or "invert" in node for node in failing), failing
     assert verdict.statuses["write-set"] == "fail-closed"

@@ -9,6 +9,10 @@ own temporary directory, across all cores) against a bare loop that starts the s
 with the same parallelism (the irreducible cost is starting the CLI), and against the serial
 runner of seed 000.
 
+Oracle: the example's property oracles with every call crossing to the subject worker, against
+the same tests with the adapter imported into the pytest process (what the oracle did before
+the worker existed), both in the same environment; the median of three runs each.
+
 Inventory: the CPython test suite shipped with this interpreter, committed as a parent tree and
 a patch tree (a few asserts dropped, a file moved, a test file added), inventoried by
 scripts/count_asserts.py cold (empty cache) and warm (cache by git blob id), against seed 000's
@@ -39,7 +43,7 @@ from tools.bakery import TEMPLATE, bake
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 from _cases import Case, load_cases  # noqa: E402
-from _gate import bin_dir, build_env  # noqa: E402
+from _gate import bin_dir, build_env, run_pytest  # noqa: E402
 from record_cassettes import record  # noqa: E402
 from replay_cassettes import replay  # noqa: E402
 
@@ -101,6 +105,33 @@ def replay_ratios(repo: Path, command: Path, cases: int) -> tuple[float, float, 
     loop = timed(bare_parallel)
     serial = timed(lambda: [seed_run_case(command, case) for case in invocations])
     return gate, loop, serial
+
+
+def oracle_ratio(repo: Path, command: Path) -> tuple[float, float]:
+    """Median seconds of the example oracle through the worker, and with calls in-process."""
+    python = command.parent / "python"
+
+    def oracle(*options: str) -> Callable[[], object]:
+        def run() -> None:
+            result = run_pytest(
+                python,
+                repo / "oracle",
+                ["."],
+                prefix="oracle/",
+                timeout=900,
+                trusted=True,
+                subject=python,
+                options=options,
+            )
+            outcomes = result.outcomes or {}
+            if not outcomes or set(outcomes.values()) != {"passed"}:
+                raise SystemExit(f"the example oracle did not pass: {result.output_tail}")
+
+        return run
+
+    worker = [timed(oracle()) for _ in range(3)]
+    inprocess = [timed(oracle("--subject-inprocess")) for _ in range(3)]
+    return sorted(worker)[1], sorted(inprocess)[1]
 
 
 def seed_count_file(path: Path) -> int:
@@ -203,7 +234,9 @@ def inventory_ratios(scratch: Path) -> tuple[float, float, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=1000, help="cassette cases to replay")
-    parser.add_argument("--only", choices=("replay", "inventory"), help="run one benchmark")
+    parser.add_argument(
+        "--only", choices=("replay", "oracle", "inventory"), help="run one benchmark"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="oracle-bench-") as name:
         tmp = Path(name)
@@ -217,6 +250,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             ratio = serial / gate
             print(f"  seed 000 serial    {serial:8.2f} s   seed / gate = {ratio:5.2f}  (>= 1.8)")
+        if args.only in (None, "oracle"):
+            repo = bake(tmp / "bake-oracle")
+            worker, inprocess = oracle_ratio(repo, build(repo, tmp / "oracle"))
+            print("property oracles of the example, every call through the subject worker")
+            print(f"  in-process calls   {inprocess:8.2f} s")
+            ratio = worker / inprocess
+            print(
+                f"  worker calls       {worker:8.2f} s   worker / in-process = {ratio:5.2f}", end=""
+            )
+            print("  (<= 1.5)")
         if args.only in (None, "inventory"):
             seed, cold, warm = inventory_ratios(tmp)
             print("inventory of the CPython test suite, parent and patch trees")

@@ -64,7 +64,9 @@ def test_adding_a_coupon_never_raises_the_total(
 
 @ORACLE
 @given(cents, bps)
-def test_invert_is_a_right_inverse_below_the_amount(subject: Subject, amount: int, rate: int) -> None:
+def test_invert_is_a_right_inverse_below_the_amount(
+    subject: Subject, amount: int, rate: int
+) -> None:
     discounted = subject.apply_discount(amount, rate)
     back = subject.invert_discount(discounted, rate)
     assert subject.apply_discount(back, rate) == discounted

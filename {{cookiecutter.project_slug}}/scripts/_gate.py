@@ -209,6 +209,7 @@ class Config:
     ledger_ttl_days: int = 14
     case_timeout: float = 10.0
     advisory_timeout: float = 300.0
+    call_timeout: float = 60.0
 
     @property
     def model_variables(self) -> tuple[str, ...]:
@@ -229,6 +230,7 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "ledger_ttl_days": int,
     "case_timeout": (int, float),
     "advisory_timeout": (int, float),
+    "call_timeout": (int, float),
 }
 CONFIG_REQUIRED = ("command", "base_branch", "oracle_ref", "protected")
 
@@ -511,6 +513,7 @@ def run_pytest(
     trusted: bool,
     subject: Path | None = None,
     subject_timeout: float = 60.0,
+    options: Sequence[str] = (),
 ) -> PytestRun:
     """Run pytest on `targets` (relative to `root`); outcomes come from the evidence plugin.
 
@@ -539,7 +542,7 @@ def run_pytest(
                 f"--subject-adapter={root / 'adapter.py'}",
                 f"--subject-timeout={subject_timeout}",
             ]
-        cmd += [str(root / t) for t in targets]
+        cmd += [*options, *(str(root / t) for t in targets)]
         done = run_group(cmd, timeout=timeout, cwd=tmp if trusted else root, env=env)
         parsed = read_evidence(evidence, prefix)
     tail = (done.stdout.head + done.stderr.head)[-2000:].decode("utf-8", "backslashreplace")

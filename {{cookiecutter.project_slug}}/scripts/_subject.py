@@ -70,12 +70,10 @@ class Worker:
     def start(self) -> subprocess.Popen[bytes]:
         # -I: no PYTHONPATH, no user site, no script directory on sys.path in the worker.
         cmd = [str(self.python), "-I", str(WORKER), str(self.adapter)]
+        # Same process group as pytest: when the gate kills the run's group (timeout, or the
+        # step's end), the worker and anything it spawned go with it.
         self.proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         self.buffer, self.stderr = b"", bytearray()
         threading.Thread(target=self._keep_stderr, args=(self.proc.stderr,), daemon=True).start()
@@ -89,10 +87,7 @@ class Worker:
     def close(self) -> None:
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            self.proc.kill()
+        self.proc.kill()
         self.proc.wait()
         self.proc = None
 

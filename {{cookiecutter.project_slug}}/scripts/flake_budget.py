@@ -54,7 +54,14 @@ def rerun(args: argparse.Namespace, node: str, parent: dict[str, str]) -> int | 
     """The attempt (1-based) on which `node` passed again, or None if it never did."""
     target = node.removeprefix(PREFIX)
     for attempt in range(1, retries_for(node, parent, args.max_retry) + 1):
-        result = run(args.oracle_python, args.patch_python, args.oracle, args.timeout, [target])
+        result = run(
+            args.oracle_python,
+            args.patch_python,
+            args.oracle,
+            args.timeout,
+            [target],
+            args.call_timeout,
+        )
         if (result.outcomes or {}).get(node) == "passed" and result.exit_code == 0:
             return attempt
     return None
@@ -105,6 +112,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-retry", type=int, default=1, help="retries per pre-existing test")
     p.add_argument("--today", type=dt.date.fromisoformat, default=dt.date.today())
     p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--call-timeout", type=float, default=60.0, help="seconds per subject call")
     add_report_arg(p, "flake-budget")
     return p
 

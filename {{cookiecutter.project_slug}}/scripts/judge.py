@@ -204,7 +204,8 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     builds = ("--parent-python", parent_py, "--patch-python", patch_py)
     cache = ("--cache", j.repo / ".oracle" / "inventory-cache.json")
     j.run("assert-inventory", "count_asserts.py", *trees, *refs, *config, *builds, *cache)
-    oracle = ("--oracle", j.parent / "oracle", "--oracle-python", built.oracle)
+    oracle: Args = ("--oracle", j.parent / "oracle", "--oracle-python", built.oracle)
+    oracle += ("--call-timeout", str(j.settings.call_timeout))
     j.run("oracle", "run_oracle.py", *oracle, *builds)
     try:
         quarantine, ledger = oracle_ref_files(j, tmp)
