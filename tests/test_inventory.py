@@ -146,26 +146,26 @@ ATTACKS: dict[str, tuple[Change, str]] = {
     ),
     "assert-tuple": (
         edits((D, NO_COUPONS, "    assert (stack_discounts(2500, []) == 2500, 'total')\n")),
-        "vacuous-added",
+        "vacuous",
     ),
-    "assert-literal": (edits((D, NO_COUPONS, "    assert 'total is 2500'\n")), "vacuous-added"),
+    "assert-literal": (edits((D, NO_COUPONS, "    assert 'total is 2500'\n")), "vacuous"),
     "assert-self-equal": (
         edits(
             (D, NO_COUPONS, "    total = stack_discounts(2500, [])\n    assert total == total\n")
         ),
-        "vacuous-added",
+        "vacuous",
     ),
-    "assert-true-literal": (edits((U, TEN, "        self.assertTrue(1)\n")), "vacuous-added"),
+    "assert-true-literal": (edits((U, TEN, "        self.assertTrue(1)\n")), "vacuous"),
     "assert-equal-same": (
         edits((U, ZERO, "        self.assertEqual(result, result)\n")),
-        "vacuous-added",
+        "vacuous",
     ),
     "bare-comparison": (
         edits((D, NO_COUPONS, "    stack_discounts(2500, []) == 2500\n")),
-        "vacuous-added",
+        "vacuous",
     ),
-    "under-if-false": (edits((D, NO_COUPONS, "    if False:\n    " + NO_COUPONS)), "vacuous-added"),
-    "after-return": (edits((D, NO_COUPONS, "    return\n" + NO_COUPONS)), "vacuous-added"),
+    "under-if-false": (edits((D, NO_COUPONS, "    if False:\n    " + NO_COUPONS)), "dead-assert"),
+    "after-return": (edits((D, NO_COUPONS, "    return\n" + NO_COUPONS)), "dead-assert"),
     "catch-assertion-error": (
         edits(
             (
@@ -174,7 +174,7 @@ ATTACKS: dict[str, tuple[Change, str]] = {
                 "    try:\n    " + NO_COUPONS + "    except AssertionError:\n        pass\n",
             )
         ),
-        "vacuous-added",
+        "vacuous",
     ),
     "bare-except": (
         edits(
@@ -184,11 +184,11 @@ ATTACKS: dict[str, tuple[Change, str]] = {
                 "    try:\n    " + NO_COUPONS + "    except:  # noqa: E722\n        pass\n",
             )
         ),
-        "vacuous-added",
+        "vacuous",
     ),
     "broad-raises": (
         edits((D, RAISES, RAISES.replace("ValueError, match=match", "Exception"))),
-        "vacuous-added",
+        "vacuous",
     ),
     "equality-to-truthiness": (
         edits((D, NO_COUPONS, "    assert stack_discounts(2500, [])\n")),

@@ -17,6 +17,10 @@ Inventory: the CPython test suite shipped with this interpreter, committed as a 
 a patch tree (a few asserts dropped, a file moved, a test file added), inventoried by
 scripts/count_asserts.py cold (empty cache) and warm (cache by git blob id), against seed 000's
 count_asserts.py on the same two trees (reading bytes, since it crashes on the Latin-1 file).
+
+Inventory of the example bake: the inventory step as the judge runs it (AST work and both
+`pytest --collect-only` runs, parent and patch, which run concurrently), against the AST work
+alone plus one collect-only run; the median of three runs each, no cache.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from tools.bakery import TEMPLATE, bake
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 from _cases import Case, load_cases  # noqa: E402
+from _collect import collect  # noqa: E402
 from _gate import bin_dir, build_env, run_pytest  # noqa: E402
 from record_cassettes import record  # noqa: E402
 from replay_cassettes import replay  # noqa: E402
@@ -231,11 +236,48 @@ def inventory_ratios(scratch: Path) -> tuple[float, float, float]:
     return seed, cold, warm
 
 
+def bake_inventory_ratio(repo: Path, python: Path, scratch: Path) -> tuple[float, float, float]:
+    """Median seconds of: the inventory step with collection, its AST work alone, one
+    collect-only run; on the example bake against a patch that adds a test."""
+    (repo / "tests/test_bench.py").write_text("def test_bench() -> None:\n    assert 1 + 1 == 2\n")
+    git(repo, "checkout", "-q", "-b", "bench")
+    git(repo, "add", "--all")
+    git(repo, "commit", "-q", "-m", "bench patch")
+    trees = {}
+    for side, ref in (("parent", "main"), ("patch", "bench")):
+        trees[side] = scratch / side
+        git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
+    cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
+    cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", "main"]
+    cmd += ["--head", "bench", "--config", str(trees["parent"] / "oracle/judge.yaml")]
+    cmd += ["--report", str(scratch / "inventory.json")]
+    builds = ["--parent-python", str(python), "--patch-python", str(python)]
+
+    def step(*extra: str) -> Callable[[], object]:
+        def run() -> None:
+            proc = subprocess.run([*cmd, *extra], capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                raise SystemExit(f"the inventory step did not pass: {proc.stderr.strip()}")
+
+        return run
+
+    def collect_once() -> None:
+        if collect(python, trees["parent"], ["tests"], [], autoload=False).ids is None:
+            raise SystemExit("collect-only failed on the example bake")
+
+    full = sorted(timed(step(*builds)) for _ in range(3))[1]
+    ast_only = sorted(timed(step()) for _ in range(3))[1]
+    one = sorted(timed(collect_once) for _ in range(3))[1]
+    return full, ast_only, one
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=1000, help="cassette cases to replay")
     parser.add_argument(
-        "--only", choices=("replay", "oracle", "inventory"), help="run one benchmark"
+        "--only",
+        choices=("replay", "oracle", "inventory", "inventory-bake"),
+        help="run one benchmark",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="oracle-bench-") as name:
@@ -268,6 +310,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"  gate warm          {warm:8.2f} s   warm / cold = {warm / cold:5.2f}  (<= 0.10)"
             )
+        if args.only in (None, "inventory-bake"):
+            repo = bake(tmp / "bake-inventory")
+            python = build(repo, tmp / "inventory-bake").parent / "python"
+            full, ast_only, one = bake_inventory_ratio(repo, python, tmp)
+            print("inventory step on the example bake, collect-only on parent and patch")
+            print(f"  AST work alone     {ast_only:8.2f} s")
+            print(f"  one collect-only   {one:8.2f} s")
+            ratio = full / (ast_only + one)
+            shown = f"step / (AST + collect) = {ratio:5.2f}  (<= 1.5)"
+            print(f"  inventory step     {full:8.2f} s   {shown}")
     return 0
 
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+import operator
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
@@ -34,7 +37,8 @@ OUTCOME_HOOKS = frozenset(
         "pytest_ignore_collect",
     }
 )
-EQUAL, TRUTHY, NOT_NONE, NOT_EQUAL, OTHER = "eq", "truthy", "not-none", "ne", "other"
+# Modules whose functions are never the project's own assertion helpers.
+STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) - {"test"}
 
 
 def dotted(node: ast.AST) -> str:
@@ -71,48 +75,203 @@ class Source:
             )
         return b" ".join(chunk.split()).decode("utf-8", "replace")
 
+    def chunk(self, node: ast.stmt) -> bytes:
+        return b"\n".join(self.lines[node.lineno - 1 : node.end_lineno or node.lineno])
+
     def digest(self, body: Sequence[ast.stmt]) -> str:
         first, last = body[0].lineno - 1, body[-1].end_lineno or body[-1].lineno
         return hashlib.sha1(b"\n".join(line.strip() for line in self.lines[first:last])).hexdigest()
 
 
-def truthy_literal(node: ast.AST) -> bool:
-    """A value that is true whatever the code under test does."""
+BOOLEAN_CALLS = frozenset({"bool", "isinstance", "issubclass", "callable", "hasattr"})
+# `x != x` is not folded to false: it is how a test spells "x is NaN".
+SELF_TRUE = (ast.Eq, ast.Is, ast.LtE, ast.GtE)
+OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+}
+# Calls after which nothing in the same block runs.
+STOPS = frozenset(
+    {"pytest.skip", "pytest.fail", "pytest.exit", "self.skipTest", "self.fail", "sys.exit"}
+)
+Text = Callable[[ast.expr], str]  # an expression's normalized source
+LITERALS = (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict, ast.UnaryOp, ast.BinOp)
+
+
+def literal(node: ast.AST) -> tuple[bool, Any]:
+    """(True, value) for a literal whose value is known without running anything."""
+    if not isinstance(node, LITERALS):
+        return False, None  # a name or a call: cheaper to say so than to let literal_eval raise
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def truth(node: ast.AST, text: Text | None = None) -> bool | None:
+    """The expression's truthiness when it is the same on every run, else None: constant folding
+    over literals, boolean operators, conditional expressions and comparisons, so that every
+    spelling of an assertion that cannot fail folds to True."""
     if isinstance(node, ast.Constant):
         return bool(node.value)
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return bool(node.elts)
+        if any(not isinstance(e, ast.Starred) for e in node.elts):
+            return True
+        return False if not node.elts else None
     if isinstance(node, ast.Dict):
-        return bool(node.keys)
-    return isinstance(node, ast.JoinedStr) and any(
-        isinstance(v, ast.Constant) and v.value for v in node.values
+        return True if any(k is not None for k in node.keys) else (False if not node.keys else None)
+    if isinstance(node, ast.JoinedStr):
+        return True if any(isinstance(v, ast.Constant) and v.value for v in node.values) else None
+    if isinstance(node, ast.Lambda):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = truth(node.operand, text)
+        return None if inner is None else not inner
+    if isinstance(node, ast.BoolOp):
+        return bool_op(node, text)
+    if isinstance(node, ast.IfExp):
+        return if_exp(node, text)
+    if isinstance(node, ast.NamedExpr):
+        return truth(node.value, text)
+    if isinstance(node, ast.Compare):
+        return comparison(node, text)
+    if isinstance(node, ast.Call) and dotted(node.func) == "bool" and len(node.args) == 1:
+        return truth(node.args[0], text)
+    return None
+
+
+def bool_op(node: ast.BoolOp, text: Text | None) -> bool | None:
+    values = [truth(v, text) for v in node.values]
+    decisive = isinstance(node.op, ast.Or)  # one true operand makes `or` true, one false `and`
+    if decisive in values:
+        return decisive
+    return (not decisive) if all(v is not None for v in values) else None
+
+
+def if_exp(node: ast.IfExp, text: Text | None) -> bool | None:
+    test = truth(node.test, text)
+    if test is not None:
+        return truth(node.body if test else node.orelse, text)
+    body, orelse = truth(node.body, text), truth(node.orelse, text)
+    return body if body == orelse else None
+
+
+def boolean_valued(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):
+        return dotted(node.func) in BOOLEAN_CALLS
+    if isinstance(node, ast.BoolOp):
+        return all(boolean_valued(v) for v in node.values)
+    return isinstance(node, ast.Compare) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
     )
+
+
+def comparison(node: ast.Compare, text: Text | None) -> bool | None:
+    if len(node.ops) != 1:
+        return None
+    op, left, right = node.ops[0], node.left, node.comparators[0]
+    if text is not None and isinstance(op, SELF_TRUE) and text(left) == text(right):
+        return True
+    if isinstance(op, (ast.In, ast.NotIn)) and boolean_valued(left):
+        known, values = literal(right)
+        if known and isinstance(values, (tuple, list, set, frozenset)):
+            both = True in values and False in values
+            if both:
+                return isinstance(op, ast.In)
+    (known_left, a), (known_right, b) = literal(left), literal(right)
+    # Two string literals spelled differently test how the source was decoded (PEP 263), which
+    # a test file may mean to check: only the same spelling on both sides is vacuous.
+    if isinstance(a, (str, bytes)) and isinstance(b, (str, bytes)):
+        return None
+    if known_left and known_right:
+        try:
+            return bool(OPERATORS[type(op)](a, b))
+        except TypeError:
+            return None
+    return None
 
 
 def constant_false(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and not node.value
 
 
+def empty_iterable(node: ast.AST) -> bool:
+    """A loop over this never runs its body."""
+    if isinstance(node, ast.Call) and dotted(node.func) == "range" and not node.keywords:
+        known, args = literal(ast.Tuple(elts=node.args, ctx=ast.Load()))
+        if known and all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3:
+            try:
+                return len(range(*args)) == 0
+            except ValueError:
+                return False
+        return False
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (str, bytes)) and not node.value
+    return truth(node) is False and isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict))
+
+
+def cannot_raise(body: Sequence[ast.stmt]) -> bool:
+    """A try body of `pass`, constants and literal assignments to names: its handlers are dead."""
+    for stmt in body:
+        if isinstance(stmt, ast.Pass):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets = [stmt.target]
+        value = getattr(stmt, "value", None)
+        if not targets or not all(isinstance(t, ast.Name) for t in targets):
+            return False
+        if value is None or not literal(value)[0]:
+            return False
+    return True
+
+
+DEAD_KINDS = frozenset({"dead-branch", "empty-loop", "after-stop", "dead-except"})
+
+
+def stops(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+        return True
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and call_name(stmt.value) in STOPS
+    )
+
+
 @dataclass
 class Found:
-    """What one test's body holds."""
+    """What one test's (or helper's) body holds."""
 
     asserts: int = 0
     vacuous: list[list[Any]] = field(default_factory=list)  # [line, kind]
     skips: list[list[Any]] = field(default_factory=list)  # [line, kind]
-    checks: list[str] = field(default_factory=list)  # "kind:subject"
     first_assert: int = 0
     returns: list[int] = field(default_factory=list)
+    sites: list[list[Any]] = field(default_factory=list)  # [line, normalized text]
+    calls: list[list[Any]] = field(default_factory=list)  # [line, called name]: maybe a helper
 
-    def add_assert(self, line: int, vacuous: str = "") -> None:
+    def add_assert(self, line: int, vacuous: str = "", text: str = "") -> None:
         self.asserts += 1
         self.first_assert = self.first_assert or line
         if vacuous:
             self.vacuous.append([line, vacuous])
+        else:
+            self.sites.append([line, text])
 
 
 class Scanner:
-    """Walk one test's statements with the context that makes an assertion hollow."""
+    """Walk one test's statements with the context that makes an assertion hollow or dead."""
 
     def __init__(self, source: Source, helpers: Sequence[str]) -> None:
         self.source, self.helpers = source, helpers
@@ -122,8 +281,8 @@ class Scanner:
         dead = ""
         for stmt in body:
             self.statement(stmt, hollow or dead)
-            if isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
-                dead = "after-return"
+            if stops(stmt):
+                dead = "after-stop"
 
     def statement(self, stmt: ast.stmt, hollow: str) -> None:
         if isinstance(stmt, ast.Assert):
@@ -132,9 +291,7 @@ class Scanner:
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Compare):
             self.found.vacuous.append([stmt.lineno, "bare-comparison"])
         elif isinstance(stmt, (ast.If, ast.While)):
-            self.expressions(stmt.test, hollow)
-            self.statements(stmt.body, hollow or ("if-false" if constant_false(stmt.test) else ""))
-            self.statements(stmt.orelse, hollow)
+            self.branch(stmt, hollow)
         elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             self.trial(stmt, hollow)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -143,7 +300,9 @@ class Scanner:
             self.statements(stmt.body, hollow)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.expressions(stmt.iter, hollow)
-            self.statements(stmt.body, hollow)
+            self.statements(
+                stmt.body, hollow or ("empty-loop" if empty_iterable(stmt.iter) else "")
+            )
             self.statements(stmt.orelse, hollow)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.statements(stmt.body, hollow)
@@ -152,6 +311,13 @@ class Scanner:
                 self.found.returns.append(stmt.lineno)
             self.expressions(stmt, hollow)
 
+    def branch(self, stmt: ast.If | ast.While, hollow: str) -> None:
+        self.expressions(stmt.test, hollow)
+        known = truth(stmt.test, self.source.text)
+        self.statements(stmt.body, hollow or ("dead-branch" if known is False else ""))
+        dead_else = known is True and isinstance(stmt, ast.If)
+        self.statements(stmt.orelse, hollow or ("dead-branch" if dead_else else ""))
+
     def trial(self, stmt: Any, hollow: str) -> None:
         caught = set()
         for handler in stmt.handlers:
@@ -159,8 +325,9 @@ class Scanner:
             caught |= {dotted(k).rsplit(".", 1)[-1] if k is not None else "" for k in kinds}
         swallowed = "swallowed" if caught & (SWALLOWS | {""}) else ""
         self.statements(stmt.body, hollow or swallowed)
+        dead = "dead-except" if cannot_raise(stmt.body) else ""
         for handler in stmt.handlers:
-            self.statements(handler.body, hollow)
+            self.statements(handler.body, hollow or dead)
         self.statements(stmt.orelse, hollow)
         self.statements(stmt.finalbody, hollow)
 
@@ -175,37 +342,36 @@ class Scanner:
         name = call_name(node)
         last = name.rsplit(".", 1)[-1]
         if (name.startswith("pytest.") and last in PYTEST_CHECKS) or last in UNITTEST_CONTEXTS:
-            broad = last in ("raises", "assertRaises") and any(
-                dotted(a).rsplit(".", 1)[-1] in BROAD for a in node.args[:1]
+            # Any exception at all, message unchecked: only a call that returns fails it.
+            broad = (
+                last in ("raises", "assertRaises")
+                and any(dotted(a).rsplit(".", 1)[-1] in BROAD for a in node.args[:1])
+                and not any(k.arg == "match" for k in node.keywords)
             )
-            self.found.add_assert(node.lineno, hollow or ("broad-raises" if broad else ""))
+            vacuous = hollow or ("broad-raises" if broad else "")
+            self.found.add_assert(node.lineno, vacuous, self.source.text(node))
         elif last.startswith("assert"):
-            self.found.add_assert(node.lineno, hollow or self.unittest_vacuous(last, node))
-            self.unittest_check(last, node)
+            vacuous = hollow or self.unittest_vacuous(last, node)
+            self.found.add_assert(node.lineno, vacuous, self.source.text(node))
         elif last and any(fnmatchcase(last, pattern) for pattern in self.helpers):
-            self.found.add_assert(node.lineno, hollow)
+            self.found.add_assert(node.lineno, hollow, self.source.text(node))
         elif last in SKIP_CALLS and (name.startswith(("pytest.", "self.")) or name == last):
             self.found.skips.append([node.lineno, f"{last}-call"])
+        elif name and not hollow:
+            self.found.calls.append([node.lineno, name])
 
     def assertion(self, stmt: ast.Assert, hollow: str) -> None:
         test = stmt.test
-        vacuous = hollow
-        if not vacuous and truthy_literal(test):
-            vacuous = "literal"
-        if not vacuous and isinstance(test, ast.Compare) and len(test.ops) == 1:
-            text = self.source.text
-            if isinstance(test.ops[0], (ast.Eq, ast.Is, ast.LtE, ast.GtE)) and text(
-                test.left
-            ) == text(test.comparators[0]):
-                vacuous = "self-comparison"
-        self.found.add_assert(stmt.lineno, vacuous)
-        for subject, kind in checks_of(test, self.source):
-            self.found.checks.append(f"{kind}:{subject}")
+        vacuous = hollow or ("always-true" if truth(test, self.source.text) else "")
+        self.found.add_assert(stmt.lineno, vacuous, "assert " + self.source.text(test))
 
     def unittest_vacuous(self, name: str, node: ast.Call) -> str:
         args = node.args
-        if name in ("assertTrue", "assert_") and args and truthy_literal(args[0]):
-            return "literal"
+        known = truth(args[0], self.source.text) if args else None
+        if (name in ("assertTrue", "assert_") and known) or (
+            name == "assertFalse" and known is False
+        ):
+            return "always-true"
         pairs = ("assertEqual", "assertEquals", "assertIs", "assertLessEqual", "assertGreaterEqual")
         if (
             name in pairs
@@ -214,39 +380,6 @@ class Scanner:
         ):
             return "self-comparison"
         return ""
-
-    def unittest_check(self, name: str, node: ast.Call) -> None:
-        kind = {
-            "assertEqual": EQUAL,
-            "assertEquals": EQUAL,
-            "assertTrue": TRUTHY,
-            "assertIsNotNone": NOT_NONE,
-            "assertNotEqual": NOT_EQUAL,
-        }.get(name)
-        if kind is None:
-            return
-        count = 2 if kind in (EQUAL, NOT_EQUAL) else 1
-        for arg in node.args[:count]:
-            self.found.checks.append(f"{kind}:{self.source.text(arg)}")
-
-
-def checks_of(test: ast.expr, source: Source) -> Iterator[tuple[str, str]]:
-    """(subject, kind) pairs: what an assert says about which expression."""
-    dump = source.text
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        op, right = test.ops[0], test.comparators[0]
-        if isinstance(op, ast.Eq):
-            yield dump(test.left), EQUAL
-            yield dump(right), EQUAL
-        elif isinstance(op, ast.IsNot) and isinstance(right, ast.Constant) and right.value is None:
-            yield dump(test.left), NOT_NONE
-        elif isinstance(op, ast.NotEq):
-            yield dump(test.left), NOT_EQUAL
-            yield dump(right), NOT_EQUAL
-        else:
-            yield dump(test.left), OTHER
-    elif not isinstance(test, ast.BoolOp):
-        yield dump(test), TRUTHY
 
 
 def decorator_skips(decorators: Iterable[ast.expr]) -> list[list[Any]]:
@@ -306,6 +439,26 @@ def is_test_class(node: ast.ClassDef) -> bool:
     return node.name.startswith("Test") or any(b.endswith("TestCase") for b in bases)
 
 
+def imports_of(tree: ast.Module) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Names imported from modules outside the standard library, where a helper can live:
+    {local name: [module, name]} and {module alias: module}."""
+    names: dict[str, list[str]] = {}
+    modules: dict[str, str] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            module = "." * stmt.level + (stmt.module or "")
+            if stmt.level or not stdlib(module):
+                names.update({a.asname or a.name: [module, a.name] for a in stmt.names})
+        elif isinstance(stmt, ast.Import):
+            modules.update({a.asname or a.name: a.name for a in stmt.names if not stdlib(a.name)})
+    return names, modules
+
+
+def stdlib(module: str) -> bool:
+    top = module.split(".", 1)[0]
+    return top in STDLIB or top in ("pytest", "_pytest", "hypothesis", "numpy")
+
+
 class FileScan:
     """Every test of one module, with what keeps it from being collected or from testing."""
 
@@ -313,10 +466,91 @@ class FileScan:
         self.source, self.helpers = source, helpers
         self.tests: dict[str, dict[str, Any]] = {}
         self.others: dict[str, str] = {}  # function name -> body digest, to spot renames away
+        self.scanned: dict[str, Found] = {}  # every function by `Class::name`, tests or not
+        self.resolved: dict[str, tuple[list[list[Any]], list[list[Any]]]] = {}
+        self.names, self.modules = imports_of(tree)
         off = marked_false(tree.body)
         base_skips = module_skips(tree)
         blocked = "module __test__ = False" if test_false(tree.body) else ""
+        self.pending: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.scope(tree.body, "", base_skips, blocked, off)
+        self.scan_helpers()
+        for key, test in self.tests.items():
+            self.finish(key, test)
+
+    def scan_helpers(self) -> None:
+        """Scan the non-test functions that can assert: those that name an assertion or an
+        imported helper, then, round by round, those that name a function scanned already.
+        Most of a large suite's helpers do neither, and walking them costs a cold run."""
+        names = [n.encode() for n in self.names]
+        pattern = re.compile(rb"assert|raises|warns|fail|deprecated_call")
+        if names:
+            pattern = re.compile(pattern.pattern + b"|" + b"|".join(map(re.escape, names)))
+        wanted = [
+            k
+            for k, node in self.pending.items()
+            if self.helpers or pattern.search(self.source.chunk(node))
+        ]
+        while wanted:
+            for key in wanted:
+                scanner = Scanner(self.source, self.helpers)
+                scanner.statements(self.pending.pop(key).body)
+                self.scanned[key] = scanner.found
+            words = b"|".join(re.escape(k.rsplit("::", 1)[-1].encode()) for k in wanted)
+            found = re.compile(rb"\b(?:" + words + rb")\b")
+            wanted = [
+                k for k, node in self.pending.items() if found.search(self.source.chunk(node))
+            ]
+
+    @property
+    def functions(self) -> dict[str, dict[str, Any]]:
+        """Helpers (non-test functions) that assert, directly or through calls: other files'
+        tests may call them."""
+        out = {}
+        for key in self.others:
+            if key not in self.scanned:
+                continue
+            sites, ext = self.resolve(key, frozenset({key}))
+            if sites or ext:
+                out[key] = {"sites": sites, "ext": ext}
+        return out
+
+    def finish(self, key: str, test: dict[str, Any]) -> None:
+        found = self.scanned[key]
+        sites, ext = self.resolve(key, frozenset({key}))
+        test["asserts"] = found.asserts + len(sites) - len(found.sites)
+        test["sites"], test["ext"] = sites, ext
+
+    def resolve(self, key: str, seen: frozenset[str]) -> tuple[list[list[Any]], list[list[Any]]]:
+        """A function's assertion sites with the sites of the local helpers it calls (at the
+        call's line), and the calls into imported helpers left for count_asserts."""
+        if key in self.resolved:
+            return self.resolved[key]
+        found = self.scanned[key]
+        prefix = key.rsplit("::", 1)[0] + "::" if "::" in key else ""
+        sites, ext = list(found.sites), []
+        for line, name in found.calls:
+            local = self.local(name, prefix)
+            if local is not None and local not in seen:
+                inner, far = self.resolve(local, seen | {local})
+                sites += [[line, text] for _line, text in inner]
+                ext += [[line, *rest] for _line, *rest in far]
+            elif local is None and self.imported(name):
+                ext.append([line, *self.imported(name)])
+        sites.sort(key=lambda site: int(site[0]))
+        self.resolved[key] = (sites, ext)
+        return sites, ext
+
+    def local(self, name: str, prefix: str) -> str | None:
+        if name.startswith(("self.", "cls.")) and name.count(".") == 1:
+            name = prefix + name.split(".", 1)[1]
+        return name if name in self.scanned else None
+
+    def imported(self, name: str) -> list[str]:
+        if name in self.names:
+            return self.names[name]
+        module, _, attr = name.rpartition(".")
+        return [self.modules[module], attr] if module in self.modules else []
 
     def scope(
         self,
@@ -361,10 +595,11 @@ class FileScan:
         digest = self.source.digest(node.body)
         if not node.name.startswith("test"):
             self.others[prefix + node.name] = digest
+            self.pending[prefix + node.name] = node
             return
         scanner = Scanner(self.source, self.helpers)
         scanner.statements(node.body)
-        found = scanner.found
+        found = self.scanned[prefix + node.name] = scanner.found
         early = [line for line in found.returns if found.first_assert and line < found.first_assert]
         self.tests[prefix + node.name] = {
             "line": node.lineno,
@@ -374,7 +609,6 @@ class FileScan:
             + decorator_skips(node.decorator_list)
             + found.skips
             + [[line, "early-return"] for line in early[:1]],
-            "checks": sorted(set(found.checks)),
             "blocked": blocked,
             "body": digest,
         }
@@ -390,9 +624,15 @@ def analyze(source: bytes, path: str, helpers: Sequence[str] = ()) -> dict[str, 
             "error": {"line": line, "message": f"{type(exc).__name__}: {exc}"},
             "tests": {},
             "others": {},
+            "functions": {},
         }
     scan = FileScan(tree, Source(source), helpers)
-    return {"error": None, "tests": scan.tests, "others": scan.others}
+    return {
+        "error": None,
+        "tests": scan.tests,
+        "others": scan.others,
+        "functions": scan.functions,
+    }
 
 
 def outcome_hooks(source: bytes) -> list[list[Any]]:

@@ -5,35 +5,44 @@
 
 A test is a `test*` function, or a `test*` method of a `Test*` class or a `*TestCase` subclass,
 named `path::Class::name`. Assertions: `assert`, unittest `assert*` calls, `pytest.raises`,
-`pytest.warns`, `pytest.fail`, and the helper patterns of `assert_helpers` in judge.yaml.
+`pytest.warns`, `pytest.fail`, the helper patterns of `assert_helpers` in judge.yaml, and calls
+to functions that assert (same module, conftest.py, helper modules under the test folders).
+Assertions are compared site by site (_sites.py): weakened, moved to another test, or hollow.
 Sources are read as bytes (PEP 263 cookies honoured); a file that does not parse is a finding.
 With --base/--head, git rename detection maps moved files; a test moved between files is found
-by its body. With --parent-python/--patch-python, `pytest --collect-only` runs in both trees,
-so a test that stops being collected is visible even when the source still holds it.
+by its body. With --parent-python/--patch-python, `pytest --collect-only` runs in both trees
+(concurrently, plugin autoloading off; see _collect.py), and every id the parent collects,
+parameters kept, must still be collected on the patch; the files inventoried then include every
+file pytest collects from, and a collected test the AST cannot map fails closed. A pytest plugin
+the patch loads through configuration (`-p` in addopts, `pytest_plugins`, a `pytest11` entry
+point, PYTEST_ADDOPTS) is an outcome hook. With GITHUB_ACTIONS=true, each blocking finding is
+also printed as an `::error` workflow command.
 
 Blocks (rule ids): deleted-file, deleted-test, fewer-asserts, total-drop, unparseable,
-not-collected, skip-added, vacuous-added, weakened, outcome-hook; each unless a reviewed
+not-collected, skip-added, vacuous, dead-assert, weakened, outcome-hook; each unless a reviewed
 allowlist row (`id`: the test id or path, `field`: `inventory:<rule>`, `base`: the commit it was
 reviewed against, a prefix of --base) names it; a row of another base is reported, not applied.
-Exit codes: 0 nothing lost, 1 block, 2 fail closed (bad input, a stale allowlist row).
+Exit codes: 0 nothing lost, 1 block, 2 fail closed (bad input, a stale allowlist row, a parent
+that cannot be collected, a collected test the inventory cannot map).
 """
 
 from __future__ import annotations
 
 import argparse
-import configparser
 import hashlib
 import json
 import os
-import re
 import sys
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+import _collect
 import _inventory
+import _sites
 from _gate import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -48,11 +57,9 @@ from _gate import (
     run_main,
     write_json,
 )
-from _process import run_group
 from allow import Row, load_allowlist, other_base_note, split_by_base
 
 ALLOW_PREFIX = "inventory:"
-COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")
 PARALLEL_FROM = 64  # files to analyze before a process pool pays for its start-up
 
 
@@ -76,6 +83,7 @@ class Entry:
         self.counts: dict[str, list[int]] = record["counts"]  # name -> [asserts, vacuous, skips]
         self.error: dict[str, Any] | None = record["error"]
         self.text: str = record["detail"]
+        self.ext: list[str] = record.get("ext") or []  # modules whose helpers a test calls
 
     @cached_property
     def detail(self) -> dict[str, Any]:
@@ -87,7 +95,9 @@ class Entry:
             name: [t["asserts"], len(t["vacuous"]), len(t["skips"])]
             for name, t in inventory["tests"].items()
         }
-        return {"counts": counts, "error": inventory["error"], "detail": json.dumps(inventory)}
+        ext = sorted({module for t in inventory["tests"].values() for _l, module, _n in t["ext"]})
+        detail = json.dumps(inventory)
+        return {"counts": counts, "error": inventory["error"], "detail": detail, "ext": ext}
 
 
 @dataclass
@@ -99,19 +109,54 @@ class Tree:
     data: dict[str, bytes] = field(default_factory=dict)
     files: dict[str, Entry] = field(default_factory=dict)
     conftests: dict[str, bytes] = field(default_factory=dict)
+    looked: set[str] = field(default_factory=set)  # conftest.py paths already looked for
 
     @classmethod
-    def read(cls, root: Path, folders: Sequence[str]) -> Tree:
+    def read(cls, root: Path, entries: Sequence[str]) -> Tree:
+        """Test files under `entries` (folders: `is_test_file` names; files: whatever their
+        name), and every conftest.py from them up to the root."""
         tree = cls(root)
-        for folder in folders:
-            for path in sorted((root / folder).rglob("*.py")):
+        for entry in entries:
+            top = root / entry
+            if top.is_file():
+                tree.add([top.relative_to(root).as_posix()])
+                continue
+            for path in sorted(top.rglob("*.py")):
                 rel = path.relative_to(root).as_posix()
                 if path.name == "conftest.py":
                     tree.conftests[rel] = path.read_bytes()
                 elif is_test_file(path.name) and path.is_file():
-                    tree.data[rel] = path.read_bytes()
-                    tree.blobs[rel] = blob_id(tree.data[rel])
+                    tree.take(rel, path)
         return tree
+
+    def add(self, paths: Iterable[str]) -> list[str]:
+        """Inventory these files too (pytest collects from them); returns the ones added."""
+        added = []
+        for rel in paths:
+            if rel in self.data or not rel.endswith(".py") or rel.startswith("/"):
+                continue
+            if ".." in rel.split("/"):
+                continue  # an id naming a file outside the tree stays unmapped: fail closed
+            path = self.root / rel
+            if path.name != "conftest.py" and path.is_file():
+                self.take(rel, path)
+                added.append(rel)
+        return added
+
+    def take(self, rel: str, path: Path) -> None:
+        """One test file, and the conftest.py files of its folder and those above it.
+
+        Strings, not Path objects: this runs once per file of a suite of thousands."""
+        self.data[rel] = path.read_bytes()
+        self.blobs[rel] = blob_id(self.data[rel])
+        folders = rel.split("/")[:-1]
+        for depth in range(len(folders), -1, -1):
+            key = "/".join([*folders[:depth], "conftest.py"])
+            if key in self.looked:
+                return  # this folder and those above it were looked at for another file
+            self.looked.add(key)
+            if os.path.isfile(f"{self.root}/{key}"):
+                self.conftests[key] = Path(self.root, key).read_bytes()
 
     def tests(self) -> Iterable[tuple[str, str, dict[str, Any]]]:
         for path, entry in self.files.items():
@@ -131,7 +176,11 @@ class Cache:
         analyzer = Path(_inventory.__file__).read_bytes() + json.dumps(list(helpers)).encode()
         self.key = hashlib.sha256(analyzer).hexdigest()
         self.records: dict[str, Any] = {}
+        # Collected ids by _collect.collection_key: tree id, python, arguments.
+        self.collections: dict[str, list[str]] = {}
         self.hits = 0
+        self.seen = 0  # blobs counted by an earlier fill: files collection added later
+        self.dirty = False
         if path is not None and path.is_file():
             try:
                 stored = json.loads(path.read_bytes())
@@ -139,6 +188,12 @@ class Cache:
                 stored = {}
             if isinstance(stored, dict) and stored.get("key") == self.key:
                 self.records = stored.get("records") or {}
+                self.collections = stored.get("collections") or {}
+
+    def save(self) -> None:
+        if self.dirty and self.path is not None:
+            payload = {"key": self.key, "records": self.records}
+            write_json(self.path, {**payload, "collections": self.collections})
 
     def fill(self, trees: Sequence[Tree], helpers: Sequence[str]) -> None:
         """Analyze each distinct blob once, across both trees, in parallel when it pays."""
@@ -147,7 +202,8 @@ class Cache:
             for path, blob in tree.blobs.items():
                 if blob not in self.records and blob not in todo:
                     todo[blob] = (tree.data[path], path, tuple(helpers))
-        self.hits = sum(len(t.blobs) for t in trees) - len(todo)
+        self.hits += sum(len(t.blobs) for t in trees) - len(todo) - self.seen
+        self.seen = sum(len(t.blobs) for t in trees)
         if len(todo) >= PARALLEL_FROM and (os.cpu_count() or 1) > 1:
             from concurrent.futures import ProcessPoolExecutor  # only a cold run pays the import
 
@@ -161,8 +217,7 @@ class Cache:
         }
         for tree in trees:
             tree.files = {path: entries[blob] for path, blob in tree.blobs.items()}
-        if todo and self.path is not None:
-            write_json(self.path, {"key": self.key, "records": self.records})
+        self.dirty = self.dirty or bool(todo)
 
 
 def finding(rule: str, path: str, line: int, reason: str, test: str = "") -> dict[str, Any]:
@@ -183,6 +238,12 @@ class Comparison:
         self.pairs: dict[str, str] = {}  # parent test id -> patch test id
         self.splits: dict[str, list[str]] = {}  # parent test id -> the new tests holding it
         self.collected: list[str] = []  # what pytest collected in the patch tree
+        self.helpers = {id(parent): Helpers(parent), id(patch): Helpers(patch)}
+        self.gained: list[tuple[str, str]] = []  # (test id, site text) new in a paired test
+        self.short: list[Short] = []  # paired tests with fewer assertions, until moves are known
+        self.moved_sites: dict[str, int] = {}  # test id -> assertions found in another test
+        # Files whose tests pair with themselves, helpers included: their totals cancel out.
+        self.same: dict[int, set[str]] = {id(parent): set(), id(patch): set()}
 
     @cached_property
     def bodies(self) -> dict[str, str]:
@@ -205,9 +266,11 @@ class Comparison:
         lost: list[tuple[str, dict[str, Any], str, bool]] = []
         for path, inventory in self.parent.files.items():
             lost += self.file(path, inventory)
-        fresh = self.unpaired() if lost else {}  # reading every patch test costs a warm run
+        # Reading every patch test costs a warm run: only when something went missing.
+        fresh = self.unpaired() if lost or self.short else {}
         for test_id, test, path, file_gone in lost:
             self.lost(test_id, test, path, file_gone, fresh)
+        self.settle(fresh)
         for path, inventory in self.patch.files.items():
             if inventory.error:
                 error = inventory.error
@@ -219,8 +282,12 @@ class Comparison:
         """Pair the file's tests; return the ones with no counterpart in the patch."""
         new_path = self.moved.get(path, path)
         now = self.patch.files.get(new_path)
-        if self.parent.blobs[path] == self.patch.blobs.get(new_path):
+        if self.parent.blobs[path] == self.patch.blobs.get(new_path) and not (
+            inventory.ext and self.helpers_changed(path, new_path, inventory.ext)
+        ):
             # Same bytes, same inventory: every test pairs with itself and nothing changed.
+            self.same[id(self.parent)].add(path)
+            self.same[id(self.patch)].add(new_path)
             self.pairs.update(
                 {f"{path}::{name}": f"{new_path}::{name}" for name in inventory.counts}
             )
@@ -246,9 +313,16 @@ class Comparison:
         return self.bodies.get(test["body"])  # moved to another file or class, body unchanged
 
     def unpaired(self) -> dict[str, dict[str, Any]]:
-        """Patch tests that no parent test maps to: new, or the halves of a split."""
-        taken = set(self.pairs.values())
-        return {f"{p}::{n}": t for p, n, t in self.patch.tests() if f"{p}::{n}" not in taken}
+        """Patch tests that no parent test maps to: new, or the halves of a split. A file whose
+        tests all pair with the parent's, unchanged, holds none: only the others are read."""
+        taken, same = set(self.pairs.values()), self.same[id(self.patch)]
+        return {
+            f"{p}::{n}": t
+            for p, entry in self.patch.files.items()
+            if p not in same
+            for n, t in entry.detail["tests"].items()
+            if f"{p}::{n}" not in taken
+        }
 
     def lost(
         self,
@@ -267,9 +341,95 @@ class Comparison:
         elif not file_gone:
             self.add("deleted-test", path, test["line"], f"{test_id} was deleted", test_id)
 
+    def sites(self, tree: Tree, path: str, test: dict[str, Any]) -> list[_sites.Site]:
+        raw = test.get("sites", [])
+        if test.get("ext"):
+            far = self.helpers[id(tree)].sites(path, test["ext"])
+            raw = sorted([*raw, *far], key=lambda s: int(s[0]))
+        return [_sites.site(line, text) for line, text in raw]
+
+    def count(self, tree: Tree, path: str, test: dict[str, Any]) -> int:
+        """Meaningful assertions, with those of helpers imported from other files."""
+        far = self.helpers[id(tree)].sites(path, test["ext"]) if test.get("ext") else []
+        return meaningful(test) + len(far)
+
+    def helpers_changed(self, path: str, new_path: str, modules: Iterable[str]) -> bool:
+        before, after = self.helpers[id(self.parent)], self.helpers[id(self.patch)]
+        return any(before.digest(path, m) != after.digest(new_path, m) for m in modules)
+
+    def totals(self, tree: Tree) -> dict[str, int]:
+        """Per-file totals (see `totals`), plus the assertions of helpers in other files, for
+        files the patch changed (or whose helpers it changed): elsewhere both sides agree."""
+        out = totals(tree)
+        for path, entry in tree.files.items():
+            if entry.ext and path not in self.same[id(tree)]:
+                helpers = self.helpers[id(tree)]
+                tests = entry.detail["tests"].values()
+                out[path] += sum(len(helpers.sites(path, t["ext"])) for t in tests if t["ext"])
+        return out
+
+    def hollow(
+        self, test_id: str, before: dict[str, Any], path: str, after: dict[str, Any]
+    ) -> None:
+        """Assertions that cannot fail (`vacuous`) or cannot run (`dead-assert`), by rule."""
+        for rule in ("vacuous", "dead-assert"):
+            old = [v for v in before["vacuous"] if vacuous_rule(v[1]) == rule]
+            new = [v for v in after["vacuous"] if vacuous_rule(v[1]) == rule]
+            if len(new) <= len(old):
+                continue
+            seen = {line for line, _kind in old}
+            line, _kind = next((v for v in new if v[0] not in seen), new[-1])
+            kinds = ", ".join(sorted({kind for _line, kind in new}))
+            what = "cannot fail" if rule == "vacuous" else "can never run"
+            reason = f"{test_id}: line {line} holds an assertion that {what} ({kinds})"
+            self.add(rule, path, line, reason, test_id)
+
+    def compare_sites(
+        self, test_id: str, before: dict[str, Any], path: str, after: dict[str, Any]
+    ) -> list[str]:
+        """Pair the sites of both versions; report weakened pairs, return the lost texts."""
+        old_path = test_id.split("::", 1)[0]
+        old, new = self.sites(self.parent, old_path, before), self.sites(self.patch, path, after)
+        if [s.text for s in old] == [s.text for s in new]:
+            return []
+        changed, lost, gained = _sites.pairs(old, new)
+        for was, now, why in weakenings(changed):
+            reason = (
+                f"{test_id}: `{was.text}` (parent line {was.line}) became `{now.text}` "
+                f"(patch line {now.line}): {why}"
+            )
+            self.add("weakened", path, now.line, reason, test_id)
+        if not (after["skips"] or after["blocked"]):
+            self.gained += [(test_id, s.text) for s in gained]
+        return [s.text for s in lost]
+
+    def settle(self, fresh: dict[str, dict[str, Any]]) -> None:
+        """A test short of assertions whose lost sites appear, unchanged, in another test of
+        the patch (one it gained them in, or a new one) moved them: not `fewer-asserts`."""
+        pool: dict[str, int] = {}
+        for _test, text in self.gained:
+            pool[text] = pool.get(text, 0) + 1
+        for test in fresh.values():
+            if not (test["skips"] or test["blocked"]):
+                for _line, text in test.get("sites", []):
+                    pool[text] = pool.get(text, 0) + 1
+        for short in self.short:
+            moved = 0
+            for text in short.lost:
+                if pool.get(text, 0) > 0:
+                    pool[text] -= 1
+                    moved += 1
+            if short.counts[1] + moved >= short.counts[0]:
+                self.moved_sites[short.test_id] = moved
+                continue
+            before, now = short.counts
+            reason = f"{short.test_id}: {before} assertions on the parent, {now} now"
+            self.add("fewer-asserts", short.path, short.line, reason, short.test_id)
+
     def test(self, test_id: str, before: dict[str, Any], path: str, after: dict[str, Any]) -> None:
         line = after["line"]
-        counts = [meaningful(before), meaningful(after)]
+        old_path = test_id.split("::", 1)[0]
+        counts = [self.count(self.parent, old_path, before), self.count(self.patch, path, after)]
         if after["blocked"] and not before["blocked"]:
             self.add(
                 "not-collected",
@@ -289,33 +449,10 @@ class Comparison:
                 f"{test_id} gained a skip ({', '.join(kinds) or 'another'})",
                 test_id,
             )
-        if len(after["vacuous"]) > len(before["vacuous"]):
-            kinds = sorted({kind for _line, kind in after["vacuous"]})
-            self.add(
-                "vacuous-added",
-                path,
-                line,
-                f"{test_id} gained a vacuous assertion ({', '.join(kinds)})",
-                test_id,
-            )
+        self.hollow(test_id, before, path, after)
+        lost = self.compare_sites(test_id, before, path, after)
         if counts[1] < counts[0]:
-            self.add(
-                "fewer-asserts",
-                path,
-                line,
-                f"{test_id}: {counts[0]} assertions on the parent, {counts[1]} now",
-                test_id,
-            )
-        weakened = weakenings(before["checks"], after["checks"])
-        if weakened:
-            subject, kind = weakened[0]
-            self.add(
-                "weakened",
-                path,
-                line,
-                f"{test_id}: `{subject}` was checked for equality, now only {kind}",
-                test_id,
-            )
+            self.short.append(Short(test_id, path, line, counts, lost))
 
 
 def meaningful(test: dict[str, Any]) -> int:
@@ -324,108 +461,259 @@ def meaningful(test: dict[str, Any]) -> int:
 
 def split_into(test: dict[str, Any], fresh: dict[str, dict[str, Any]]) -> list[str]:
     """New tests that together hold every check of a vanished test: a split, not a deletion."""
-    wanted = set(test["checks"])
-    parts = [tid for tid, t in fresh.items() if wanted.intersection(t["checks"])]
-    held = {check for tid in parts for check in fresh[tid]["checks"]}
+    wanted = site_texts(test)
+    parts = [tid for tid, t in fresh.items() if wanted.intersection(site_texts(t))]
+    held = {text for tid in parts for text in site_texts(fresh[tid])}
     enough = sum(meaningful(fresh[tid]) for tid in parts) >= meaningful(test)
     return sorted(parts) if wanted and wanted <= held and enough else []
 
 
-def weakenings(before: Iterable[str], after: Iterable[str]) -> list[tuple[str, str]]:
-    """Subjects that lost their equality check and kept only a weaker one."""
-    had = {check.split(":", 1)[1] for check in before if check.startswith(f"{_inventory.EQUAL}:")}
-    now: dict[str, set[str]] = {}
-    for check in after:
-        kind, subject = check.split(":", 1)
-        now.setdefault(subject, set()).add(kind)
-    weaker = {_inventory.TRUTHY, _inventory.NOT_NONE, _inventory.NOT_EQUAL}
-    return sorted(
-        (subject, sorted(now[subject] & weaker)[0])
-        for subject in had
-        if subject in now and _inventory.EQUAL not in now[subject] and now[subject] & weaker
-    )
+def site_texts(test: dict[str, Any]) -> set[str]:
+    return {text for _line, text in test["sites"]}
+
+
+def weakenings(
+    changed: Iterable[tuple[_sites.Site, _sites.Site]],
+) -> list[tuple[_sites.Site, _sites.Site, str]]:
+    """Paired sites (parent, patch) where the patch checks less, with why."""
+    out = []
+    for was, now in changed:
+        why = _sites.weakening(was, now)
+        if why:
+            out.append((was, now, why))
+    return out
+
+
+def vacuous_rule(kind: str) -> str:
+    return "dead-assert" if kind in _inventory.DEAD_KINDS else "vacuous"
+
+
+@dataclass
+class Short:
+    """A paired test with fewer assertions than on the parent, and the sites it lost."""
+
+    test_id: str
+    path: str
+    line: int
+    counts: list[int]
+    lost: list[str]
+
+
+class Helpers:
+    """Assertion helpers of other files a test imports (helper modules under the test folders,
+    conftest.py), analyzed on demand, once per tree: the per-file cache stays pure."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.modules: dict[str, dict[str, Any]] = {}
+        self.tops = {rel.split("/", 1)[0] for rel in (*tree.blobs, *tree.conftests)}
+        self.memo: dict[tuple[str, str], list[list[Any]]] = {}
+        self.digests: dict[str, str] = {}
+        self.located: dict[tuple[str, str], str | None] = {}
+
+    def sites(
+        self, path: str, ext: Iterable[list[Any]], seen: frozenset[tuple[str, str]] = frozenset()
+    ) -> list[list[Any]]:
+        """The sites of each call into an imported helper, at the call's line."""
+        out = []
+        for line, module, name in ext:
+            where = self.locate(path, module)
+            if where is None or (where, name) in seen:
+                continue  # not a file of the test folders, or a cycle between helpers
+            out += [[line, text] for _line, text in self.expand(where, name, seen)]
+        return out
+
+    def expand(self, where: str, name: str, seen: frozenset[tuple[str, str]]) -> list[list[Any]]:
+        key = (where, name)
+        if key not in self.memo:
+            function = self.functions(where).get(name)
+            if function is None:
+                return []
+            far = self.sites(where, function["ext"], seen | {key})
+            self.memo[key] = function["sites"] + far
+        return self.memo[key]
+
+    def locate(self, path: str, module: str) -> str | None:
+        key = (PurePosixPath(path).parent.as_posix(), module)
+        if key not in self.located:
+            self.located[key] = self.find(path, module)
+        return self.located[key]
+
+    def find(self, path: str, module: str) -> str | None:
+        """The file a test's import names: relative to the test, its folders, or the root."""
+        dots = len(module) - len(module.lstrip("."))
+        parts = [p for p in module.lstrip(".").split(".") if p]
+        here = PurePosixPath(path).parent
+        if dots > len(here.parts) + 1:
+            return None  # above the root: not a file of this tree
+        if dots:
+            bases = [here.parents[dots - 2] if dots > 1 else here]
+        else:
+            bases = [PurePosixPath("."), here, *here.parents]
+        for base in bases:
+            stem = base.joinpath(*parts).as_posix()
+            for rel in (f"{stem}.py", f"{stem}/__init__.py"):
+                if rel.split("/", 1)[0] in self.tops and self.readable(rel):
+                    return rel
+        return None
+
+    def digest(self, path: str, module: str, seen: frozenset[str] = frozenset()) -> str:
+        """Which helper file an import reaches from this test file, with its bytes' digest and
+        those of the helper files it imports in turn."""
+        rel = self.locate(path, module)
+        if rel is None or rel in seen:
+            return ""
+        if rel not in self.digests:
+            own = self.tree.blobs.get(rel) or blob_id((self.tree.root / rel).read_bytes())
+            far = sorted({m for f in self.functions(rel).values() for _l, m, _n in f["ext"]})
+            self.digests[rel] = own + "".join(self.digest(rel, m, seen | {rel}) for m in far)
+        return f"{rel}:{self.digests[rel]}"
+
+    def readable(self, rel: str) -> bool:
+        path = self.tree.root / rel
+        root = self.tree.root.resolve()
+        return path.is_file() and path.resolve().is_relative_to(root)
+
+    def functions(self, rel: str) -> dict[str, Any]:
+        """A helper file's asserting functions: from the cache when it is a test file too."""
+        if rel not in self.modules:
+            entry = self.tree.files.get(rel)
+            if entry is not None:
+                self.modules[rel] = entry.detail["functions"]
+            else:
+                data = (self.tree.root / rel).read_bytes()
+                self.modules[rel] = _inventory.analyze(data, rel)["functions"]
+        return self.modules[rel]
 
 
 def pytest_settings(root: Path) -> dict[str, str]:
     """The collection settings of a tree's pytest configuration, wherever pytest reads them."""
-    found: dict[str, str] = {}
-    for name, section in (
-        ("pytest.ini", "pytest"),
-        ("tox.ini", "pytest"),
-        ("setup.cfg", "tool:pytest"),
-    ):
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(root / name, encoding="utf-8")
-        except (configparser.Error, UnicodeDecodeError):
-            found[f"{name}:unreadable"] = "1"
-            continue
-        if parser.has_section(section):
-            found.update(
-                {
-                    f"{name}:{k}": " ".join(parser[section][k].split())
-                    for k in COLLECTION_KEYS
-                    if k in parser[section]
-                }
-            )
-    pyproject = root / "pyproject.toml"
-    text = pyproject.read_text("utf-8", "replace") if pyproject.is_file() else ""
-    # A regex, not tomllib: scripts run on Python 3.10, which has no TOML parser.
-    table = re.search(r"^\[tool\.pytest\.ini_options\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
-    body = table.group(1) if table else ""
-    for key in COLLECTION_KEYS:
-        value = re.search(rf"^{key}\s*=\s*(.+)$", body, re.M)
-        if value:
-            found[f"pyproject.toml:{key}"] = " ".join(value.group(1).split())
-    return found
+    return _collect.PytestConfig(root).collection_settings()
 
 
-COLLECT_CAP = 64 << 20  # bytes of `--collect-only -q` output: one id a line
+@dataclass
+class Side:
+    """One tree's collection: its python, what to collect, and the result."""
+
+    python: Path
+    root: Path
+    targets: list[str]
+    required: list[str]
+    result: _collect.Collection | None = None
 
 
-def collected(python: Path, root: Path, folders: Sequence[str]) -> set[str] | None:
-    """Test ids pytest collects in a tree (parameters folded), or None if collection failed."""
-    targets = [f for f in folders if (root / f).exists()]
-    if not targets:
-        return set()
-    cmd = [str(python), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *targets]
-    done = run_group(cmd, cwd=root, timeout=600, cap=COLLECT_CAP)
-    if done.timed_out or done.exit_code not in (0, 5) or done.stdout.truncated:
-        return None
-    lines = done.stdout.head.decode("utf-8", "replace").splitlines()
-    return {line.split("[", 1)[0] for line in lines if "::" in line}
+def sides(args: argparse.Namespace, entries: Sequence[str]) -> list[Side]:
+    """Parent and patch: the `tests:` entries each tree holds, plus its own `testpaths` (a
+    patch may add test paths; only a parent id that stops being collected matters)."""
+    out = []
+    for python, root in ((args.parent_python, args.parent), (args.patch_python, args.patch)):
+        config = _collect.PytestConfig(root)
+        targets = [e for e in entries if (root / e).exists()] + config.testpaths()
+        out.append(Side(python, root, list(dict.fromkeys(targets)), config.get("required_plugins")))
+    return out
+
+
+def collect_side(side: Side, cache: Cache, autoload: bool) -> _collect.Collection:
+    if not side.targets:
+        return _collect.Collection(())
+    args = [*side.required, "--", *side.targets]
+    key = _collect.collection_key(side.python, side.root, args, autoload)
+    if key is not None and key in cache.collections:
+        return _collect.Collection(tuple(cache.collections[key]), cached=True)
+    result = _collect.collect(side.python, side.root, side.targets, side.required, autoload)
+    if key is not None and result.ids is not None:
+        cache.collections[key] = list(result.ids)
+        cache.dirty = True
+    return result
+
+
+class Collector:
+    """Both collections at once, in threads (each is a process in its own group), while the
+    AST work goes on. Autoloading is off; only when the parent cannot be collected so (a
+    plugin the tree needs but never names) are both collected again with it on."""
+
+    def __init__(self, pair: list[Side], cache: Cache) -> None:
+        self.pair, self.cache, self.autoload = pair, cache, False
+        self.pool = ThreadPoolExecutor(max_workers=2)
+        self.futures = [self.pool.submit(collect_side, s, cache, False) for s in pair]
+
+    def results(self) -> tuple[_collect.Collection, _collect.Collection]:
+        parent, patch = (f.result() for f in self.futures)
+        if parent.ids is None:
+            self.autoload = True
+            again = [self.pool.submit(collect_side, s, self.cache, True) for s in self.pair]
+            parent, patch = (f.result() for f in again)
+        self.pool.shutdown()
+        self.pair[0].result, self.pair[1].result = parent, patch
+        return parent, patch
+
+
+def function_id(node_id: str) -> str:
+    path, name, _param = _collect.split_id(node_id)
+    return f"{path}::{name}"
+
+
+def unmapped(tree: Tree, ids: Iterable[str], side: str) -> str:
+    """Why a collected id has no test the inventory parsed ('' when every id has one)."""
+    for node_id in ids:
+        path, name, _param = _collect.split_id(node_id)
+        if not path.endswith(".py") or "." in name:
+            continue  # a doctest or a non-Python item: no function to inventory
+        entry = tree.files.get(path)
+        if entry is None or entry.error:
+            why = "does not parse" if entry else "is not inventoried"
+            return f"pytest collects {node_id} on the {side}, but {path} {why}"
+        if not entry.counts:
+            return f"the inventory finds no tests in {path} where pytest collects {node_id}"
+        last = name.rsplit("::", 1)[-1]
+        # An inherited test is collected under the subclass; the base holds its body.
+        if name not in entry.counts and not any(
+            n.rsplit("::", 1)[-1] == last for n in entry.counts
+        ):
+            return f"pytest collects {node_id} on the {side}, but {path} has no such test"
+    return ""
 
 
 def collection_findings(
-    args: argparse.Namespace, cmp: Comparison, folders: Sequence[str]
+    cmp: Comparison, parent_ids: Sequence[str], patch_ids: Sequence[str]
 ) -> list[dict[str, Any]]:
+    """Every id collected on the parent that the patch does not collect, parameters kept: a
+    dropped `parametrize` row is a test gone. Moved files and moved tests map their ids."""
+    now, out = set(patch_ids), []
+    reported = {f["id"] for f in cmp.findings}  # a deleted or renamed-away test: found already
+    for node_id in parent_ids:
+        path, name, param = _collect.split_id(node_id)
+        func = f"{path}::{name}"
+        if func in cmp.splits or func in reported or path in reported:
+            continue  # split, or already a finding of its own (a deleted test or file)
+        target = cmp.pairs.get(func) or f"{cmp.moved.get(path, path)}::{name}"
+        if target + param in now:
+            continue
+        where = target.split("::", 1)[0]
+        side, test = (cmp.patch, target) if where in cmp.patch.files else (cmp.parent, func)
+        line = test_line(side, test)
+        also = f" (looked for {target + param})" if target != func else ""
+        reason = f"{node_id} is collected on the parent, not on the patch{also}"
+        out.append(finding("not-collected", test.split("::", 1)[0], line, reason, node_id))
+    return out
+
+
+def test_line(tree: Tree, test_id: str) -> int:
+    path, _, name = test_id.partition("::")
+    entry = tree.files.get(path)
+    if entry is None or name not in entry.counts:
+        return 0
+    return int(entry.detail["tests"][name]["line"])
+
+
+def setting_findings(parent: Path, patch: Path) -> list[dict[str, Any]]:
+    """Without builds nothing is collected, so a changed collection setting stands in."""
     out = []
-    before, after = pytest_settings(args.parent), pytest_settings(args.patch)
+    before, after = pytest_settings(parent), pytest_settings(patch)
     for key in sorted(set(before) | set(after)):
         if before.get(key) != after.get(key):
             reason = f"pytest setting {key} changed from {before.get(key)!r} to {after.get(key)!r}"
             out.append(finding("not-collected", key.split(":", 1)[0], 0, reason))
-    if not (args.parent_python and args.patch_python):
-        return out
-    parent = collected(args.parent_python, args.parent, folders)
-    patch = collected(args.patch_python, args.patch, folders)
-    cmp.collected = sorted(patch or ())
-    if patch is None and parent is not None:
-        out.append(finding("not-collected", ".", 0, "pytest --collect-only fails on the patch"))
-        return out
-    for test_id in sorted((parent or set()) & set(cmp.pairs)):
-        now = cmp.pairs[test_id]
-        if now not in (patch or set()):
-            path = now.split("::", 1)[0]
-            out.append(
-                finding(
-                    "not-collected",
-                    path,
-                    0,
-                    f"{now} is in the source but pytest no longer collects it",
-                    now,
-                )
-            )
     return out
 
 
@@ -447,7 +735,36 @@ def hook_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
                         f"{path} adds {name}, which can rewrite outcomes or collection",
                     )
                 )
-    return out
+    return out + plugin_findings(parent, patch)
+
+
+def plugin_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
+    """A plugin the patch makes pytest load is a hook of any name: compared by plugin name, so
+    moving one between files adds nothing. The judged environment's own variables are checked
+    too, since a build step can set them for the steps after it."""
+    before_sources = {**parent.conftests, **parent.data}
+    # A file both trees hold unchanged names nothing new: only changed files are candidates,
+    # and the parent is read in full only when there is one (a warm run of thousands of files).
+    changed = {
+        path: data
+        for path, data in {**patch.conftests, **patch.data}.items()
+        if before_sources.get(path) != data
+    }
+    added = _collect.named_plugins(patch.root, _collect.PytestConfig(patch.root), changed)
+    if added:
+        config = _collect.PytestConfig(parent.root)
+        before = {n.name for n in _collect.named_plugins(parent.root, config, before_sources)}
+        added = [n for n in added if n.name not in before]
+    added += _collect.environment_plugins(os.environ)
+    return [
+        finding(
+            "outcome-hook",
+            n.path,
+            n.line,
+            f"{n.path} loads pytest plugin {n.name} ({n.how}), which can rewrite outcomes",
+        )
+        for n in added
+    ]
 
 
 def apply_allowlist(
@@ -480,15 +797,52 @@ def totals(tree: Tree) -> dict[str, int]:
 
 def execute(args: argparse.Namespace) -> Outcome:
     config = load_config(args.config) if args.config else None
-    folders = list(config.tests) if config else args.tests
+    entries = list(config.tests) if config else args.tests
     helpers = list(config.assert_helpers) if config else []
-    parent, patch = Tree.read(args.parent, folders), Tree.read(args.patch, folders)
     cache = Cache(args.cache, helpers)
+    collector = None
+    if args.parent_python and args.patch_python:
+        collector = Collector(sides(args, entries), cache)
+    parent, patch = Tree.read(args.parent, entries), Tree.read(args.patch, entries)
     cache.fill([parent, patch], helpers)
+    ids: tuple[Sequence[str], Sequence[str]] = ((), ())
+    collection: dict[str, Any] = {}
+    findings: list[dict[str, Any]] = []
+    if collector is not None:
+        before, after = collector.results()
+        if before.ids is None:
+            raise FailClosed(f"pytest --collect-only fails on the parent tree: {before.error}")
+        # The files to inventory are the files pytest collects from, whatever their names.
+        grew = parent.add(function_id(i).split("::", 1)[0] for i in before.ids)
+        grew += patch.add(function_id(i).split("::", 1)[0] for i in after.ids or ())
+        if grew:
+            cache.fill([parent, patch], helpers)
+        ids = (before.ids, after.ids or ())
+        for tree, side_ids, side in ((parent, ids[0], "parent"), (patch, ids[1], "patch")):
+            why = unmapped(tree, side_ids, side)
+            if why:
+                raise FailClosed(why)
+        collection = {
+            "parent": len(ids[0]),
+            "patch": len(ids[1]),
+            "cached": [before.cached, after.cached],
+            "plugin_autoload": collector.autoload,
+        }
+        if after.ids is None:
+            collection["patch_failed"] = after.error
+            reason = f"pytest --collect-only fails on the patch: {after.error}"
+            findings.append(finding("not-collected", ".", 0, reason))
     moved = renames(args.repo, args.base, args.head) if args.base and args.head else {}
     cmp = Comparison(parent, patch, moved)
-    findings = cmp.run() + collection_findings(args, cmp, folders) + hook_findings(parent, patch)
-    per_parent, per_patch = totals(parent), totals(patch)
+    findings = cmp.run() + findings
+    if collector is not None:
+        if collection.get("patch_failed") is None:  # else one finding says the patch failed
+            findings += collection_findings(cmp, ids[0], ids[1])
+    else:
+        findings += setting_findings(args.parent, args.patch)
+    findings += hook_findings(parent, patch)
+    cache.save()
+    per_parent, per_patch = cmp.totals(parent), cmp.totals(patch)
     parent_total, patch_total = sum(per_parent.values()), sum(per_patch.values())
     if patch_total < parent_total:
         findings.append(
@@ -499,8 +853,12 @@ def execute(args: argparse.Namespace) -> Outcome:
                 f"assertion total dropped from {parent_total} to {patch_total}",
             )
         )
+    locate(findings, cmp)
     base = resolve_commit(args.repo, args.base, "--base") if args.base else None
     blocking, allowed, other_base = apply_allowlist(findings, args.allowlist, base)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for found in blocking:
+            print(annotate(found))
     rows = test_rows(parent, patch, cmp.pairs)
     evidence = {
         "parent_total": parent_total,
@@ -513,7 +871,10 @@ def execute(args: argparse.Namespace) -> Outcome:
         },
         "renamed": moved,
         "split": cmp.splits,
-        "collected_patch": cmp.collected,
+        "moved_asserts": cmp.moved_sites,  # test id -> assertions it moved to other tests
+        # Parameters folded: the advisory tests step matches these against its outcomes.
+        "collected_patch": sorted({function_id(i) for i in ids[1]}),
+        "collection": collection,
         "tests_columns": TEST_COLUMNS,
         "tests": rows,
         "findings": blocking,
@@ -522,12 +883,37 @@ def execute(args: argparse.Namespace) -> Outcome:
         "cache": {"hits": cache.hits, "files": len(parent.blobs) + len(patch.blobs)},
     }
     counts = f"{parent_total} -> {patch_total} assertions in {len(rows)} tests"
+    if collection:
+        counts += f", {collection['parent']} -> {collection['patch']} collected"
     note = other_base_note(other_base, args.allowlist)
     if blocking:
         return Outcome(
             BLOCK, f"{counts}; {blocking[0]['reason']} ({len(blocking)} findings){note}", evidence
         )
     return Outcome(PASS, f"{counts}; no test lost an assertion{note}", evidence)
+
+
+def locate(findings: list[dict[str, Any]], cmp: Comparison) -> None:
+    """Give each finding its place on both sides, `{"path", "line"}` or None: the test's own
+    line where the finding names a test, else the file and line it names."""
+    for found in findings:
+        func = function_id(found["id"]) if "::" in found["id"] else ""
+        now = cmp.pairs.get(func, func)
+        here = {"path": found["path"], "line": found["line"]}
+        sides = {}
+        for side, tree, test in (("parent", cmp.parent, func), ("patch", cmp.patch, now)):
+            path = test.split("::", 1)[0]
+            if test and path in tree.files:
+                sides[side] = {"path": path, "line": test_line(tree, test) or 1}
+            elif not test and (tree.root / found["path"]).is_file():
+                sides[side] = here
+        found["parent"], found["patch"] = sides.get("parent"), sides.get("patch")
+
+
+def annotate(found: dict[str, Any]) -> str:
+    """A GitHub workflow command: the finding on the patch's line, else the parent's."""
+    where = found.get("patch") or found.get("parent") or {"path": found["path"], "line": 0}
+    return _collect.annotation(found["rule"], where["path"], where["line"], found["reason"])
 
 
 TEST_COLUMNS = ["id", "parent [asserts, vacuous, skips]", "patch [asserts, vacuous, skips]"]
@@ -557,7 +943,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--base", help="parent commit, for rename detection")
     p.add_argument("--head", help="patch commit, for rename detection")
     p.add_argument("--config", type=Path, help="judge.yaml (tests folders, assert_helpers)")
-    p.add_argument("--tests", nargs="+", default=["tests"], help="test folders without --config")
+    p.add_argument(
+        "--tests", nargs="+", default=["tests"], help="test folders or files without --config"
+    )
     p.add_argument("--allowlist", type=Path, help="allowlist.yaml (rows with field inventory:RULE)")
     p.add_argument("--parent-python", type=Path, help="parent build's python, for --collect-only")
     p.add_argument("--patch-python", type=Path, help="patch build's python, for --collect-only")

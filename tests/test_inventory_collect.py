@@ -1,0 +1,495 @@
+"""The assert inventory against what pytest collects, on real patches of a real bake.
+
+Collected ids are accounted one by one (parameters kept); a patch may add test paths; tests in
+files the `is_test_file` rule misses are inventoried from the collected ids; a pytest plugin
+the patch loads through configuration is an outcome hook; findings become GitHub annotations.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import test_inventory
+from tests.conftest import SCRIPTS
+from tests.test_inventory import Change, collected_by, edits
+from tools.bakery import branch, edit, git
+
+sys.path.insert(0, str(SCRIPTS))
+from _collect import annotation
+
+# The same bake and build as test_inventory.py, made again for this module.
+repo = test_inventory.repo
+python = test_inventory.python
+
+D = "tests/test_discounts.py"
+CLI = "tests/test_cli.py"
+BPS_OVER = '        (100, 10_001, "bps"),\n'
+FROBNICATE = '        ["order", "frobnicate"],\n'
+TESTPATHS = 'testpaths = ["tests"]\n'
+PLUGIN = """\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+ROOT_TESTS = """\
+import pytest
+
+from shop.discounts import stack_discounts
+
+
+def test_no_coupons() -> None:
+    assert stack_discounts(2400, []) == 2400
+
+
+def test_zero_subtotal() -> None:
+    assert stack_discounts(0, []) == 0
+    assert stack_discounts(0, []) >= 0
+
+
+@pytest.mark.parametrize("cents", [1, 10, 100], ids=["one", "ten", "hundred"])
+def test_keeps_subtotal(cents: int) -> None:
+    assert stack_discounts(cents, []) == cents
+"""
+
+
+def run_inventory(
+    repo: Path, base: str, head: str, tmp: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], str]:
+    """The inventory step on base and head worktrees, as the judge runs it, from any base."""
+    tmp.mkdir(exist_ok=True)
+    trees = {}
+    for side, ref in (("parent", base), ("patch", head)):
+        trees[side] = tmp / side
+        git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
+    report = tmp / "inventory.json"
+    cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
+    cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", base, "--head", head]
+    cmd += ["--config", str(trees["parent"] / "oracle/judge.yaml"), "--report", str(report)]
+    clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "PYTEST_ADDOPTS")}
+    try:
+        proc = subprocess.run(
+            [*cmd, *extra],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**clean, **(env or {})},
+        )
+    finally:
+        for path in trees.values():
+            git(repo, "worktree", "remove", "--force", str(path))
+    return proc.returncode, json.loads(report.read_text()), proc.stdout
+
+
+def rules_of(report: dict[str, Any]) -> set[str]:
+    return {f["rule"] for f in report["evidence"]["findings"]}
+
+
+def write(path: str, text: str) -> Change:
+    def change(repo_: Path) -> None:
+        (repo_ / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo_ / path).write_text(textwrap.dedent(text))
+
+    return change
+
+
+def pyproject(old: str, new: str) -> Change:
+    return edits(("pyproject.toml", old, new))
+
+
+def both(*changes: Change) -> Change:
+    def change(repo_: Path) -> None:
+        for one in changes:
+            one(repo_)
+
+    return change
+
+
+def plugin_module_and(*changes: Change) -> Change:
+    """The plugin module at the root (importable from the tree), plus how it is loaded."""
+    return both(write("qa_support.py", PLUGIN), *changes)
+
+
+def append(path: str, text: str) -> Change:
+    def change(repo_: Path) -> None:
+        with (repo_ / path).open("a", encoding="utf-8") as handle:
+            handle.write(textwrap.dedent(text))
+
+    return change
+
+
+# --- 1: collected ids that disappear ---------------------------------------------------------
+
+DROPPED: dict[str, Change] = {
+    "drop-a-parametrize-row": edits((D, BPS_OVER, ""), (D, '"bps-over", ', "")),
+    "drop-a-row-of-another-test": edits((CLI, FROBNICATE, ""), (CLI, '"unknown-action", ', "")),
+    "deselect-one-id-in-addopts": pyproject(
+        TESTPATHS,
+        TESTPATHS
+        + 'addopts = ["--deselect", "tests/test_cli.py::test_usage_errors_exit_2[no-json]"]\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DROPPED))
+def test_a_collected_id_that_disappears_blocks(
+    repo: Path, python: Path, tmp_path: Path, name: str
+) -> None:
+    head = branch(repo, f"collect/{name}", DROPPED[name])
+    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    assert code == 1, report["summary"]
+    lost = [f for f in report["evidence"]["findings"] if f["rule"] == "not-collected"]
+    assert len(lost) == 1, report["evidence"]["findings"]
+    assert "[" in lost[0]["id"] and lost[0]["id"] in lost[0]["reason"]
+    collection = report["evidence"]["collection"]
+    assert collection["parent"] == collection["patch"] + 1
+
+
+def test_the_finding_names_the_id_with_its_parameter(
+    repo: Path, python: Path, tmp_path: Path
+) -> None:
+    head = branch(repo, "collect/named-row", DROPPED["drop-a-parametrize-row"])
+    _, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    (found,) = report["evidence"]["findings"]
+    assert found["id"] == f"{D}::test_invert_discount_rejects_impossible_input[bps-over]"
+    assert found["path"] == D and found["line"] > 0
+    assert found["parent"]["path"] == D and found["patch"]["path"] == D
+    # The dropped row sat above the function: it starts a line higher on the patch.
+    assert found["parent"]["line"] == found["patch"]["line"] + 1 == found["line"] + 1
+
+
+MAPPED: dict[str, Change] = {
+    "git-mv-a-parametrized-file": lambda r: git(r, "mv", CLI, "tests/test_cli_usage.py"),
+    "move-a-parametrized-test-by-body": edits(
+        (D, "def test_invert_discount_rejects_impossible_input", "def _unused"),
+        (
+            D,
+            "        invert_discount(discounted, bps)\n",
+            "        invert_discount(discounted, bps)\n\n\n"
+            + "class TestInvert:\n"
+            + "    @pytest.mark.parametrize(\n"
+            + '        ("discounted", "bps", "match"),\n'
+            + '        [(-1, 1000, "discounted_cents"), (100, -1, "bps"), (100, 10_001, "bps"),\n'
+            + '         (5, 10_000, "100 %")],\n'
+            + '        ids=["negative-amount", "bps-under", "bps-over", "full-discount-nonzero"],\n'
+            + "    )\n"
+            + "    def test_rejects(self, discounted: int, bps: int, match: str) -> None:\n"
+            + "        with pytest.raises(ValueError, match=match):\n"
+            + "            invert_discount(discounted, bps)\n",
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAPPED))
+def test_moved_ids_are_followed(repo: Path, python: Path, tmp_path: Path, name: str) -> None:
+    head = branch(repo, f"collect/{name}", MAPPED[name])
+    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    assert report["evidence"]["findings"] == []
+    assert code == 0, report["summary"]
+
+
+# --- 2: new test paths merge ----------------------------------------------------------------
+
+EXTRA_TEST = """\
+from shop.discounts import stack_discounts
+
+
+def test_extra_zero() -> None:
+    assert stack_discounts(0, []) == 0
+"""
+NEW_PATHS: dict[str, Change] = {
+    "add-a-testpath": both(
+        write("checks/test_extra.py", EXTRA_TEST),
+        pyproject(TESTPATHS, 'testpaths = ["tests", "checks"]\n'),
+    ),
+    "add-python-files": both(
+        write("tests/check_extra.py", EXTRA_TEST),
+        pyproject(TESTPATHS, TESTPATHS + 'python_files = ["test_*.py", "check_*.py"]\n'),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_PATHS))
+def test_new_test_paths_merge(repo: Path, python: Path, tmp_path: Path, name: str) -> None:
+    head = branch(repo, f"collect/{name}", NEW_PATHS[name])
+    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    assert report["evidence"]["findings"] == []
+    assert code == 0, report["summary"]
+    collection = report["evidence"]["collection"]
+    assert collection["patch"] == collection["parent"] + 1
+    rows = {row[0]: row for row in report["evidence"]["tests"]}
+    extra = next(test for test in rows if test.endswith("::test_extra_zero"))
+    assert rows[extra][1] is None and rows[extra][2] == [1, 0, 0]
+
+
+# --- 3: tests the is_test_file rule misses ----------------------------------------------------
+
+
+def python_files_layout(repo_: Path) -> None:
+    (repo_ / "test.py").write_text(ROOT_TESTS)
+    edit(
+        repo_ / "pyproject.toml",
+        TESTPATHS,
+        'testpaths = ["tests", "test.py"]\npython_files = ["test_*.py", "test.py"]\n',
+    )
+
+
+def judge_yaml_layout(repo_: Path) -> None:
+    (repo_ / "test.py").write_text(ROOT_TESTS)
+    edit(repo_ / "oracle/judge.yaml", "tests: [tests]\n", "tests: [tests, test.py]\n")
+
+
+@pytest.fixture(scope="module")
+def layouts(repo: Path) -> dict[str, str]:
+    """Bases whose root test.py pytest collects: through its config, or named in judge.yaml."""
+    return {
+        "python-files": branch(repo, "layout/python-files", python_files_layout),
+        "judge-yaml": branch(repo, "layout/judge-yaml", judge_yaml_layout),
+    }
+
+
+ROOT_ATTACKS: dict[str, tuple[Change, str]] = {
+    "delete-a-root-test": (
+        edits(("test.py", "def test_no_coupons() -> None:\n", "def _no_coupons() -> None:\n")),
+        "not-collected",
+    ),
+    "drop-a-root-assert": (
+        edits(("test.py", "    assert stack_discounts(0, []) >= 0\n", "")),
+        "fewer-asserts",
+    ),
+    "weaken-a-root-assert": (
+        edits(
+            (
+                "test.py",
+                "    assert stack_discounts(2400, []) == 2400\n",
+                "    assert stack_discounts(2400, [])\n",
+            )
+        ),
+        "weakened",
+    ),
+    "drop-a-root-row": (
+        edits(
+            (
+                "test.py",
+                '[1, 10, 100], ids=["one", "ten", "hundred"]',
+                '[1, 10], ids=["one", "ten"]',
+            )
+        ),
+        "not-collected",
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", ["python-files", "judge-yaml"])
+def test_root_test_file_is_inventoried(
+    repo: Path, python: Path, tmp_path: Path, layouts: dict[str, str], layout: str
+) -> None:
+    base = layouts[layout]
+    code, report, _ = run_inventory(repo, base, base, tmp_path, *collected_by(python))
+    assert code == 0, report["summary"]
+    root = [row for row in report["evidence"]["tests"] if row[0].startswith("test.py::")]
+    assert sorted(row[0] for row in root) == [
+        "test.py::test_keeps_subtotal",
+        "test.py::test_no_coupons",
+        "test.py::test_zero_subtotal",
+    ]
+    assert sum(row[1][0] for row in root) == 4
+
+
+@pytest.mark.parametrize("layout", ["python-files", "judge-yaml"])
+@pytest.mark.parametrize("name", sorted(ROOT_ATTACKS))
+def test_attack_on_a_root_test_file_blocks(
+    repo: Path, python: Path, tmp_path: Path, layouts: dict[str, str], layout: str, name: str
+) -> None:
+    change, rule = ROOT_ATTACKS[name]
+    base = layouts[layout]
+    head = branch(repo, f"root/{layout}/{name}", change, base=base)
+    code, report, _ = run_inventory(repo, base, head, tmp_path, *collected_by(python))
+    assert code == 1, report["summary"]
+    assert rule in rules_of(report), report["evidence"]["findings"]
+    found = next(f for f in report["evidence"]["findings"] if f["rule"] == rule)
+    assert found["path"] == "test.py"
+
+
+HIDDEN: dict[str, Change] = {
+    "test-bound-by-assignment": append(
+        D,
+        """\
+
+
+        def _hidden() -> None:
+            assert stack_discounts(2500, []) == 2500
+
+
+        test_hidden = _hidden
+        """,
+    ),
+    "test-inherited-from-another-file": lambda r: (
+        (r / "tests/bases.py").write_text(
+            "class Base:\n    def test_inherited(self) -> None:\n        assert 1 + 1 == 2\n"
+        ),
+        (r / "tests/test_derived.py").write_text(
+            "from tests.bases import Base\n\n\nclass TestDerived(Base):\n    pass\n"
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN))
+def test_a_collected_test_the_inventory_cannot_see_fails_closed(
+    repo: Path, python: Path, tmp_path: Path, name: str
+) -> None:
+    head = branch(repo, f"collect/{name}", HIDDEN[name])
+    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    assert code == 2, report["summary"]
+    assert "\n" not in report["summary"]
+    expected = {
+        "test-bound-by-assignment": f"{D}::test_hidden",
+        "test-inherited-from-another-file": "tests/test_derived.py::TestDerived::test_inherited",
+    }[name]
+    assert expected in report["summary"]
+
+
+def test_a_patch_that_cannot_be_collected_is_one_finding(
+    repo: Path, python: Path, tmp_path: Path
+) -> None:
+    broken = edits(("tests/test_orders.py", "import json\n", "import json\nimport no_such_mod\n"))
+    head = branch(repo, "collect/import-error", broken)
+    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    assert code == 1, report["summary"]
+    (found,) = report["evidence"]["findings"]
+    assert found["rule"] == "not-collected"
+    assert "fails on the patch" in found["reason"] and "\n" not in found["reason"]
+    assert report["evidence"]["collection"]["patch_failed"]
+
+
+# --- 4: outcome hooks loaded through configuration --------------------------------------------
+
+LOADERS: dict[str, Change] = {
+    "pyproject-addopts": plugin_module_and(
+        pyproject(TESTPATHS, TESTPATHS + 'addopts = "-p qa_support"\n')
+    ),
+    "pyproject-addopts-list": plugin_module_and(
+        pyproject(TESTPATHS, TESTPATHS + 'addopts = [\n    "-q",\n    "-pqa_support",\n]\n')
+    ),
+    "setup-cfg-addopts": plugin_module_and(
+        write("setup.cfg", "[tool:pytest]\naddopts = -p qa_support\n")
+    ),
+    "pytest-plugins-in-test-module": plugin_module_and(
+        edits(
+            (
+                "tests/test_orders.py",
+                "import json\n",
+                'import json\n\npytest_plugins = ["qa_support"]\n',
+            )
+        )
+    ),
+    "pytest11-entry-point": pyproject(
+        "[tool.flit.module]\n",
+        '[project.entry-points.pytest11]\nqa = "shop.qa"\n\n[tool.flit.module]\n',
+    ),
+    "pytest-addopts-in-noxfile": append(
+        "noxfile.py", '\n\nos.environ["PYTEST_ADDOPTS"] = "-p qa_support"\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_plugin_added_through_configuration_blocks(
+    repo: Path, python: Path, tmp_path: Path, name: str
+) -> None:
+    head = branch(repo, f"plugin/{name}", LOADERS[name])
+    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    assert code == 1, report["summary"]
+    hooks = [f for f in report["evidence"]["findings"] if f["rule"] == "outcome-hook"]
+    assert hooks, report["evidence"]["findings"]
+    assert any("qa" in f["reason"] for f in hooks), hooks
+
+
+def test_plugin_in_the_judged_environment_blocks(repo: Path, python: Path, tmp_path: Path) -> None:
+    head = branch(repo, "plugin/environment", NEW_PATHS["add-a-testpath"])
+    env = {"PYTEST_ADDOPTS": "-p qa_support"}
+    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python), env=env)
+    assert code == 1, report["summary"]
+    (found,) = report["evidence"]["findings"]
+    assert found["rule"] == "outcome-hook" and found["path"] == "PYTEST_ADDOPTS"
+
+
+def test_plugin_the_parent_already_loads_is_not_a_finding(
+    repo: Path, python: Path, tmp_path: Path
+) -> None:
+    base = branch(repo, "plugin/on-the-base", LOADERS["pyproject-addopts"])
+    moved = edits(
+        ("pyproject.toml", 'addopts = "-p qa_support"\n', 'addopts = "-q -p no:doctest"\n'),
+        (
+            "tests/test_orders.py",
+            "import json\n",
+            'import json\n\npytest_plugins = ["qa_support"]\n',
+        ),
+    )
+    head = branch(repo, "plugin/moved-to-a-module", moved, base=base)
+    code, report, _ = run_inventory(repo, base, head, tmp_path, *collected_by(python))
+    assert report["evidence"]["findings"] == []
+    assert code == 0, report["summary"]
+
+
+# --- 5: collections cached by tree ------------------------------------------------------------
+
+
+def test_collections_are_cached_by_tree(repo: Path, python: Path, tmp_path: Path) -> None:
+    head = branch(repo, "collect/cached", NEW_PATHS["add-python-files"])
+    cache = tmp_path / "cache.json"
+    runs = [
+        run_inventory(
+            repo, "main", head, tmp_path / str(i), *collected_by(python), "--cache", str(cache)
+        )
+        for i in range(2)
+    ]
+    assert [r[1]["evidence"]["collection"]["cached"] for r in runs] == [
+        [False, False],
+        [True, True],
+    ]
+    assert runs[0][1]["evidence"]["collection"] == {
+        **runs[1][1]["evidence"]["collection"],
+        "cached": [False, False],
+    }
+    assert runs[1][0] == 0
+
+
+# --- 6: GitHub annotations --------------------------------------------------------------------
+
+
+def test_findings_are_github_annotations(repo: Path, python: Path, tmp_path: Path) -> None:
+    head = branch(repo, "collect/annotated", DROPPED["drop-a-row-of-another-test"])
+    env = {"GITHUB_ACTIONS": "true"}
+    code, report, out = run_inventory(repo, "main", head, tmp_path, *collected_by(python), env=env)
+    assert code == 1
+    (found,) = report["evidence"]["findings"]
+    line = found["patch"]["line"]
+    assert out.splitlines() == [
+        f"::error file={CLI},line={line},title=inventory not-collected::{found['reason']}"
+    ]
+    _, _, quiet = run_inventory(repo, "main", head, tmp_path / "quiet", *collected_by(python))
+    assert "::error" not in quiet
+
+
+def test_annotation_escapes_what_github_reads_as_syntax() -> None:
+    text = annotation("weakened", "a,b:c.py", 7, "100% sure\nnot:really, no\r")
+    assert text == (
+        "::error file=a%2Cb%3Ac.py,line=7,title=inventory weakened::100%25 sure%0Anot:really, no%0D"
+    )
+    assert annotation("outcome-hook", "PYTEST_ADDOPTS", 0, "x") == (
+        "::error file=PYTEST_ADDOPTS,title=inventory outcome-hook::x"
+    )

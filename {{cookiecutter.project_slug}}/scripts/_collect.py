@@ -1,0 +1,383 @@
+"""What pytest collects in a tree, and which pytest plugins the tree's configuration loads.
+
+Used by count_asserts.py. Collection runs the tree's own pytest (`--collect-only`) in a build's
+environment, in its own process group, with plugin autoloading off: an installed plugin (a
+`pytest11` entry point) is loaded only when the tree names it (`-p` in `addopts`,
+`pytest_plugins`, `required_plugins`), so the ids do not depend on what else the environment
+holds, and hypothesis' plugin does not cost seconds at import. Ids come from a plugin object
+passed to `pytest.main` (`session.items` after deselection), not from the console, whose format
+changes with `-q`/`-v` in `addopts`.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import hashlib
+import json
+import os
+import re
+import shlex
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from _gate import FailClosed, git
+from _process import run_group
+
+COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")
+INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
+# Variables that make pytest load a plugin without any file of the tree naming it.
+PLUGIN_VARIABLES = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS")
+# Files that set variables for the processes a project starts (sessions, envs, recipes).
+ENV_SETTING_FILES = ("noxfile.py", "tox.ini", "setup.cfg", "pyproject.toml", "Makefile", ".env")
+COLLECT_TIMEOUT = 600.0
+
+# Runs in the judged environment. `required_plugins` names distributions; with autoloading off
+# pytest would reject them as missing, so their `pytest11` entry points are loaded by name.
+BOOT = """\
+import importlib.metadata as md, json, re, sys
+out, required, args = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+def norm(name): return re.sub(r"[-_.]+", "-", name).lower()
+want = {norm(re.match(r"[A-Za-z0-9._-]*", r).group()) for r in required}
+for ep in (md.entry_points(group="pytest11") if want else ()):
+    if ep.dist is not None and norm(ep.dist.name) in want:
+        args = ["-p", ep.name, *args]
+import pytest
+class Ids:
+    def pytest_collection_finish(self, session):
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump([item.nodeid for item in session.items], f)
+sys.exit(pytest.main(args, plugins=[Ids()]))
+"""
+
+
+@dataclass(frozen=True)
+class Named:
+    """A plugin a tree names, and where."""
+
+    name: str
+    path: str
+    line: int
+    how: str
+
+
+def _line_of(text: str, pattern: str) -> int:
+    match = re.search(pattern, text, re.M)
+    return text.count("\n", 0, match.start()) + 1 if match else 1
+
+
+def _toml_table(text: str, header: str) -> str:
+    """The body of `[header]` (a regex, not tomllib: scripts run on Python 3.10)."""
+    found = re.search(rf"^\[{header}\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    return found.group(1) if found else ""
+
+
+def _toml_value(body: str, key: str) -> list[str] | None:
+    """A string, or a list of strings (one or several lines), as a list; None if absent."""
+    start = re.search(rf"^{re.escape(key)}\s*=\s*", body, re.M)
+    if not start:
+        return None
+    rest = body[start.end() :]
+    if rest.startswith("["):
+        end = rest.find("]")
+        raw = rest[: end + 1] if end >= 0 else rest
+    else:
+        raw = rest.split("\n", 1)[0]
+    strings = re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'', raw)
+    return [double or single for double, single in strings]
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text("utf-8", "replace") if path.is_file() else ""
+    except OSError:
+        return ""
+
+
+class PytestConfig:
+    """The pytest settings of one tree, from every file pytest reads them from."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.values: dict[str, dict[str, list[str]]] = {}  # file -> key -> values
+        self.text: dict[str, str] = {}
+        self.unreadable: list[str] = []
+        for name, section in INI_FILES:
+            text = read_text(root / name)
+            if not text:
+                continue
+            self.text[name] = text
+            parser = configparser.ConfigParser(interpolation=None)
+            try:
+                parser.read_string(text, source=name)
+            except configparser.Error:
+                self.unreadable.append(name)
+                continue
+            if parser.has_section(section):
+                self.values[name] = {
+                    key: (split_args(value) if key == "addopts" else value.split())
+                    for key, value in parser[section].items()
+                }
+        text = read_text(root / "pyproject.toml")
+        self.text["pyproject.toml"] = text
+        for header in (r"tool\.pytest\.ini_options", r"tool\.pytest"):
+            body = _toml_table(text, header)
+            keys = re.findall(r"^([A-Za-z_]+)\s*=", body, re.M)
+            values = {key: _toml_value(body, key) or [] for key in keys}
+            if "addopts" in values and len(values["addopts"]) == 1:
+                values["addopts"] = split_args(values["addopts"][0])
+            if values:
+                self.values.setdefault("pyproject.toml", {}).update(values)
+
+    def get(self, key: str) -> list[str]:
+        """The value pytest uses: the first file that sets the key (pytest reads one file)."""
+        for name in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
+            if key in self.values.get(name, {}):
+                return self.values[name][key]
+        return []
+
+    def collection_settings(self) -> dict[str, str]:
+        found = {f"{name}:unreadable": "1" for name in self.unreadable}
+        for name, values in self.values.items():
+            found.update(
+                {f"{name}:{k}": " ".join(values[k]) for k in COLLECTION_KEYS if k in values}
+            )
+        return found
+
+    def testpaths(self) -> list[str]:
+        paths: list[str] = []
+        for pattern in self.get("testpaths"):
+            matches = sorted(self.root.glob(pattern)) if any(c in pattern for c in "*?[") else []
+            paths += [m.relative_to(self.root).as_posix() for m in matches] or [pattern]
+        return [p for p in paths if (self.root / p).exists()]
+
+    def plugins(self) -> list[Named]:
+        """Plugins loaded through `-p` in `addopts` (not `-p no:NAME`, which disables one)."""
+        found = []
+        for name, values in self.values.items():
+            line = _line_of(self.text.get(name, ""), r"^\s*addopts\s*=")
+            for plugin in _dash_p(values.get("addopts", [])):
+                found.append(Named(plugin, name, line, f"addopts -p {plugin}"))
+        return found
+
+
+def split_args(value: str) -> list[str]:
+    """Arguments as pytest splits `addopts`; unbalanced quotes fall back to whitespace."""
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
+
+
+def _dash_p(args: Sequence[str]) -> list[str]:
+    found = []
+    for i, arg in enumerate(args):
+        value = args[i + 1] if arg == "-p" and i + 1 < len(args) else ""
+        if arg.startswith("-p") and arg != "-p":
+            value = arg[2:].lstrip("=")
+        if value and not value.startswith("no:"):
+            found.append(value)
+    return found
+
+
+def pytest_plugins_of(path: str, source: bytes) -> list[Named]:
+    """`pytest_plugins = ...` at module level of a conftest or test module."""
+    if b"pytest_plugins" not in source:
+        return []
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for stmt in tree.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
+            targets = [stmt.target]
+        if not any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in targets):
+            continue
+        value = getattr(stmt, "value", None)
+        for node in ast.walk(value) if value is not None else ():
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for name in node.value.replace(",", " ").split():
+                    found.append(Named(name, path, stmt.lineno, f"pytest_plugins = {name!r}"))
+    return found
+
+
+def entry_points(root: Path) -> list[Named]:
+    """`pytest11` entry points the tree's own package declares: pytest loads them whenever the
+    package is installed, with no file of the tests naming them."""
+    found = []
+    pyproject = read_text(root / "pyproject.toml")
+    tables = [
+        _toml_table(pyproject, r'project\.entry-points\.(?:"pytest11"|\'pytest11\'|pytest11)')
+    ]
+    inline = re.search(
+        r"^\s*pytest11\s*=\s*\{(.*?)\}",
+        _toml_table(pyproject, r"project\.entry-points"),
+        re.M | re.S,
+    )
+    tables += [inline.group(1).replace(",", "\n")] if inline else []
+    for body in tables:
+        for key, module in re.findall(r"^\s*\"?([\w.-]+)\"?\s*=\s*[\"']([^\"']+)[\"']", body, re.M):
+            line = _line_of(pyproject, rf"^\s*\"?{re.escape(key)}\"?\s*=")
+            found.append(Named(module, "pyproject.toml", line, f"pytest11 entry point {key}"))
+    setup_cfg = read_text(root / "setup.cfg")
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(setup_cfg)
+        value = parser.get("options.entry_points", "pytest11", fallback="")
+    except configparser.Error:
+        value = ""
+    for key, module in re.findall(r"^\s*([\w.-]+)\s*=\s*(\S+)", value, re.M):
+        line = _line_of(setup_cfg, rf"^\s*{re.escape(key)}\s*=")
+        found.append(Named(module, "setup.cfg", line, f"pytest11 entry point {key}"))
+    setup_py = read_text(root / "setup.py")
+    for match in re.finditer(r"pytest11[\"']\s*:\s*\[([^\]]*)\]", setup_py):
+        line = setup_py.count("\n", 0, match.start()) + 1
+        for key, module in re.findall(r"([\w.-]+)\s*=\s*([\w.:]+)", match.group(1)):
+            found.append(Named(module, "setup.py", line, f"pytest11 entry point {key}"))
+    return found
+
+
+def variables_set(root: Path) -> list[Named]:
+    """`PYTEST_ADDOPTS`/`PYTEST_PLUGINS` set in a file that sets variables for the project's
+    sessions, environments or recipes: each plugin they name."""
+    found = []
+    for name in ENV_SETTING_FILES:
+        for number, line in enumerate(read_text(root / name).splitlines(), 1):
+            for variable in PLUGIN_VARIABLES:
+                at = line.find(variable)
+                if at < 0:
+                    continue
+                value = line[at + len(variable) :]
+                plugins = _plugins_in_variable(variable, value)
+                for plugin in plugins or [f"{variable} (unparsed)"]:
+                    found.append(Named(plugin, name, number, f"{variable} in {name}"))
+    return found
+
+
+def _plugins_in_variable(variable: str, value: str) -> list[str]:
+    text = re.sub(r"^[\s\"'\]:=,)]*", "", value)
+    if variable == "PYTEST_PLUGINS":
+        return re.findall(r"[A-Za-z_][\w.]*", text.split("#", 1)[0])[:8]
+    return _dash_p(text.replace('"', " ").replace("'", " ").split())
+
+
+def environment_plugins(env: Mapping[str, str]) -> list[Named]:
+    """Plugins the judged environment itself loads into every pytest it starts."""
+    found = []
+    for plugin in _dash_p(split_args(env.get("PYTEST_ADDOPTS", ""))):
+        found.append(Named(plugin, "PYTEST_ADDOPTS", 0, "PYTEST_ADDOPTS in the environment"))
+    for plugin in env.get("PYTEST_PLUGINS", "").replace(",", " ").split():
+        found.append(Named(plugin, "PYTEST_PLUGINS", 0, "PYTEST_PLUGINS in the environment"))
+    return found
+
+
+def named_plugins(root: Path, config: PytestConfig, sources: Mapping[str, bytes]) -> list[Named]:
+    """Every plugin the tree makes pytest load: configuration, modules, variables, packaging."""
+    found = config.plugins() + entry_points(root) + variables_set(root)
+    for path, data in sorted(sources.items()):
+        found += pytest_plugins_of(path, data)
+    return found
+
+
+def required_plugins(config: PytestConfig) -> list[str]:
+    return config.get("required_plugins")
+
+
+# --- collection -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Collection:
+    """The ids pytest collected (parameters kept), or why collection failed."""
+
+    ids: tuple[str, ...] | None
+    error: str = ""
+    cached: bool = False
+
+
+def tree_id(root: Path) -> str | None:
+    """The git tree of a clean worktree's HEAD; None when there is none or it is dirty."""
+    try:
+        tree = git(root, "rev-parse", "HEAD^{tree}", check=False).strip()
+        dirty = git(root, "status", "--porcelain", check=False).strip()
+    except FailClosed:  # no git here: no cache, never an error
+        return None
+    return tree if re.fullmatch(r"[0-9a-f]{40,64}", tree) and not dirty else None
+
+
+def collection_key(python: Path, root: Path, args: Sequence[str], autoload: bool) -> str | None:
+    tree = tree_id(root)
+    if tree is None:
+        return None
+    try:
+        stamp = (python.parent.parent / "pyvenv.cfg").stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    key = [tree, str(python), stamp, list(args), autoload, BOOT]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+
+
+def collection_env(autoload: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in PLUGIN_VARIABLES}
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    if not autoload:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return env
+
+
+def collect(
+    python: Path, root: Path, targets: Sequence[str], required: Iterable[str], autoload: bool
+) -> Collection:
+    """Run `pytest --collect-only` in `root` with `python`; the ids, or why not."""
+    with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
+        out = Path(tmp) / "ids.json"
+        options = ["--collect-only", "-p", "no:cacheprovider", "--rootdir", str(root)]
+        cmd = [str(python), "-c", BOOT, str(out), " ".join(required), *options, *targets]
+        done = run_group(cmd, cwd=root, env=collection_env(autoload), timeout=COLLECT_TIMEOUT)
+        if done.timed_out:
+            return Collection(None, f"timed out after {COLLECT_TIMEOUT:.0f} s")
+        if done.exit_code not in (0, 5):
+            output = f"{done.stdout.tail()}\n{done.stderr.tail()}"
+            return Collection(None, f"exit {done.exit_code}: {_reason(output)}")
+        try:
+            ids = json.loads(out.read_bytes())
+        except (OSError, ValueError):
+            return Collection(None, f"exit {done.exit_code} and no ids: {done.last_line()}")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return Collection(None, "the collected ids are not a list of strings")
+    return Collection(tuple(ids))
+
+
+def _reason(output: str) -> str:
+    """The first error line of pytest's output, for a one-line summary."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("E ", "ERROR", "error:"))]
+    return (errors or lines or ["no output"])[0][:300]
+
+
+def split_id(node_id: str) -> tuple[str, str, str]:
+    """`path::Class::name[param]` as (path, `Class::name`, `[param]`)."""
+    path, _, rest = node_id.partition("::")
+    name, bracket, param = rest.partition("[")
+    return path, name, bracket + param
+
+
+# --- GitHub annotations -----------------------------------------------------------------------
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(rule: str, path: str, line: int, reason: str) -> str:
+    where = f"file={escape_property(path)}"
+    where += f",line={line}" if line > 0 else ""
+    return f"::error {where},title={escape_property(f'inventory {rule}')}::{escape_data(reason)}"
