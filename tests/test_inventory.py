@@ -391,9 +391,12 @@ def test_allowlisted_finding_passes_and_stale_row_fails_closed(repo: Path, tmp_p
 def test_whole_judge_blocks_an_inventory_attack(
     repo: Path, name: str, verdict: str, inventory_status: str
 ) -> None:
-    result = judge(repo, "--head", branch(repo, f"judge/{name}", ATTACKS[name][0]))
+    head = branch(repo, f"judge/{name}", ATTACKS[name][0])
+    result = judge(repo, "--head", head, env={"GITHUB_ACTIONS": "true"})
     assert result.report["verdict"] == verdict, result.output
     assert result.statuses["assert-inventory"] == inventory_status
+    # Under Actions the findings reach the log as annotations, through the judge's output.
+    assert f"::error file={D},line=" in result.output
 
 
 def test_whole_judge_merges_added_asserts(repo: Path) -> None:

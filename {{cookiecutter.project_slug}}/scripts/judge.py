@@ -109,6 +109,7 @@ class Judgment:
         report.unlink(missing_ok=True)
         cmd = [sys.executable, str(self.parent / "scripts" / script), *map(str, args)]
         proc = subprocess.run([*cmd, "--report", str(report)], cwd=self.repo, capture_output=True)
+        forward_workflow_commands(proc.stdout)
         try:
             data = json.loads(report.read_bytes())
         except (OSError, ValueError):
@@ -131,6 +132,13 @@ class Builds:
     parent: Path
     patch: Path
     oracle: Path
+
+
+def forward_workflow_commands(stdout: bytes) -> None:
+    """A step's GitHub annotations (`::error file=...`) reach the log only through the judge."""
+    for line in stdout.decode("utf-8", "replace").splitlines():
+        if line.startswith("::error "):
+            print(line, flush=True)
 
 
 def build_all(j: Judgment, envs: Path, wheelhouse: Path) -> Builds | None:
