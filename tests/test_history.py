@@ -19,6 +19,17 @@ really lose a check: a8de06e16d reverts a regression test, 8eb778ca73 drops `ass
 from test_strip_comments_multi. 2f9c7ec38f moves six hint checks out of
 test_strip_comments_single and test_strip_comments_multi into a new
 test_strip_comments_preserves_hint, losing none of them: it must merge.
+
+tests/data/markdown-slice.bundle holds two slices of Python-Markdown/markdown's first-parent
+history (a unittest-style suite), made the same way, one branch each (no HEAD: fetch the
+branches): `attr-list`, a root with the tree of e4ab4a610edc and the commits of
+e4ab4a610edc..3d8afc6f89e1, and `backticks`, a root with the tree of 5354daf61814 and the
+commits of 5354daf61814..9933a0a4699f. Three of their commits rename a test and edit it in the
+same commit, keeping its checks: 9edba85fc1 (test_abbr_ignore_special_chars narrowed into
+test_abbr_ignore_backslash after a deliberate behaviour change), 3d8afc6f89 (test_empty_list
+becomes test_empty_attr_list, its keyword argument moved to the class's `default_kwargs`) and
+a5ee2b4aad (test_footnote_order becomes test_footnote_order_by_doc_order with an explicit
+config): each must merge. 9933a0a469 reverts a feature with its six tests: it must block.
 """
 
 from __future__ import annotations
@@ -49,6 +60,25 @@ EXPECTED: dict[str, tuple[str, str]] = {
         "tests/test_format.py::TestFormat::test_strip_comments_multi",  # loses `res == ''`
     ),
     "2f9c7ec38f98c004ee8c328ed24ba49bd19951bc": ("merge", ""),  # moves the hint checks
+}
+
+
+MARKDOWN = history.TEMPLATE / "tests" / "data" / "markdown-slice.bundle"
+MARKDOWN_SLICES = ("attr-list", "backticks")
+LINKS = "tests/test_syntax/inline/test_links.py"
+# Upstream commit -> (verdict, the test a blocking finding must name), for every first-parent
+# commit of both Markdown slices whose diff touches tests/; the other five do not touch it.
+MARKDOWN_EXPECTED: dict[str, tuple[str, str]] = {
+    "9edba85fc14f034b7109534220702bf60178ff15": ("merge", ""),  # renamed, narrowed
+    "3d8afc6f89e169522f44c1bbec15f66dc359eccb": ("merge", ""),  # renamed, kwarg to the class
+    "a5ee2b4aad05531898ab8fd726c7ece31ddadf8b": ("merge", ""),  # renamed, explicit config
+    "2b49115b1002142afbd84b3002f13c0e98a0f487": ("merge", ""),  # adds tests
+    "fb6b27a6ff90980b5bcb0cd51528a7c9dc3a93ca": ("merge", ""),  # adds a test
+    "07dfa4eb43f7a2ab3181b4f842a960a03a6c1221": ("merge", ""),  # adds six tests
+    "9933a0a4699f3dea91f46528a2bf54863f531c08": (
+        "block",
+        f"{LINKS}::TestInlineLinks::test_monospaced_title",  # the revert deletes it
+    ),
 }
 
 
@@ -129,3 +159,54 @@ def test_bad_range_is_refused(tmp_path: Path) -> None:
     subprocess.run(["git", "clone", "-q", str(BUNDLE), str(clone)], check=True)
     assert history.main([str(clone), "--range", "HEAD..HEAD", "--json", str(tmp_path / "h")]) == 2
     assert not (tmp_path / "h").exists()
+
+
+def git_out(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+@pytest.fixture(scope="module")
+def markdown_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """The harness over both Markdown slices, once: upstream commit -> that commit's verdict."""
+    root = tmp_path_factory.mktemp("markdown")
+    clone = root / "markdown"
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    git_out(clone, "fetch", "-q", str(MARKDOWN), "refs/heads/*:refs/heads/*")
+    found: dict[str, dict[str, Any]] = {}
+    for branch in MARKDOWN_SLICES:
+        first = git_out(clone, "rev-list", "--max-parents=0", branch).strip()
+        report = root / f"{branch}.json"
+        argv = [str(clone), "--range", f"{first}..{branch}", "--first-parent"]
+        assert history.main([*argv, "--json", str(report)]) == 0
+        trailers = git_out(
+            clone, "log", "--format=%H %(trailers:key=Original-commit,valueonly)", branch
+        )
+        upstream = dict(line.split() for line in trailers.splitlines() if line.strip())
+        payload = json.loads(report.read_text("utf-8"))
+        found.update({upstream[c["commit"]]: c for c in payload["commits"]})
+    return found
+
+
+def test_the_harness_judges_the_test_touching_markdown_commits(
+    markdown_verdicts: dict[str, dict[str, Any]],
+) -> None:
+    assert sorted(markdown_verdicts) == sorted(MARKDOWN_EXPECTED)
+
+
+@pytest.mark.parametrize(
+    "upstream", list(MARKDOWN_EXPECTED), ids=[c[:10] for c in MARKDOWN_EXPECTED]
+)
+def test_each_markdown_commit_gets_the_reviewers_verdict(
+    markdown_verdicts: dict[str, dict[str, Any]], upstream: str
+) -> None:
+    verdict, lost = MARKDOWN_EXPECTED[upstream]
+    got = markdown_verdicts[upstream]
+    findings = [f"{f['rule']} {finding_test(f)}: {f['reason']}" for f in got["findings"]]
+    assert got["verdict"] == verdict, (got["summary"], findings)
+    if lost:
+        assert lost in {finding_test(f) for f in got["findings"]}, findings
+        # Six tests deleted, none added: nothing to take for a rename.
+        deleted = {finding_test(f) for f in got["findings"] if f["rule"] == "deleted-test"}
+        assert len(deleted) == 6, findings

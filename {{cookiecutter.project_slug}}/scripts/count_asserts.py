@@ -10,7 +10,8 @@ to functions that assert (same module, conftest.py, helper modules under the tes
 Assertions are compared site by site (_sites.py): weakened, moved to another test, or hollow.
 Sources are read as bytes (PEP 263 cookies honoured); a file that does not parse is a finding.
 With --base/--head, git rename detection maps moved files; a test moved between files is found
-by its body. With --parent-python/--patch-python, `pytest --collect-only` runs in both trees
+by its body, a renamed one by a similar body or similar assertions (`Comparison.rename`). With
+--parent-python/--patch-python, `pytest --collect-only` runs in both trees
 (concurrently, plugin autoloading off; see _collect.py), and every id the parent collects,
 parameters kept, must still be collected on the patch; the files inventoried then include every
 file pytest collects from, and a collected test the AST cannot map fails closed. A pytest plugin
@@ -29,6 +30,8 @@ that cannot be collected, a collected test the inventory cannot map).
 from __future__ import annotations
 
 import argparse
+import ast
+import difflib
 import hashlib
 import json
 import os
@@ -61,6 +64,21 @@ from allow import Row, load_allowlist, other_base_note, split_by_base
 
 ALLOW_PREFIX = "inventory:"
 PARALLEL_FROM = 64  # files to analyze before a process pool pays for its start-up
+# A vanished test and an unpaired new one are a rename from this score (see `similarity`). On
+# the last 200 commits of Python-Markdown, the renames a reviewer confirms score 0.595 and up
+# (testReset -> testTOCReset, its checks ported to `assertMarkdownRenders`), and the best
+# candidate of a test with no counterpart scores 0.52 at most: the threshold sits between. A
+# renamed pair is still compared like any pair (fewer assertions, weakened sites, skips): a
+# rename passes only where the same edit made in place, under the old name, would pass.
+RENAME_SIMILARITY = 0.56
+# Whatever the names, bodies and sites less alike than this are no rename: a new test that only
+# borrows a vanished test's name is not one, though one-line asserts share `assert ` and ` == `
+# (0.33 for two unrelated ones). Two Markdown renames fall below it, testReset and testTitle
+# (0.33 and 0.36, several checks folded into one call): they stay `deleted-test`.
+RENAME_CONTENT_FLOOR = 0.4
+# Vanished tests times unpaired new tests beyond which no rename is looked for (every vanished
+# test stays `deleted-test`): the quadratic comparison must not stall a gate.
+RENAME_PAIRS = 40_000
 
 
 def is_test_file(name: str) -> bool:
@@ -242,6 +260,8 @@ class Comparison:
         self.gained: list[tuple[str, str]] = []  # (test id, site text) new in a paired test
         self.short: list[Short] = []  # paired tests with fewer assertions, until moves are known
         self.moved_sites: dict[str, int] = {}  # test id -> assertions found in another test
+        self.renamed: dict[str, str] = {}  # vanished parent test id -> its similar new test
+        self.sources: dict[tuple[int, str], dict[str, str]] = {}  # (tree, path) -> bodies
         # Files whose tests pair with themselves, helpers included: their totals cancel out.
         self.same: dict[int, set[str]] = {id(parent): set(), id(patch): set()}
 
@@ -268,8 +288,18 @@ class Comparison:
             lost += self.file(path, inventory)
         # Reading every patch test costs a warm run: only when something went missing.
         fresh = self.unpaired() if lost or self.short else {}
-        for test_id, test, path, file_gone in lost:
-            self.lost(test_id, test, path, file_gone, fresh)
+        gone = [item for item in lost if not self.lost(item[0], item[1], item[2], fresh)]
+        self.rename(gone, fresh)
+        files_gone: dict[str, int] = {}
+        for test_id, test, path, file_gone in gone:
+            if test_id in self.renamed:
+                continue
+            if file_gone:
+                files_gone[path] = files_gone.get(path, 0) + 1
+            else:
+                self.add("deleted-test", path, test["line"], f"{test_id} was deleted", test_id)
+        for path, count in files_gone.items():
+            self.add("deleted-file", path, 1, f"test file {path} was deleted ({count} tests)")
         self.settle(fresh)
         for path, inventory in self.patch.files.items():
             if inventory.error:
@@ -303,8 +333,6 @@ class Comparison:
             found_path, found_name = match.split("::", 1)
             after = self.patch.files[found_path].detail["tests"][found_name]
             self.test(test_id, test, found_path, after)
-        if now is None and lost:
-            self.add("deleted-file", path, 1, f"test file {path} was deleted ({len(lost)} tests)")
         return lost
 
     def locate(self, path: str, name: str, test: dict[str, Any], now: Entry | None) -> str | None:
@@ -325,21 +353,60 @@ class Comparison:
         }
 
     def lost(
-        self,
-        test_id: str,
-        test: dict[str, Any],
-        path: str,
-        file_gone: bool,
-        fresh: dict[str, dict[str, Any]],
-    ) -> None:
+        self, test_id: str, test: dict[str, Any], path: str, fresh: dict[str, dict[str, Any]]
+    ) -> bool:
+        """Whether a vanished test is accounted for: renamed away from collection (a finding)
+        or split into new tests (none)."""
         away = self.renamed_away.get(test["body"])
         if away:
             reason = f"{test_id} was renamed to {away}, which pytest does not collect"
             self.add("not-collected", path, test["line"], reason, test_id)
-        elif split_into(test, fresh):
-            self.splits[test_id] = split_into(test, fresh)
-        elif not file_gone:
-            self.add("deleted-test", path, test["line"], f"{test_id} was deleted", test_id)
+            return True
+        parts = split_into(test, fresh)
+        if parts:
+            self.splits[test_id] = parts
+        return bool(parts)
+
+    def rename(
+        self,
+        gone: Sequence[tuple[str, dict[str, Any], str, bool]],
+        fresh: dict[str, dict[str, Any]],
+    ) -> None:
+        """Pair each vanished test with the unpaired new test most like it, one to one, best
+        score first; a pair is then compared like any other, so a rename that drops, weakens
+        or skips a check still blocks. The candidates are the new tests of the patch (in the
+        test's own file or another file the patch added tests to) that are no split's half."""
+        halves = {part for parts in self.splits.values() for part in parts}
+        candidates = {tid: t for tid, t in fresh.items() if tid not in halves}
+        if not gone or not candidates or len(gone) * len(candidates) > RENAME_PAIRS:
+            return
+        shapes = {new_id: self.shape(self.patch, new_id, new) for new_id, new in candidates.items()}
+        scored = []
+        for test_id, test, _path, _file_gone in gone:
+            before = self.shape(self.parent, test_id, test)
+            for new_id, shape in shapes.items():
+                names = name_similarity(test_id, new_id)
+                score = similarity(before, shape, names)
+                if score >= RENAME_SIMILARITY:
+                    scored.append((-score, -names, test_id, new_id))
+        tests = {item[0]: item[1] for item in gone}
+        for _score, _names, test_id, new_id in sorted(scored):
+            if test_id in self.renamed or new_id not in candidates:
+                continue
+            after = candidates.pop(new_id)
+            del fresh[new_id]  # paired now: its sites count as gained, not as new
+            self.renamed[test_id] = self.pairs[test_id] = new_id
+            self.test(test_id, tests[test_id], new_id.split("::", 1)[0], after)
+
+    def shape(self, tree: Tree, test_id: str, test: dict[str, Any]) -> tuple[str, str]:
+        """What a rename keeps: the test's normalized body and its assertion sites, as text."""
+        path, name = test_id.split("::", 1)
+        key = (id(tree), path)
+        if key not in self.sources:
+            data = tree.data.get(path)
+            self.sources[key] = test_bodies(data) if data is not None else {}
+        sites = "\n".join(text for _line, text in test.get("sites", []))
+        return self.sources[key].get(name, ""), sites
 
     def sites(self, tree: Tree, path: str, test: dict[str, Any]) -> list[_sites.Site]:
         raw = test.get("sites", [])
@@ -457,6 +524,53 @@ class Comparison:
 
 def meaningful(test: dict[str, Any]) -> int:
     return int(test["asserts"]) - len(test["vacuous"])
+
+
+def test_bodies(data: bytes) -> dict[str, str]:
+    """Each function's body by inventory name (`Class::name`), unparsed from the AST without
+    its docstring: formatting, comments and implicitly joined strings do not tell a rename."""
+    try:
+        module = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[str, str] = {}
+    todo: list[tuple[str, list[ast.stmt]]] = [("", module.body)]
+    while todo:
+        prefix, nodes = todo.pop()
+        for node in nodes:
+            if isinstance(node, ast.ClassDef):
+                todo.append((f"{prefix}{node.name}::", node.body))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+                out[prefix + node.name] = "\n".join(ast.unparse(stmt) for stmt in body)
+    return out
+
+
+def similarity(before: tuple[str, str], after: tuple[str, str], names: float) -> float:
+    """How alike two tests are: the better difflib ratio of their bodies and of their
+    assertion-site texts, or its mean with the similarity of their names when that is higher
+    (a test ported to a new helper keeps its name better than its text); 0 below the content
+    floor. The cheap upper bounds go first: most pairs of a large patch are far apart."""
+    # The content ratio must reach this for the score to reach the threshold.
+    floor = max(RENAME_CONTENT_FLOOR, min(RENAME_SIMILARITY, 2 * RENAME_SIMILARITY - names))
+    best = 0.0
+    for old, new in zip(before, after, strict=True):
+        if not old or not new:
+            continue
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        least = max(best, floor)
+        if matcher.real_quick_ratio() < least or matcher.quick_ratio() < least:
+            continue
+        best = max(best, matcher.ratio())
+    if best < RENAME_CONTENT_FLOOR:
+        return 0.0
+    return max(best, (best + names) / 2)
+
+
+def name_similarity(old_id: str, new_id: str) -> float:
+    """How alike two test names are, class left out (`testMarker` -> `testTOCMarker`)."""
+    old, new = old_id.rsplit("::", 1)[-1], new_id.rsplit("::", 1)[-1]
+    return difflib.SequenceMatcher(None, old.lower(), new.lower()).ratio()
 
 
 def split_into(test: dict[str, Any], fresh: dict[str, dict[str, Any]]) -> list[str]:
@@ -872,6 +986,7 @@ def execute(args: argparse.Namespace) -> Outcome:
         "renamed": moved,
         "split": cmp.splits,
         "moved_asserts": cmp.moved_sites,  # test id -> assertions it moved to other tests
+        "renamed_tests": cmp.renamed,  # vanished test id -> the new test it was compared with
         # Parameters folded: the advisory tests step matches these against its outcomes.
         "collected_patch": sorted({function_id(i) for i in ids[1]}),
         "collection": collection,
