@@ -14,13 +14,34 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, TypeAlias
 
 PYTEST_CHECKS = frozenset({"raises", "warns", "fail", "deprecated_call"})
 UNITTEST_CONTEXTS = frozenset({"assertRaises", "assertRaisesRegex", "assertWarns", "assertLogs"})
 SKIP_MARKS = frozenset({"skip", "skipif", "xfail"})
 UNITTEST_SKIPS = frozenset({"skip", "skipIf", "skipUnless", "expectedFailure"})
 SKIP_CALLS = frozenset({"skip", "importorskip", "xfail", "skipTest"})
+# Exceptions that unittest and pytest report as a skip wherever they are raised.
+SKIP_RAISES = frozenset({"SkipTest", "Skipped"})
+# Methods run around every test of their class (unittest, pytest xunit, nose): a skip raised in
+# one, under a condition or not, skips each test of the class and of its subclasses.
+CLASS_RUNNERS = frozenset(
+    {
+        "setUp",
+        "asyncSetUp",
+        "tearDown",
+        "asyncTearDown",
+        "setUpClass",
+        "setup_class",
+        "setup_method",
+        "teardown_method",
+        "setup",
+    }
+)
+# Module functions run around every test of the module, or around each module-level function.
+MODULE_RUNNERS = frozenset({"setUpModule", "setup_module", "setup"})
+FUNCTION_RUNNERS = frozenset({"setup_function", "teardown_function"})
+MARKERS = frozenset({"applymarker", "add_marker"})
 BROAD = frozenset({"Exception", "BaseException"})
 SWALLOWS = frozenset({"AssertionError", "Exception", "BaseException"})
 # Hooks a conftest.py can use to rewrite outcomes, deselect tests or fake the exit status.
@@ -309,6 +330,8 @@ class Scanner:
         else:
             if isinstance(stmt, ast.Return) and not hollow:
                 self.found.returns.append(stmt.lineno)
+            if isinstance(stmt, ast.Raise) and raises_skip(stmt):
+                self.found.skips.append([stmt.lineno, "raise-SkipTest"])
             self.expressions(stmt, hollow)
 
     def branch(self, stmt: ast.If | ast.While, hollow: str) -> None:
@@ -355,8 +378,10 @@ class Scanner:
             self.found.add_assert(node.lineno, vacuous, self.source.text(node))
         elif last and any(fnmatchcase(last, pattern) for pattern in self.helpers):
             self.found.add_assert(node.lineno, hollow, self.source.text(node))
-        elif last in SKIP_CALLS and (name.startswith(("pytest.", "self.")) or name == last):
+        elif last in SKIP_CALLS and (name.startswith(("pytest.", "self.", "cls.")) or name == last):
             self.found.skips.append([node.lineno, f"{last}-call"])
+        elif last in MARKERS and decorator_skips(node.args):
+            self.found.skips.append([node.lineno, f"{last}-skip"])
         elif name and not hollow:
             self.found.calls.append([node.lineno, name])
 
@@ -380,6 +405,13 @@ class Scanner:
         ):
             return "self-comparison"
         return ""
+
+
+def raises_skip(stmt: ast.Raise) -> bool:
+    """`raise unittest.SkipTest(...)`, `raise SkipTest`, `raise pytest.skip.Exception(...)`."""
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    name = dotted(exc) if exc is not None else ""
+    return name.rsplit(".", 1)[-1] in SKIP_RAISES or name.endswith("skip.Exception")
 
 
 def decorator_skips(decorators: Iterable[ast.expr]) -> list[list[Any]]:
@@ -417,21 +449,94 @@ def marked_false(body: Iterable[ast.stmt]) -> set[str]:
     }
 
 
-def module_skips(tree: ast.Module) -> list[list[Any]]:
+def pytestmark_skips(stmt: ast.stmt) -> list[list[Any]]:
+    """Skip marks of a `pytestmark = ...` assignment (module or class body)."""
+    if not isinstance(stmt, ast.Assign) or not any(
+        isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets
+    ):
+        return []
+    values = stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]
+    return decorator_skips(values)
+
+
+def module_skips(body: Iterable[ast.stmt]) -> list[list[Any]]:
+    """Module-level skips: a skip at import time skips the whole file, so one under an `if` or a
+    `try` (a version check) counts too."""
     skips = []
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "pytestmark" for t in stmt.targets
-        ):
-            values = (
-                stmt.value.elts if isinstance(stmt.value, (ast.List, ast.Tuple)) else [stmt.value]
-            )
-            skips += decorator_skips(values)
-        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+    for stmt in body:
+        skips += pytestmark_skips(stmt)
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             last = call_name(stmt.value).rsplit(".", 1)[-1]
             if last in SKIP_CALLS:
                 skips.append([stmt.lineno, f"{last}-call"])
+        elif isinstance(stmt, ast.Raise) and raises_skip(stmt):
+            skips.append([stmt.lineno, "raise-SkipTest"])
+        elif isinstance(stmt, ast.If):
+            skips += module_skips([*stmt.body, *stmt.orelse])
+        elif isinstance(stmt, ast.Try):
+            skips += module_skips([*stmt.body, *stmt.orelse, *stmt.finalbody])
+            skips += module_skips(s for h in stmt.handlers for s in h.body)
     return skips
+
+
+def class_marks(node: ast.ClassDef) -> list[list[Any]]:
+    """A class's own skips: decorators, `pytestmark` and `__unittest_skip__` in its body."""
+    skips = decorator_skips(node.decorator_list)
+    for stmt in node.body:
+        skips += pytestmark_skips(stmt)
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__unittest_skip__" for t in stmt.targets)
+            and truth(stmt.value) is not False
+        ):
+            skips.append([stmt.lineno, "__unittest_skip__"])
+    return skips
+
+
+Func: TypeAlias = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def fixture_of(node: Func) -> tuple[str, bool] | None:
+    """(fixture name, autouse) for a function decorated with `pytest.fixture`, else None."""
+    for deco in node.decorator_list:
+        call = deco if isinstance(deco, ast.Call) else None
+        if dotted(call.func if call else deco).rsplit(".", 1)[-1] != "fixture":
+            continue
+        keywords = {k.arg: k.value for k in call.keywords} if call else {}
+        name = keywords.get("name")
+        named = name.value if isinstance(name, ast.Constant) else None
+        # `autouse=<expression>` may be true: only a literal false keeps the fixture opt-in.
+        auto = "autouse" in keywords and truth(keywords["autouse"]) is not False
+        return (named if isinstance(named, str) else node.name), auto
+    return None
+
+
+def extends(node: Func, name: str) -> bool:
+    """`super().setUp()` or `Base.setUp(self)`: the overridden hook of a base still runs."""
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
+            continue
+        owner = sub.func.value
+        if sub.func.attr == name and (
+            (isinstance(owner, ast.Call) and dotted(owner.func) == "super")
+            or (isinstance(owner, ast.Name) and owner.id not in ("self", "cls"))
+        ):
+            return True
+    return False
+
+
+@dataclass
+class Setup:
+    """What runs around the tests of a module or class: skips that reach each of them."""
+
+    marks: list[list[Any]] = field(default_factory=list)  # inherited by subclasses
+    runners: dict[str, list[list[Any]]] = field(default_factory=dict)  # hook or autouse fixture
+    fixtures: dict[str, list[list[Any]]] = field(default_factory=dict)  # requested by name
+    methods: dict[str, Func] = field(default_factory=dict)  # for `self.helper()` in a hook
+    case: bool = False  # a unittest.TestCase, maybe through a base of this file
+
+    def skips(self) -> list[list[Any]]:
+        return self.marks + [s for skips in self.runners.values() for s in skips]
 
 
 def is_test_class(node: ast.ClassDef) -> bool:
@@ -470,10 +575,16 @@ class FileScan:
         self.resolved: dict[str, tuple[list[list[Any]], list[list[Any]]]] = {}
         self.names, self.modules = imports_of(tree)
         off = marked_false(tree.body)
-        base_skips = module_skips(tree)
         blocked = "module __test__ = False" if test_false(tree.body) else ""
         self.pending: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        self.scope(tree.body, "", base_skips, blocked, off)
+        self.body_skips: dict[int, list[list[Any]]] = {}
+        self.classes: dict[str, Setup] = {}  # module-level classes by name, as bases
+        self.setups: dict[int, Setup] = {}  # by id of the ClassDef
+        self.module = self.module_setup(tree.body)
+        # setup_function runs around module-level functions only.
+        only_functions = [s for name in FUNCTION_RUNNERS for s in self.module.runners.pop(name, [])]
+        base_skips = module_skips(tree.body) + self.module.skips()
+        self.scope(tree.body, "", base_skips, blocked, off, only_functions, self.module)
         self.scan_helpers()
         for key, test in self.tests.items():
             self.finish(key, test)
@@ -559,29 +670,117 @@ class FileScan:
         skips: list[list[Any]],
         blocked: str,
         off: set[str],
+        functions: list[list[Any]],
+        setup: Setup,
     ) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(
-                    node, prefix, skips, blocked or ("__test__ = False" if node.name in off else "")
+                    node,
+                    prefix,
+                    skips + functions + self.requested(node, setup),
+                    blocked or ("__test__ = False" if node.name in off else ""),
                 )
-            elif isinstance(node, ast.ClassDef) and is_test_class(node):
-                inner = blocked or self.class_block(node)
+            elif isinstance(node, ast.ClassDef):
+                own = self.setups.get(id(node)) or self.class_setup(node)
+                if not (own.case or is_test_class(node)):
+                    continue
+                inner = blocked or self.class_block(node, own.case)
                 self.scope(
                     node.body,
                     f"{prefix}{node.name}::",
-                    skips + decorator_skips(node.decorator_list),
+                    skips + own.skips(),
                     inner,
                     marked_false(node.body),
+                    [],
+                    Setup(fixtures={**setup.fixtures, **own.fixtures}),
                 )
 
+    def module_setup(self, body: Sequence[ast.stmt]) -> Setup:
+        """The module's hooks and fixtures, and a Setup for every module-level class, in order:
+        a base is the class its name meant where the subclass was defined."""
+        # Hooks of classes call module functions: those are known before any class is read.
+        self.module = setup = Setup()
+        setup.methods = {
+            n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                self.classes[node.name] = self.setups[id(node)] = self.class_setup(node)
+        for name, node in setup.methods.items():
+            self.hook(node, "", name in MODULE_RUNNERS | FUNCTION_RUNNERS, setup, [])
+        return setup
+
+    def class_setup(self, node: ast.ClassDef) -> Setup:
+        """A class's skips with those of its bases defined in this file: their marks, and their
+        hooks and autouse fixtures unless overridden without a call to the base's."""
+        bases = [self.classes[n] for n in map(dotted, node.bases) if n in self.classes]
+        setup = Setup(marks=class_marks(node) + [m for base in bases for m in base.marks])
+        # pytest collects a TestCase subclass whatever its name, `class Slow(Base)` included.
+        setup.case = any(base.case for base in bases) or any(
+            dotted(b).rsplit(".", 1)[-1].endswith("TestCase") for b in node.bases
+        )
+        for base in reversed(bases):  # the first base wins, as in the MRO
+            setup.runners.update(base.runners)
+            setup.fixtures.update(base.fixtures)
+            setup.methods.update(base.methods)
+        own = [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        setup.methods.update({s.name: s for s in own})
+        for method in own:
+            inherited = setup.runners.pop(method.name, [])
+            if inherited and not extends(method, method.name):
+                inherited = []
+            self.hook(method, f"{node.name}.", method.name in CLASS_RUNNERS, setup, inherited)
+        return setup
+
+    def hook(
+        self, node: Func, owner: str, runner: bool, setup: Setup, inherited: list[list[Any]]
+    ) -> None:
+        """File a setup hook or fixture of a module or class by the skips its body raises."""
+        fixture = fixture_of(node)
+        if not (runner or fixture):
+            return
+        skips = [
+            [line, f"{owner}{node.name} {kind}"] for line, kind in self.skips_of(node, setup, set())
+        ] + inherited
+        if runner or (fixture and fixture[1]):
+            setup.runners[node.name] = skips
+        if fixture and not fixture[1]:
+            setup.fixtures[fixture[0]] = skips
+
+    def skips_of(self, node: Func, setup: Setup, seen: set[int]) -> list[list[Any]]:
+        """Skips a function's body raises, directly or through the module functions and the
+        methods it calls (at the call's line)."""
+        if id(node) in self.body_skips:
+            return self.body_skips[id(node)]
+        seen.add(id(node))
+        scanner = Scanner(self.source, ())
+        scanner.statements(node.body)
+        skips = list(scanner.found.skips)
+        for line, name in scanner.found.calls:
+            method = name.split(".", 1)[1] if name.startswith(("self.", "cls.")) else ""
+            target = (setup if method else self.module).methods.get(method or name)
+            if target is not None and id(target) not in seen and "." not in method:
+                skips += [[line, kind] for _line, kind in self.skips_of(target, setup, seen)]
+        self.body_skips[id(node)] = skips
+        return skips
+
+    def requested(self, node: Func, setup: Setup) -> list[list[Any]]:
+        """Skips of the fixtures a test names (arguments, `usefixtures`) defined in this file."""
+        if not node.name.startswith("test"):
+            return []
+        names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+        for deco in node.decorator_list:
+            if isinstance(deco, ast.Call) and dotted(deco.func).endswith("usefixtures"):
+                names += [str(a.value) for a in deco.args if isinstance(a, ast.Constant)]
+        return [s for name in names for s in setup.fixtures.get(name, [])]
+
     @staticmethod
-    def class_block(node: ast.ClassDef) -> str:
+    def class_block(node: ast.ClassDef, case: bool) -> str:
         if test_false(node.body):
             return f"class {node.name} sets __test__ = False"
         has_init = any(isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in node.body)
-        bases = {dotted(b).rsplit(".", 1)[-1] for b in node.bases}
-        if has_init and not any(b.endswith("TestCase") for b in bases):
+        if has_init and not case:
             return f"class {node.name} defines __init__"
         return ""
 
