@@ -260,7 +260,7 @@ def test_an_oracle_that_imports_the_package_fails_closed_with_the_fix(
 
 
 def run(outcomes: dict[str, str] | None, code: int = 1) -> PytestRun:
-    return PytestRun(code, False, outcomes, {}, {}, {}, [], "")
+    return PytestRun(code, False, outcomes, {}, {}, {}, "")
 
 
 def test_a_failing_id_the_parent_never_had_blocks_and_is_not_deferred() -> None:

@@ -124,12 +124,16 @@ def test_the_harness_judges_exactly_the_test_touching_commits(
 def test_each_commit_gets_the_reviewers_verdict(
     verdicts: dict[str, dict[str, Any]], upstream: str
 ) -> None:
-    verdict, lost = EXPECTED[upstream]
-    got = verdicts[upstream]
+    assert_reviewers_verdict(verdicts[upstream], *EXPECTED[upstream])
+
+
+def assert_reviewers_verdict(got: dict[str, Any], verdict: str, lost: str | None) -> list[str]:
+    """The commit's verdict, and the test a block names; returns the findings for more checks."""
     findings = [f"{f['rule']} {finding_test(f)}: {f['reason']}" for f in got["findings"]]
     assert got["verdict"] == verdict, (got["summary"], findings)
     if lost:
         assert lost in {finding_test(f) for f in got["findings"]}, findings
+    return findings
 
 
 def test_history_reports_a_block_with_its_first_finding(
@@ -201,12 +205,10 @@ def test_the_harness_judges_the_test_touching_markdown_commits(
 def test_each_markdown_commit_gets_the_reviewers_verdict(
     markdown_verdicts: dict[str, dict[str, Any]], upstream: str
 ) -> None:
-    verdict, lost = MARKDOWN_EXPECTED[upstream]
     got = markdown_verdicts[upstream]
-    findings = [f"{f['rule']} {finding_test(f)}: {f['reason']}" for f in got["findings"]]
-    assert got["verdict"] == verdict, (got["summary"], findings)
+    verdict, lost = MARKDOWN_EXPECTED[upstream]
+    findings = assert_reviewers_verdict(got, verdict, lost)
     if lost:
-        assert lost in {finding_test(f) for f in got["findings"]}, findings
         # Six tests deleted, none added: nothing to take for a rename.
         deleted = {finding_test(f) for f in got["findings"] if f["rule"] == "deleted-test"}
         assert len(deleted) == 6, findings

@@ -480,17 +480,14 @@ class PytestRun:
     messages: dict[str, str]
     durations: dict[str, float]
     hits: dict[str, int]  # node id -> assertions that passed in it
-    collected: list[str]
     output_tail: str
 
 
 def read_evidence(
     path: Path, prefix: str
-) -> tuple[dict[str, str], dict[str, str], dict[str, float], dict[str, int], list[str]] | None:
+) -> tuple[dict[str, str], dict[str, str], dict[str, float], dict[str, int]] | None:
     try:
-        data = json.loads(path.read_bytes())
-        tests: dict[str, dict[str, Any]] = data["tests"]
-        collected = [prefix + str(node) for node in data["collected"]]
+        tests: dict[str, dict[str, Any]] = json.loads(path.read_bytes())["tests"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     rows = {prefix + node: row for node, row in tests.items()}
@@ -499,7 +496,6 @@ def read_evidence(
         {node: str(row["message"]) for node, row in rows.items() if row["message"]},
         {node: float(row["seconds"]) for node, row in rows.items()},
         {node: int(row["hits"]) for node, row in rows.items()},
-        collected,
     )
 
 
@@ -547,7 +543,7 @@ def run_pytest(
         parsed = read_evidence(evidence, prefix)
     tail = (done.stdout.head + done.stderr.head)[-2000:].decode("utf-8", "backslashreplace")
     if parsed is None:
-        return PytestRun(done.exit_code, done.timed_out, None, {}, {}, {}, [], tail)
+        return PytestRun(done.exit_code, done.timed_out, None, {}, {}, {}, tail)
     return PytestRun(done.exit_code, done.timed_out, *parsed, tail)
 
 
