@@ -8,6 +8,7 @@ real environment) judges each branch; a few branches also go through the whole j
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -292,23 +293,49 @@ def python(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Pat
     return build_env(repo, tmp_path_factory.mktemp("env") / "env", wheelhouse, requirements)
 
 
-def inventory(repo: Path, head: str, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    """Run the inventory step on base and head worktrees, as the judge does."""
+def run_inventory(
+    repo: Path,
+    base: str,
+    head: str,
+    tmp: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    config: Path | None = None,
+) -> tuple[int, dict[str, Any], str]:
+    """The inventory step on base and head worktrees, as the judge runs it, from any base.
+
+    `config` defaults to the base tree's oracle/judge.yaml; the environment never carries the
+    runner's own GITHUB_ACTIONS or PYTEST_ADDOPTS, which change what the step prints and finds.
+    """
     tmp.mkdir(exist_ok=True)
     trees = {}
-    for side, ref in (("parent", "main"), ("patch", head)):
+    for side, ref in (("parent", base), ("patch", head)):
         trees[side] = tmp / side
         git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
     report = tmp / "inventory.json"
+    config = config or trees["parent"] / "oracle/judge.yaml"
     cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
-    cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", "main", "--head", head]
-    cmd += ["--config", str(trees["parent"] / "oracle/judge.yaml"), "--report", str(report)]
+    cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", base, "--head", head]
+    cmd += ["--config", str(config), "--report", str(report)]
+    clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "PYTEST_ADDOPTS")}
     try:
-        proc = subprocess.run([*cmd, *extra], capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [*cmd, *extra],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**clean, **(env or {})},
+        )
     finally:
         for path in trees.values():
             git(repo, "worktree", "remove", "--force", str(path))
-    return proc.returncode, json.loads(report.read_text())
+    return proc.returncode, json.loads(report.read_text()), proc.stdout
+
+
+def inventory(repo: Path, head: str, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """The inventory step of `head` against main."""
+    code, report, _ = run_inventory(repo, "main", head, tmp, *extra)
+    return code, report
 
 
 def collected_by(python: Path) -> tuple[str, ...]:

@@ -7,9 +7,6 @@ the patch loads through configuration is an outcome hook; findings become GitHub
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -19,7 +16,7 @@ import pytest
 
 from tests import test_inventory
 from tests.conftest import SCRIPTS
-from tests.test_inventory import Change, collected_by, edits
+from tests.test_inventory import Change, collected_by, edits, run_inventory
 from tools.bakery import branch, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
@@ -62,34 +59,6 @@ def test_zero_subtotal() -> None:
 def test_keeps_subtotal(cents: int) -> None:
     assert stack_discounts(cents, []) == cents
 """
-
-
-def run_inventory(
-    repo: Path, base: str, head: str, tmp: Path, *extra: str, env: dict[str, str] | None = None
-) -> tuple[int, dict[str, Any], str]:
-    """The inventory step on base and head worktrees, as the judge runs it, from any base."""
-    tmp.mkdir(exist_ok=True)
-    trees = {}
-    for side, ref in (("parent", base), ("patch", head)):
-        trees[side] = tmp / side
-        git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
-    report = tmp / "inventory.json"
-    cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
-    cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", base, "--head", head]
-    cmd += ["--config", str(trees["parent"] / "oracle/judge.yaml"), "--report", str(report)]
-    clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "PYTEST_ADDOPTS")}
-    try:
-        proc = subprocess.run(
-            [*cmd, *extra],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**clean, **(env or {})},
-        )
-    finally:
-        for path in trees.values():
-            git(repo, "worktree", "remove", "--force", str(path))
-    return proc.returncode, json.loads(report.read_text()), proc.stdout
 
 
 def rules_of(report: dict[str, Any]) -> set[str]:

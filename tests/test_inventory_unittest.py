@@ -3,17 +3,14 @@ interpreter, committed as a project's test file and patched as an agent would pa
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
 import sysconfig
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import SCRIPTS
+from tests.test_inventory import run_inventory
 from tools.bakery import branch, edit, git
 
 SUITE = Path(sysconfig.get_path("stdlib")) / "test" / "test_bool.py"
@@ -41,20 +38,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def inventory(repo: Path, head: str, tmp: Path) -> tuple[int, dict[str, Any]]:
-    config, report = tmp / "judge.yaml", tmp / "inventory.json"
+    config = tmp / "judge.yaml"
     config.write_text(CONFIG)
-    trees = {side: tmp / side for side in ("parent", "patch")}
-    for side, ref in zip(trees, ("main", head), strict=True):
-        git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
-    cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
-    cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", "main", "--head", head]
-    cmd += ["--config", str(config), "--report", str(report)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    finally:
-        for tree in trees.values():
-            git(repo, "worktree", "remove", "--force", str(tree))
-    return proc.returncode, json.loads(report.read_text())
+    code, report, _ = run_inventory(repo, "main", head, tmp / "trees", config=config)
+    return code, report
 
 
 ATTACKS = {
