@@ -20,16 +20,21 @@ from test_strip_comments_multi. 2f9c7ec38f moves six hint checks out of
 test_strip_comments_single and test_strip_comments_multi into a new
 test_strip_comments_preserves_hint, losing none of them: it must merge.
 
-tests/data/markdown-slice.bundle holds two slices of Python-Markdown/markdown's first-parent
+tests/data/markdown-slice.bundle holds four slices of Python-Markdown/markdown's first-parent
 history (a unittest-style suite), made the same way, one branch each (no HEAD: fetch the
 branches): `attr-list`, a root with the tree of e4ab4a610edc and the commits of
-e4ab4a610edc..3d8afc6f89e1, and `backticks`, a root with the tree of 5354daf61814 and the
-commits of 5354daf61814..9933a0a4699f. Three of their commits rename a test and edit it in the
-same commit, keeping its checks: 9edba85fc1 (test_abbr_ignore_special_chars narrowed into
-test_abbr_ignore_backslash after a deliberate behaviour change), 3d8afc6f89 (test_empty_list
-becomes test_empty_attr_list, its keyword argument moved to the class's `default_kwargs`) and
-a5ee2b4aad (test_footnote_order becomes test_footnote_order_by_doc_order with an explicit
-config): each must merge. 9933a0a469 reverts a feature with its six tests: it must block.
+e4ab4a610edc..3d8afc6f89e1; `backticks`, a root with the tree of 5354daf61814 and the commits
+of 5354daf61814..9933a0a4699f; `toc-depth` and `toc-sanitation`, a root with the tree of
+613ad502a4cf~1 (e4ab4a610edc~1) and that one commit. Three of their commits rename a test and
+edit it in the same commit, keeping its checks: 9edba85fc1 (test_abbr_ignore_special_chars
+narrowed into test_abbr_ignore_backslash after a deliberate behaviour change), 3d8afc6f89
+(test_empty_list becomes test_empty_attr_list, its keyword argument moved to the class's
+`default_kwargs`) and a5ee2b4aad (test_footnote_order becomes test_footnote_order_by_doc_order
+with an explicit config): each must merge. 613ad502a4 and e4ab4a610e move the TOC tests to
+`assertMarkdownRenders` of `markdown/test_tools.py` (a base class in the package), folding
+checks of `md.toc` into its new `expected_attrs=` dict, which the helper checks in a loop; the
+second also renames testReset and testTitle with `self.md` made local: both must merge.
+9933a0a469 reverts a feature with its six tests: it must block.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
 
 
 MARKDOWN = history.TEMPLATE / "tests" / "data" / "markdown-slice.bundle"
-MARKDOWN_SLICES = ("attr-list", "backticks")
+MARKDOWN_SLICES = ("attr-list", "backticks", "toc-depth", "toc-sanitation")
 LINKS = "tests/test_syntax/inline/test_links.py"
 # Upstream commit -> (verdict, the test a blocking finding must name), for every first-parent
 # commit of both Markdown slices whose diff touches tests/; the other five do not touch it.
@@ -75,6 +80,8 @@ MARKDOWN_EXPECTED: dict[str, tuple[str, str]] = {
     "2b49115b1002142afbd84b3002f13c0e98a0f487": ("merge", ""),  # adds tests
     "fb6b27a6ff90980b5bcb0cd51528a7c9dc3a93ca": ("merge", ""),  # adds a test
     "07dfa4eb43f7a2ab3181b4f842a960a03a6c1221": ("merge", ""),  # adds six tests
+    "613ad502a4cf2293901e8f67690c198fc22c8f88": ("merge", ""),  # checks into expected_attrs
+    "e4ab4a610edc6332ce81a53aa4ae6f97516ce461": ("merge", ""),  # the same, and two renames
     "9933a0a4699f3dea91f46528a2bf54863f531c08": (
         "block",
         f"{LINKS}::TestInlineLinks::test_monospaced_title",  # the revert deletes it

@@ -229,6 +229,54 @@ ATTACKS: dict[str, tuple[Change, str]] = {
         ),
         "not-collected",
     ),
+    "conftest-autouse-skip": (
+        write(
+            "tests/conftest.py",
+            """\
+            import pytest
+
+
+            @pytest.fixture(autouse=True)
+            def slow_machines_only() -> None:
+                pytest.skip("later")
+            """,
+        ),
+        "skip-added",
+    ),
+    "conftest-autouse-skip-through-a-function": (
+        write(
+            "tests/conftest.py",
+            """\
+            import os
+
+            import pytest
+
+
+            def needs_ci() -> None:
+                if not os.environ.get("CI"):
+                    raise pytest.skip.Exception("CI only")
+
+
+            @pytest.fixture(autouse=True)
+            def ci_only() -> None:
+                needs_ci()
+            """,
+        ),
+        "skip-added",
+    ),
+    "conftest-setup-hook-skip": (
+        write(
+            "tests/conftest.py",
+            """\
+            import pytest
+
+
+            def pytest_runtest_setup(item: pytest.Item) -> None:
+                pytest.skip("maintenance")
+            """,
+        ),
+        "outcome-hook",
+    ),
     "unparseable": (edits((D, PLAIN, "def test_no_coupons_keeps_subtotal(:\n")), "unparseable"),
     "delete-a-file": (lambda repo: git(repo, "rm", "-q", U), "deleted-file"),
 }
@@ -262,6 +310,17 @@ BENIGN: dict[str, Change] = {
         (D, NO_COUPONS, "    assert (\n        stack_discounts(2500, [])\n        == 2500\n    )\n")
     ),
     "split-a-test": split,
+    "conftest-autouse-fixture-that-only-sets-up": write(
+        "tests/conftest.py",
+        """\
+        import pytest
+
+
+        @pytest.fixture(autouse=True)
+        def utc(monkeypatch: pytest.MonkeyPatch) -> None:
+            monkeypatch.setenv("TZ", "UTC")
+        """,
+    ),
     "move-a-test-to-another-file": edits(
         (D, PLAIN + NO_COUPONS, ""),
         (
@@ -276,13 +335,25 @@ BENIGN: dict[str, Change] = {
 }
 
 
+def bake_with(root: Path, files: dict[str, str], message: str) -> Path:
+    """A bake whose base gains these files in one commit."""
+    base = bake(root)
+    for path, text in files.items():
+        (base / path).write_text(text, "utf-8")
+    git(base, "add", "--all")
+    git(base, "commit", "-q", "-m", message)
+    return base
+
+
+def rule_ids(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(rule, test id) of each blocking finding."""
+    return [(f["rule"], f["id"]) for f in report["evidence"]["findings"]]
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
-    base = bake(tmp_path_factory.mktemp("inventory"))
-    (base / U).write_text(UNITTEST_STYLE)
-    (base / C).write_text(CLASS_STYLE)
-    git(base, "add", "--all")
-    git(base, "commit", "-q", "-m", "unittest and class-based tests on the base")
+    files = {U: UNITTEST_STYLE, C: CLASS_STYLE}
+    base = bake_with(tmp_path_factory.mktemp("inventory"), files, "unittest and class tests")
     yield base
 
 

@@ -1,7 +1,7 @@
 """The assert inventory against what pytest collects, on real patches of a real bake.
 
 Collected ids are accounted one by one (parameters kept); a patch may add test paths; tests in
-files the `is_test_file` rule misses are inventoried from the collected ids; a pytest plugin
+files the `python_files` names miss are inventoried from the collected ids; a pytest plugin
 the patch loads through configuration is an outcome hook; findings become GitHub annotations.
 """
 
@@ -203,7 +203,7 @@ def test_new_test_paths_merge(repo: Path, python: Path, tmp_path: Path, name: st
     assert rows[extra][1] is None and rows[extra][2] == [1, 0, 0]
 
 
-# --- 3: tests the is_test_file rule misses ----------------------------------------------------
+# --- 3: tests the `python_files` names miss ---------------------------------------------------
 
 
 def python_files_layout(repo_: Path) -> None:
@@ -462,3 +462,60 @@ def test_annotation_escapes_what_github_reads_as_syntax() -> None:
     assert annotation("outcome-hook", "PYTEST_ADDOPTS", 0, "x") == (
         "::error file=PYTEST_ADDOPTS,title=inventory outcome-hook::x"
     )
+
+
+# --- 4: tests named by `python_functions`, `python_classes` and `python_files` ---------------
+
+CHECKS = """\
+from shop.discounts import apply_discount
+
+
+def check_full_rate() -> None:
+    assert apply_discount(1000, 10_000) == 0
+    assert apply_discount(0, 10_000) == 0
+
+
+class CheckHalf:
+    def check_even(self) -> None:
+        assert apply_discount(1000, 5000) == 500
+"""
+
+
+def naming_layout(repo_: Path) -> None:
+    (repo_ / "tests/check_rates.py").write_text(CHECKS)
+    edit(
+        repo_ / "pyproject.toml",
+        TESTPATHS,
+        TESTPATHS + 'python_files = ["test_*.py", "check_*.py"]\n'
+        'python_classes = ["Test", "Check"]\npython_functions = ["test", "check_*"]\n',
+    )
+
+
+NAMING_ATTACKS: dict[str, tuple[Change, str]] = {
+    "drop-a-check": (
+        edits(("tests/check_rates.py", "    assert apply_discount(0, 10_000) == 0\n", "")),
+        "fewer-asserts",
+    ),
+    "weaken-a-check": (
+        edits(("tests/check_rates.py", "== 500", "> 0")),
+        "weakened",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["ast", "collect"])
+@pytest.mark.parametrize("name", sorted(NAMING_ATTACKS))
+def test_tests_named_by_the_configuration_are_inventoried(
+    repo: Path, python: Path, tmp_path: Path, mode: str, name: str
+) -> None:
+    """With or without `--collect-only`, the AST reads the parent's naming settings."""
+    base = branch(repo, f"naming-base/{mode}/{name}", naming_layout)
+    change, rule = NAMING_ATTACKS[name]
+    head = branch(repo, f"naming/{mode}/{name}", change, base=base)
+    extra = collected_by(python) if mode == "collect" else ()
+    code, report, _ = run_inventory(repo, base, head, tmp_path, *extra)
+    rows = {row[0]: row for row in report["evidence"]["tests"]}
+    assert rows["tests/check_rates.py::check_full_rate"][1] == [2, 0, 0], rows
+    assert rows["tests/check_rates.py::CheckHalf::check_even"][1] == [1, 0, 0], rows
+    assert code == 1, report["summary"]
+    assert rule in rules_of(report), report["evidence"]["findings"]

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.test_inventory import UNITTEST_STYLE, Change, D, U, edits, inventory
-from tools.bakery import bake, branch, git
+from tests.test_inventory import UNITTEST_STYLE, Change, D, U, bake_with, edits, inventory, rule_ids
+from tools.bakery import branch
 
 NO_COUPONS = (
     "def test_no_coupons_keeps_subtotal() -> None:\n    assert stack_discounts(2500, []) == 2500\n"
@@ -36,6 +35,22 @@ def test_apply_discount_floors_the_cut() -> None:
 INVERT_START = "def test_invert_discount_returns_smallest_preimage() -> None:\n"
 INVERT_END = "    assert invert_discount(0, 10_000) == 0\n"
 INVERSION = "tests/test_inversion.py"
+TWINS = "tests/test_twins.py"
+# Two tests with one body: deleting either is a deletion, not a move onto the other.
+TWINS_TEXT = """\
+from shop.discounts import apply_discount
+
+
+class TestCents:
+    def test_full_rate(self) -> None:
+        assert apply_discount(1000, 10_000) == 0
+
+
+class TestEuros:
+    def test_full_rate(self) -> None:
+        assert apply_discount(1000, 10_000) == 0
+"""
+EUROS = "class TestEuros:\n    def test_full_rate(self) -> None:\n"
 
 
 def invert_test(repo: Path) -> str:
@@ -142,6 +157,11 @@ ATTACKS: dict[str, tuple[Change, str, str]] = {
         "weakened",
         f"{U}::ApplyDiscountTest::test_zero_rate",
     ),
+    "delete-one-of-two-identical-tests": (
+        edits((TWINS, "\n\n" + EUROS + "        assert apply_discount(1000, 10_000) == 0\n", "")),
+        "deleted-test",
+        f"{TWINS}::TestEuros::test_full_rate",
+    ),
 }
 # Patch -> the renames the report must record (parent test id -> patch test id).
 BENIGN: dict[str, tuple[Change, dict[str, str]]] = {
@@ -192,15 +212,8 @@ BENIGN: dict[str, tuple[Change, dict[str, str]]] = {
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
-    base = bake(tmp_path_factory.mktemp("rename"))
-    (base / U).write_text(UNITTEST_STYLE)
-    git(base, "add", "--all")
-    git(base, "commit", "-q", "-m", "unittest-style tests on the base")
-    yield base
-
-
-def rules_of(report: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(f["rule"], f["id"]) for f in report["evidence"]["findings"]]
+    files = {U: UNITTEST_STYLE, TWINS: TWINS_TEXT}
+    yield bake_with(tmp_path_factory.mktemp("rename"), files, "unittest-style tests, twins")
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
@@ -210,7 +223,7 @@ def test_a_deletion_or_a_lost_check_under_a_new_name_blocks(
     change, rule, test = ATTACKS[name]
     code, report = inventory(repo, branch(repo, f"attack/{name}", change), tmp_path)
     assert code == 1, report["summary"]
-    assert (rule, test) in rules_of(report), rules_of(report)
+    assert (rule, test) in rule_ids(report), rule_ids(report)
 
 
 def test_an_unrelated_new_test_is_not_taken_for_a_rename(repo: Path, tmp_path: Path) -> None:
@@ -236,6 +249,6 @@ def test_a_renamed_test_still_names_its_parent_id(repo: Path, tmp_path: Path) ->
 def test_a_rename_that_keeps_every_check_merges(repo: Path, tmp_path: Path, name: str) -> None:
     change, renamed = BENIGN[name]
     code, report = inventory(repo, branch(repo, f"benign/{name}", change), tmp_path)
-    assert report["evidence"]["findings"] == [], rules_of(report)
+    assert report["evidence"]["findings"] == [], rule_ids(report)
     assert code == 0, report["summary"]
     assert report["evidence"]["renamed_tests"] == renamed

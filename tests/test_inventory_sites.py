@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_inventory import Change, edits, inventory
-from tools.bakery import bake, branch, git
+from tests.test_inventory import Change, bake_with, edits, inventory
+from tools.bakery import branch, git
 
 S = "tests/test_sites.py"
 H = "tests/helpers.py"
@@ -240,13 +240,8 @@ def conftest_helper(repo: Path) -> None:
 
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
-    base = bake(tmp_path_factory.mktemp("sites"))
-    (base / S).write_text(SITES)
-    (base / H).write_text(HELPERS)
-    (base / DEEPER).write_text(DEEP)
-    git(base, "add", "--all")
-    git(base, "commit", "-q", "-m", "a test file with sites of every kind, a helper module")
-    yield base
+    files = {S: SITES, H: HELPERS, DEEPER: DEEP}
+    yield bake_with(tmp_path_factory.mktemp("sites"), files, "sites of every kind, helpers")
 
 
 def findings(report: dict[str, object]) -> list[dict[str, object]]:

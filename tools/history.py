@@ -5,13 +5,13 @@
 
 REPO is any git repository (a bare mirror is fine). For each commit C of the range (first
 parents only with --first-parent, otherwise every commit but merges) whose diff against C^
-touches a `.py` file under a test folder, the Python files under the test folders and the
-pytest configuration files of C^ and C are exported with `git archive` into temporary trees and
-judged by scripts/count_asserts.py in AST mode (no `--collect-only`: building every commit of a
-foreign project is out of scope), with `--repo REPO --base C^ --head C` so git's rename
-detection applies, and a generated judge.yaml whose `tests:` names the project's folders. One
-line per judged commit (verdict, then the first finding), a summary, and a JSON report with
-every finding of every commit.
+touches a `.py` file under a test folder, the Python files (a test class's base may live in
+the package) and the pytest configuration files of C^ and C are exported with `git archive`
+into temporary trees and judged by scripts/count_asserts.py in AST mode (no `--collect-only`:
+building every commit of a foreign project is out of scope), with `--repo REPO --base C^
+--head C` so git's rename detection applies, and a generated judge.yaml whose `tests:` names the
+project's folders. One line per judged commit (verdict, then the first finding), a summary, and
+a JSON report with every finding of every commit.
 
 Exit codes: 0 the run completed (whatever the verdicts), 2 bad input (not a repository, an
 empty range). The verdicts are the point of the run, not its status.
@@ -97,20 +97,14 @@ def touches_tests(repo: Path, parent: str, commit: str, folders: Sequence[str]) 
     return any(name.endswith(b".py") for name in names.split(b"\0"))
 
 
-def export(repo: Path, commit: str, folders: Sequence[str], dest: Path) -> None:
-    """One commit's Python files under the test folders, the conftest.py files above them and
-    its pytest configuration files, as a plain tree (no checkout, no index); data files of the
-    suite are not needed."""
+def export(repo: Path, commit: str, dest: Path) -> None:
+    """One commit's Python files (the suite, conftest.py files, the base classes of test
+    classes wherever they live) and its pytest configuration files, as a plain tree (no
+    checkout, no index); data files of the suite are not needed."""
     dest.mkdir(parents=True)
-    listed = git(repo, "ls-tree", "-r", "-z", "--name-only", commit, "--", *folders)
+    listed = git(repo, "ls-tree", "-r", "-z", "--name-only", commit)
     names = [n for n in listed.decode("utf-8", "surrogateescape").split("\0") if n]
-    # count_asserts.py reads every conftest.py from a test folder up to the root (outcome hooks).
-    above = {
-        "/".join([*parts[:depth], "conftest.py"])
-        for parts in (folder.strip("/").split("/") for folder in folders)
-        for depth in range(len(parts))
-    }
-    top = git(repo, "ls-tree", "-z", "--name-only", commit, "--", *CONFIG_FILES, *sorted(above))
+    top = git(repo, "ls-tree", "-z", "--name-only", commit, "--", *CONFIG_FILES)
     wanted = [n for n in names if n.endswith(".py")]
     wanted += [n for n in top.decode("utf-8", "surrogateescape").split("\0") if n]
     if not wanted:
@@ -124,7 +118,6 @@ def export(repo: Path, commit: str, folders: Sequence[str], dest: Path) -> None:
 def judge(
     repo: Path,
     item: tuple[str, str, str],
-    folders: Sequence[str],
     config: Path,
     script: Path,
     python: str,
@@ -137,8 +130,8 @@ def judge(
     try:
         with tempfile.TemporaryDirectory(dir=slot) as tmp:
             work = Path(tmp)
-            export(repo, parent, folders, work / "parent")
-            export(repo, sha, folders, work / "patch")
+            export(repo, parent, work / "parent")
+            export(repo, sha, work / "patch")
             report = work / "report.json"
             cmd = [python, str(script), "--parent", str(work / "parent")]
             cmd += ["--patch", str(work / "patch"), "--repo", str(repo)]
@@ -204,7 +197,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             slots.put(root / f"slot{n}")
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
             jobs = [
-                pool.submit(judge, repo, it, args.tests, config, args.script, args.python, slots)
+                pool.submit(judge, repo, it, config, args.script, args.python, slots)
                 for it in touched
             ]
             verdicts = []

@@ -42,6 +42,25 @@ CLASS_RUNNERS = frozenset(
 MODULE_RUNNERS = frozenset({"setUpModule", "setup_module", "setup"})
 FUNCTION_RUNNERS = frozenset({"setup_function", "teardown_function"})
 MARKERS = frozenset({"applymarker", "add_marker"})
+# unittest.TestCase's own checks (every Python from 3.10): any other `self.assert*` is the
+# project's, and counts the checks its body runs (a call that cannot be resolved counts one).
+UNITTEST_ASSERTS = frozenset(
+    {"assertEqual", "assertNotEqual", "assertTrue", "assertFalse", "assertIs", "assertIsNot"}
+    | {"assertIsNone", "assertIsNotNone", "assertIn", "assertNotIn", "assertIsInstance"}
+    | {"assertNotIsInstance", "assertRaises", "assertRaisesRegex", "assertWarns", "assertLogs"}
+    | {"assertWarnsRegex", "assertNoLogs", "assertAlmostEqual", "assertNotAlmostEqual"}
+    | {"assertGreater", "assertGreaterEqual", "assertLess", "assertLessEqual", "assertRegex"}
+    | {"assertNotRegex", "assertCountEqual", "assertMultiLineEqual", "assertSequenceEqual"}
+    | {"assertListEqual", "assertTupleEqual", "assertSetEqual", "assertDictEqual"}
+    | {"assertEquals", "assertNotEquals", "assertAlmostEquals", "assertNotAlmostEquals"}
+    | {"assert_", "assertRegexpMatches", "assertNotRegexpMatches", "assertRaisesRegexp"}
+    | {"assertDictContainsSubset"}
+)
+# Iterating a parameter through these runs the loop body once per item of the argument.
+ITERATE_METHODS = frozenset({"items", "keys", "values"})
+ITERATE_CALLS = frozenset({"sorted", "enumerate", "list", "tuple", "reversed", "iter"})
+# `raise` of these is a failed check, as `assert` is.
+FAILURES = frozenset({"AssertionError", "failureException"})
 BROAD = frozenset({"Exception", "BaseException"})
 SWALLOWS = frozenset({"AssertionError", "Exception", "BaseException"})
 # Hooks a conftest.py can use to rewrite outcomes, deselect tests or fake the exit status.
@@ -50,6 +69,9 @@ OUTCOME_HOOKS = frozenset(
         "pytest_runtest_makereport",
         "pytest_report_teststatus",
         "pytest_runtest_call",
+        "pytest_runtest_setup",
+        "pytest_runtest_teardown",
+        "pytest_itemcollected",
         "pytest_runtest_protocol",
         "pytest_pyfunc_call",
         "pytest_collection_modifyitems",
@@ -280,23 +302,46 @@ class Found:
     first_assert: int = 0
     returns: list[int] = field(default_factory=list)
     sites: list[list[Any]] = field(default_factory=list)  # [line, normalized text]
-    calls: list[list[Any]] = field(default_factory=list)  # [line, called name]: maybe a helper
+    # [line, called name, argument sizes, text]: maybe a helper; the text (an `assert*` call's)
+    # is the one site the call counts when it cannot be resolved.
+    calls: list[list[Any]] = field(default_factory=list)
+    params: list[str] = field(default_factory=list)  # positional, `self` left out
+    empty: dict[str, int] = field(default_factory=dict)  # parameter -> its default's size
 
-    def add_assert(self, line: int, vacuous: str = "", text: str = "") -> None:
+    @property
+    def signature(self) -> dict[str, Any]:
+        return {"params": self.params, "empty": self.empty}
+
+    def add_assert(self, line: int, vacuous: str = "", text: str = "", over: str = "") -> None:
         self.asserts += 1
         self.first_assert = self.first_assert or line
         if vacuous:
             self.vacuous.append([line, vacuous])
         else:
-            self.sites.append([line, text])
+            # A site in a loop over a parameter runs once per item of the argument: `over`
+            # names the parameter (see `bind`).
+            self.sites.append([line, text, over] if over else [line, text])
 
 
 class Scanner:
     """Walk one test's statements with the context that makes an assertion hollow or dead."""
 
-    def __init__(self, source: Source, helpers: Sequence[str]) -> None:
+    def __init__(
+        self,
+        source: Source,
+        helpers: Sequence[str],
+        node: Func | None = None,
+        constants: dict[str, int] | None = None,
+    ) -> None:
         self.source, self.helpers = source, helpers
         self.found = Found()
+        self.names: frozenset[str] = frozenset()
+        self.over = ""  # the parameter the innermost loop iterates, if any
+        if node is not None:
+            self.names = frozenset(a.arg for a in all_args(node.args))
+            self.found.params, self.found.empty = signature(node)
+        # What a call argument named so holds: a parameter passed on, or a module constant's size.
+        self.known: dict[str, Any] = {**(constants or {}), **{n: n for n in self.names}}
 
     def statements(self, body: Iterable[ast.stmt], hollow: str = "") -> None:
         dead = ""
@@ -321,9 +366,11 @@ class Scanner:
             self.statements(stmt.body, hollow)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.expressions(stmt.iter, hollow)
+            outer, self.over = self.over, self.over or iterated(stmt.iter, self.names)
             self.statements(
                 stmt.body, hollow or ("empty-loop" if empty_iterable(stmt.iter) else "")
             )
+            self.over = outer
             self.statements(stmt.orelse, hollow)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.statements(stmt.body, hollow)
@@ -332,6 +379,9 @@ class Scanner:
                 self.found.returns.append(stmt.lineno)
             if isinstance(stmt, ast.Raise) and raises_skip(stmt):
                 self.found.skips.append([stmt.lineno, "raise-SkipTest"])
+            elif isinstance(stmt, ast.Raise) and raised(stmt).rsplit(".", 1)[-1] in FAILURES:
+                text = "raise " + self.source.text(stmt.exc) if stmt.exc else "raise"
+                self.found.add_assert(stmt.lineno, hollow, text, self.over)
             self.expressions(stmt, hollow)
 
     def branch(self, stmt: ast.If | ast.While, hollow: str) -> None:
@@ -372,23 +422,30 @@ class Scanner:
                 and not any(k.arg == "match" for k in node.keywords)
             )
             vacuous = hollow or ("broad-raises" if broad else "")
-            self.found.add_assert(node.lineno, vacuous, self.source.text(node))
-        elif last.startswith("assert"):
+            self.found.add_assert(node.lineno, vacuous, self.source.text(node), self.over)
+        elif last.startswith("assert") and (hollow or own_assert(name, last)):
             vacuous = hollow or self.unittest_vacuous(last, node)
-            self.found.add_assert(node.lineno, vacuous, self.source.text(node))
-        elif last and any(fnmatchcase(last, pattern) for pattern in self.helpers):
-            self.found.add_assert(node.lineno, hollow, self.source.text(node))
+            self.found.add_assert(node.lineno, vacuous, self.source.text(node), self.over)
+        elif last.startswith("assert"):
+            # The project's own: resolved to its body's checks by FileScan.resolve.
+            self.found.first_assert = self.found.first_assert or node.lineno
+            shape = sizes(node, self.known)
+            self.found.calls.append([node.lineno, name, shape, self.source.text(node)])
+        elif name in ("self.fail", "cls.fail") or (
+            last and any(fnmatchcase(last, pattern) for pattern in self.helpers)
+        ):
+            self.found.add_assert(node.lineno, hollow, self.source.text(node), self.over)
         elif last in SKIP_CALLS and (name.startswith(("pytest.", "self.", "cls.")) or name == last):
             self.found.skips.append([node.lineno, f"{last}-call"])
         elif last in MARKERS and decorator_skips(node.args):
             self.found.skips.append([node.lineno, f"{last}-skip"])
         elif name and not hollow:
-            self.found.calls.append([node.lineno, name])
+            self.found.calls.append([node.lineno, name, sizes(node, self.known), ""])
 
     def assertion(self, stmt: ast.Assert, hollow: str) -> None:
         test = stmt.test
         vacuous = hollow or ("always-true" if truth(test, self.source.text) else "")
-        self.found.add_assert(stmt.lineno, vacuous, "assert " + self.source.text(test))
+        self.found.add_assert(stmt.lineno, vacuous, "assert " + self.source.text(test), self.over)
 
     def unittest_vacuous(self, name: str, node: ast.Call) -> str:
         args = node.args
@@ -407,10 +464,131 @@ class Scanner:
         return ""
 
 
+def own_assert(name: str, last: str) -> bool:
+    """Whether an `assert*` call is unittest's own (on `self`) or a library's: counted as one
+    check where it stands. Any other may be the project's helper."""
+    if name.startswith(("self.", "cls.")):
+        return last in UNITTEST_ASSERTS or name.count(".") > 1
+    return name.count(".") > 1  # `np.testing.assert_allclose`, `mock.obj.assert_called`
+
+
+def all_args(args: ast.arguments) -> list[ast.arg]:
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs]
+
+
+def signature(node: Func) -> tuple[list[str], dict[str, int]]:
+    """A function's positional parameters (a method's first left out: calls through `self`
+    do not pass it) and the size of each literal default (None is empty)."""
+    args = node.args
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+    static = any(dotted(d).endswith("staticmethod") for d in node.decorator_list)
+    if positional and positional[0] in ("self", "cls") and not static:
+        positional = positional[1:]
+    # Defaults belong to the last positional parameters; a keyword-only one may have none.
+    pairs = [*zip(reversed(args.posonlyargs + args.args), reversed(args.defaults), strict=False)]
+    defaults = [*pairs, *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    empty = {a.arg: n for a, d in defaults if d is not None and (n := size(d)) is not None}
+    return positional, empty
+
+
+def size(node: ast.AST) -> int | None:
+    """How many items a literal argument holds, if it is one (None: zero)."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        starred = any(isinstance(e, ast.Starred) for e in node.elts)
+        return None if starred else len(node.elts)
+    if isinstance(node, ast.Dict):
+        return None if None in node.keys else len(node.keys)
+    if isinstance(node, ast.Constant) and node.value is None:
+        return 0
+    return None
+
+
+def sizes(node: ast.Call, known: dict[str, Any]) -> dict[str, Any]:
+    """Per argument (position or keyword): its literal size (or that of the module constant it
+    names), or the caller's parameter it passes on. Positions after a `*args` are unknown."""
+    out: dict[str, Any] = {}
+    pairs = []
+    for index, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred):
+            break
+        pairs.append((str(index), arg))
+    pairs += [(k.arg, k.value) for k in node.keywords if k.arg]
+    for key, arg in pairs:
+        n = size(arg)
+        if n is not None:
+            out[key] = n
+        elif isinstance(arg, ast.Name) and arg.id in known:
+            out[key] = known[arg.id]
+    return out
+
+
+def constants(body: Iterable[ast.stmt]) -> dict[str, int]:
+    """Module constants bound once, to a literal: `CASES = {...}` passed to a helper."""
+    bound: dict[str, int] = {}
+    sized: dict[str, int] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            bound[target.id] = bound.get(target.id, 0) + 1
+            n = size(value)
+            if n is not None:
+                sized[target.id] = n
+    return {name: n for name, n in sized.items() if bound[name] == 1}
+
+
+def iterated(node: ast.expr, names: frozenset[str]) -> str:
+    """The parameter a loop iterates: `p`, `p.items()`, `sorted(p)`, `(p or {}).keys()`."""
+    while isinstance(node, (ast.Call, ast.BoolOp)):
+        if isinstance(node, ast.BoolOp):
+            if not isinstance(node.op, ast.Or):
+                return ""
+            node = node.values[0]  # `p or {}`: the default is empty
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ITERATE_METHODS and not node.args:
+            node = func.value
+        elif isinstance(func, ast.Name) and func.id in ITERATE_CALLS and node.args:
+            node = node.args[0]
+        else:
+            return ""
+    return node.id if isinstance(node, ast.Name) and node.id in names else ""
+
+
+def bind(
+    sites: Iterable[list[Any]], function: dict[str, Any], shape: dict[str, Any], line: int
+) -> list[list[Any]]:
+    """A helper's sites as one call runs them, at the call's line: a site in a loop over a
+    parameter once per item of a literal argument (none for an empty default), once for any
+    other argument, and still looped when the caller passes its own parameter on."""
+    params: list[str] = function.get("params", [])
+    out = []
+    for site in sites:
+        if len(site) < 3:
+            out.append([line, site[1]])
+            continue
+        over = site[2]
+        index = str(params.index(over)) if over in params else ""
+        value = shape.get(index, shape.get(over, function.get("empty", {}).get(over, 1)))
+        if isinstance(value, str):
+            out.append([line, site[1], value])
+        else:
+            out += [[line, site[1]] for _ in range(value)]
+    return out
+
+
+def raised(stmt: ast.Raise) -> str:
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return dotted(exc) if exc is not None else ""
+
+
 def raises_skip(stmt: ast.Raise) -> bool:
     """`raise unittest.SkipTest(...)`, `raise SkipTest`, `raise pytest.skip.Exception(...)`."""
-    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
-    name = dotted(exc) if exc is not None else ""
+    name = raised(stmt)
     return name.rsplit(".", 1)[-1] in SKIP_RAISES or name.endswith("skip.Exception")
 
 
@@ -539,9 +717,31 @@ class Setup:
         return self.marks + [s for skips in self.runners.values() for s in skips]
 
 
-def is_test_class(node: ast.ClassDef) -> bool:
-    bases = {dotted(b).rsplit(".", 1)[-1] for b in node.bases}
-    return node.name.startswith("Test") or any(b.endswith("TestCase") for b in bases)
+@dataclass(frozen=True)
+class Naming:
+    """What pytest collects by name: `python_files`, `python_classes` and `python_functions` of
+    the parent's configuration (pytest's defaults otherwise). A pattern is a prefix, or a glob
+    when it holds one; methods of a `unittest.TestCase` are unittest's: the `test` prefix."""
+
+    files: tuple[str, ...] = ("test_*.py", "*_test.py")
+    classes: tuple[str, ...] = ("Test",)
+    functions: tuple[str, ...] = ("test",)
+
+    def test_file(self, name: str) -> bool:
+        return name.endswith(".py") and any(fnmatchcase(name, p) for p in self.files)
+
+    def test_class(self, node: ast.ClassDef) -> bool:
+        bases = {dotted(b).rsplit(".", 1)[-1] for b in node.bases}
+        return matches(node.name, self.classes) or any(b.endswith("TestCase") for b in bases)
+
+    def test_function(self, name: str, case: bool) -> bool:
+        return name.startswith("test") if case else matches(name, self.functions)
+
+
+def matches(name: str, patterns: Iterable[str]) -> bool:
+    return any(
+        fnmatchcase(name, p) if any(c in p for c in "*?[") else name.startswith(p) for p in patterns
+    )
 
 
 def imports_of(tree: ast.Module) -> tuple[dict[str, list[str]], dict[str, str]]:
@@ -567,24 +767,28 @@ def stdlib(module: str) -> bool:
 class FileScan:
     """Every test of one module, with what keeps it from being collected or from testing."""
 
-    def __init__(self, tree: ast.Module, source: Source, helpers: Sequence[str]) -> None:
-        self.source, self.helpers = source, helpers
+    def __init__(
+        self, tree: ast.Module, source: Source, helpers: Sequence[str], naming: Naming = Naming()
+    ) -> None:
+        self.source, self.helpers, self.naming = source, helpers, naming
         self.tests: dict[str, dict[str, Any]] = {}
         self.others: dict[str, str] = {}  # function name -> body digest, to spot renames away
         self.scanned: dict[str, Found] = {}  # every function by `Class::name`, tests or not
         self.resolved: dict[str, tuple[list[list[Any]], list[list[Any]]]] = {}
         self.names, self.modules = imports_of(tree)
+        self.constants = constants(tree.body)
         off = marked_false(tree.body)
         blocked = "module __test__ = False" if test_false(tree.body) else ""
         self.pending: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.body_skips: dict[int, list[list[Any]]] = {}
         self.classes: dict[str, Setup] = {}  # module-level classes by name, as bases
         self.setups: dict[int, Setup] = {}  # by id of the ClassDef
+        self.bases: dict[str, list[str]] = {}  # class key (`Outer::Inner`) -> its bases' names
         self.module = self.module_setup(tree.body)
         # setup_function runs around module-level functions only.
         only_functions = [s for name in FUNCTION_RUNNERS for s in self.module.runners.pop(name, [])]
         base_skips = module_skips(tree.body) + self.module.skips()
-        self.scope(tree.body, "", base_skips, blocked, off, only_functions, self.module)
+        self.scope(tree.body, "", base_skips, blocked, off, only_functions, self.module, False)
         self.scan_helpers()
         for key, test in self.tests.items():
             self.finish(key, test)
@@ -604,8 +808,9 @@ class FileScan:
         ]
         while wanted:
             for key in wanted:
-                scanner = Scanner(self.source, self.helpers)
-                scanner.statements(self.pending.pop(key).body)
+                node = self.pending.pop(key)
+                scanner = Scanner(self.source, self.helpers, node, self.constants)
+                scanner.statements(node.body)
                 self.scanned[key] = scanner.found
             words = b"|".join(re.escape(k.rsplit("::", 1)[-1].encode()) for k in wanted)
             found = re.compile(rb"\b(?:" + words + rb")\b")
@@ -622,15 +827,22 @@ class FileScan:
             if key not in self.scanned:
                 continue
             sites, ext = self.resolve(key, frozenset({key}))
-            if sites or ext:
-                out[key] = {"sites": sites, "ext": ext}
+            if sites or ext or key.rsplit("::", 1)[-1].startswith("assert"):
+                out[key] = {"sites": sites, "ext": ext, **self.scanned[key].signature}
         return out
 
     def finish(self, key: str, test: dict[str, Any]) -> None:
         found = self.scanned[key]
         sites, ext = self.resolve(key, frozenset({key}))
-        test["asserts"] = found.asserts + len(sites) - len(found.sites)
-        test["sites"], test["ext"] = sites, ext
+        # A call into another file's `assert*` helper counts one here, as written: comparisons
+        # count what the helper runs (count_asserts.Comparison.count).
+        written = sum(1 for call in ext if call[4])
+        test["asserts"] = found.asserts + len(sites) - len(found.sites) + written
+        # A test's parameters are fixtures and parametrize values: its loops count once.
+        test["sites"], test["ext"] = [site[:2] for site in sites], ext
+        # Its checks as written, helper calls unexpanded: what a rename keeps.
+        calls = [[line, text] for line, _name, _shape, text in found.calls if text]
+        test["written"] = sorted([*(s[:2] for s in found.sites), *calls], key=lambda s: s[0])
 
     def resolve(self, key: str, seen: frozenset[str]) -> tuple[list[list[Any]], list[list[Any]]]:
         """A function's assertion sites with the sites of the local helpers it calls (at the
@@ -638,24 +850,45 @@ class FileScan:
         if key in self.resolved:
             return self.resolved[key]
         found = self.scanned[key]
-        prefix = key.rsplit("::", 1)[0] + "::" if "::" in key else ""
+        owner = key.rsplit("::", 1)[0] if "::" in key else ""
         sites, ext = list(found.sites), []
-        for line, name in found.calls:
-            local = self.local(name, prefix)
-            if local is not None and local not in seen:
-                inner, far = self.resolve(local, seen | {local})
-                sites += [[line, text] for _line, text in inner]
+        for line, name, shape, fallback in found.calls:
+            target = self.target(name, owner)
+            if isinstance(target, str) and target not in seen:
+                inner, far = self.resolve(target, seen | {target})
+                sites += bind(inner, self.scanned[target].signature, shape, line)
                 ext += [[line, *rest] for _line, *rest in far]
-            elif local is None and self.imported(name):
-                ext.append([line, *self.imported(name)])
+            elif isinstance(target, list):
+                ext.append([line, *target, shape, fallback])
+            elif target is None and fallback:
+                sites.append([line, fallback])
         sites.sort(key=lambda site: int(site[0]))
         self.resolved[key] = (sites, ext)
         return sites, ext
 
-    def local(self, name: str, prefix: str) -> str | None:
+    def target(self, name: str, owner: str) -> str | list[str] | None:
+        """What a call reaches: a function of this file (by key), [module, name] in another
+        file (a method of a class imported as a base: `Class::method`), or None."""
         if name.startswith(("self.", "cls.")) and name.count(".") == 1:
-            name = prefix + name.split(".", 1)[1]
-        return name if name in self.scanned else None
+            return self.method(owner, name.split(".", 1)[1], set())
+        if name in self.scanned:
+            return name
+        return self.imported(name) or None
+
+    def method(self, owner: str, name: str, seen: set[str]) -> str | list[str] | None:
+        """A method by the class's bases, in order (the MRO of single inheritance chains)."""
+        if f"{owner}::{name}" in self.scanned:
+            return f"{owner}::{name}"
+        seen.add(owner)
+        for base in self.bases.get(owner, []):
+            if base in self.bases and base not in seen:
+                found = self.method(base, name, seen)
+                if found is not None:
+                    return found
+            elif self.imported(base):
+                module, cls = self.imported(base)
+                return [module, f"{cls}::{name}"]
+        return None
 
     def imported(self, name: str) -> list[str]:
         if name in self.names:
@@ -672,6 +905,7 @@ class FileScan:
         off: set[str],
         functions: list[list[Any]],
         setup: Setup,
+        case: bool,
     ) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -680,10 +914,13 @@ class FileScan:
                     prefix,
                     skips + functions + self.requested(node, setup),
                     blocked or ("__test__ = False" if node.name in off else ""),
+                    case,
                 )
             elif isinstance(node, ast.ClassDef):
                 own = self.setups.get(id(node)) or self.class_setup(node)
-                if not (own.case or is_test_class(node)):
+                self.bases[prefix + node.name] = [dotted(b) for b in node.bases]
+                if not (own.case or self.naming.test_class(node)):
+                    self.helper_class(node, prefix)
                     continue
                 inner = blocked or self.class_block(node, own.case)
                 self.scope(
@@ -694,7 +931,17 @@ class FileScan:
                     marked_false(node.body),
                     [],
                     Setup(fixtures={**setup.fixtures, **own.fixtures}),
+                    own.case,
                 )
+
+    def helper_class(self, node: ast.ClassDef, prefix: str) -> None:
+        """A class pytest does not collect (a base or mixin of test classes): its methods are
+        helpers, whatever their names."""
+        for method in node.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                key = f"{prefix}{node.name}::{method.name}"
+                self.others[key] = self.source.digest(method.body)
+                self.pending[key] = method
 
     def module_setup(self, body: Sequence[ast.stmt]) -> Setup:
         """The module's hooks and fixtures, and a Setup for every module-level class, in order:
@@ -757,7 +1004,7 @@ class FileScan:
         scanner = Scanner(self.source, ())
         scanner.statements(node.body)
         skips = list(scanner.found.skips)
-        for line, name in scanner.found.calls:
+        for line, name, _shape, _text in scanner.found.calls:
             method = name.split(".", 1)[1] if name.startswith(("self.", "cls.")) else ""
             target = (setup if method else self.module).methods.get(method or name)
             if target is not None and id(target) not in seen and "." not in method:
@@ -767,8 +1014,6 @@ class FileScan:
 
     def requested(self, node: Func, setup: Setup) -> list[list[Any]]:
         """Skips of the fixtures a test names (arguments, `usefixtures`) defined in this file."""
-        if not node.name.startswith("test"):
-            return []
         names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
         for deco in node.decorator_list:
             if isinstance(deco, ast.Call) and dotted(deco.func).endswith("usefixtures"):
@@ -790,13 +1035,14 @@ class FileScan:
         prefix: str,
         skips: list[list[Any]],
         blocked: str,
+        case: bool,
     ) -> None:
         digest = self.source.digest(node.body)
-        if not node.name.startswith("test"):
+        if not self.naming.test_function(node.name, case):
             self.others[prefix + node.name] = digest
             self.pending[prefix + node.name] = node
             return
-        scanner = Scanner(self.source, self.helpers)
+        scanner = Scanner(self.source, self.helpers, node, self.constants)
         scanner.statements(node.body)
         found = self.scanned[prefix + node.name] = scanner.found
         early = [line for line in found.returns if found.first_assert and line < found.first_assert]
@@ -813,7 +1059,9 @@ class FileScan:
         }
 
 
-def analyze(source: bytes, path: str, helpers: Sequence[str] = ()) -> dict[str, Any]:
+def analyze(
+    source: bytes, path: str, helpers: Sequence[str] = (), naming: Naming = Naming()
+) -> dict[str, Any]:
     """The inventory of one test file; a file that does not parse is an error, not a crash."""
     try:
         tree = ast.parse(source, filename=path)
@@ -825,13 +1073,26 @@ def analyze(source: bytes, path: str, helpers: Sequence[str] = ()) -> dict[str, 
             "others": {},
             "functions": {},
         }
-    scan = FileScan(tree, Source(source), helpers)
+    scan = FileScan(tree, Source(source), helpers, naming)
     return {
         "error": None,
         "tests": scan.tests,
         "others": scan.others,
         "functions": scan.functions,
     }
+
+
+def fixture_skips(source: bytes) -> dict[str, list[list[Any]]]:
+    """The fixtures of a conftest.py whose bodies skip (directly or through the functions they
+    call), by name: each skips every test that uses it, and an autouse one every test under its
+    folder."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    module = FileScan(tree, Source(source), ()).module
+    found = {**module.fixtures, **module.runners}
+    return {name: skips for name, skips in found.items() if skips}
 
 
 def outcome_hooks(source: bytes) -> list[list[Any]]:

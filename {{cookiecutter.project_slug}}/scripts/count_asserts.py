@@ -7,6 +7,10 @@ A test is a `test*` function, or a `test*` method of a `Test*` class or a `*Test
 named `path::Class::name`. Assertions: `assert`, unittest `assert*` calls, `pytest.raises`,
 `pytest.warns`, `pytest.fail`, the helper patterns of `assert_helpers` in judge.yaml, and calls
 to functions that assert (same module, conftest.py, helper modules under the test folders).
+A project's own `assert*` helper (a function, or a method of the test's class or of a base
+class, wherever that lives) counts the checks its body runs, once per item of a literal argument
+for a check in a loop over that parameter. Per-test counts in the report count such a call into
+another file as one; comparisons count what it runs.
 Assertions are compared site by site (_sites.py): weakened, moved to another test, or hollow.
 Sources are read as bytes (PEP 263 cookies honoured); a file that does not parse is a finding.
 With --base/--head, git rename detection maps moved files; a test moved between files is found
@@ -35,6 +39,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -73,16 +78,19 @@ PARALLEL_FROM = 64  # files to analyze before a process pool pays for its start-
 RENAME_SIMILARITY = 0.56
 # Whatever the names, bodies and sites less alike than this are no rename: a new test that only
 # borrows a vanished test's name is not one, though one-line asserts share `assert ` and ` == `
-# (0.33 for two unrelated ones). Two Markdown renames fall below it, testReset and testTitle
-# (0.33 and 0.36, several checks folded into one call): they stay `deleted-test`.
+# (0.33 for two unrelated ones).
 RENAME_CONTENT_FLOOR = 0.4
+# Names this alike (the old name inside the new: `testTitle` -> `testTOCTitle`, 0.86), in a class
+# of the same name (or, outside classes, the same file), lower the floor: Python-Markdown's
+# e4ab4a610e moved class TestTOC to another file and ported testTitle to
+# `assertMarkdownRenders` with a stronger check, body ratio 0.35. A vanished test's name taken
+# by a new test of another home is no rename. The pair is then compared like any other.
+RENAME_NAMED = 0.85
+RENAME_NAMED_FLOOR = 0.33
 # Vanished tests times unpaired new tests beyond which no rename is looked for (every vanished
 # test stays `deleted-test`): the quadratic comparison must not stall a gate.
 RENAME_PAIRS = 40_000
-
-
-def is_test_file(name: str) -> bool:
-    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+SELF = re.compile(r"\bself\.")
 
 
 def blob_id(data: bytes) -> str:
@@ -101,7 +109,8 @@ class Entry:
         self.counts: dict[str, list[int]] = record["counts"]  # name -> [asserts, vacuous, skips]
         self.error: dict[str, Any] | None = record["error"]
         self.text: str = record["detail"]
-        self.ext: list[str] = record.get("ext") or []  # modules whose helpers a test calls
+        # [module, anywhere] of each module whose helpers a test calls (see Helpers.find).
+        self.ext: list[list[Any]] = record.get("ext") or []
 
     @cached_property
     def detail(self) -> dict[str, Any]:
@@ -113,7 +122,9 @@ class Entry:
             name: [t["asserts"], len(t["vacuous"]), len(t["skips"])]
             for name, t in inventory["tests"].items()
         }
-        ext = sorted({module for t in inventory["tests"].values() for _l, module, _n in t["ext"]})
+        ext = sorted(
+            {(e[1], reaches_anywhere(e[2])) for t in inventory["tests"].values() for e in t["ext"]}
+        )
         detail = json.dumps(inventory)
         return {"counts": counts, "error": inventory["error"], "detail": detail, "ext": ext}
 
@@ -123,6 +134,7 @@ class Tree:
     """One side: test files by path (as bytes and blob id) and their inventories."""
 
     root: Path
+    naming: _inventory.Naming = field(default_factory=_inventory.Naming)
     blobs: dict[str, str] = field(default_factory=dict)
     data: dict[str, bytes] = field(default_factory=dict)
     files: dict[str, Entry] = field(default_factory=dict)
@@ -130,10 +142,10 @@ class Tree:
     looked: set[str] = field(default_factory=set)  # conftest.py paths already looked for
 
     @classmethod
-    def read(cls, root: Path, entries: Sequence[str]) -> Tree:
-        """Test files under `entries` (folders: `is_test_file` names; files: whatever their
-        name), and every conftest.py from them up to the root."""
-        tree = cls(root)
+    def read(cls, root: Path, entries: Sequence[str], naming: _inventory.Naming) -> Tree:
+        """Test files under `entries` (folders: the `python_files` names; files: whatever
+        their name), and every conftest.py from them up to the root."""
+        tree = cls(root, naming)
         for entry in entries:
             top = root / entry
             if top.is_file():
@@ -143,7 +155,7 @@ class Tree:
                 rel = path.relative_to(root).as_posix()
                 if path.name == "conftest.py":
                     tree.conftests[rel] = path.read_bytes()
-                elif is_test_file(path.name) and path.is_file():
+                elif naming.test_file(path.name) and path.is_file():
                     tree.take(rel, path)
         return tree
 
@@ -182,16 +194,22 @@ class Tree:
                 yield path, name, test
 
 
-def _analyze(job: tuple[bytes, str, tuple[str, ...]]) -> dict[str, Any]:
+Job = tuple[bytes, str, tuple[str, ...], _inventory.Naming]  # source, path, helpers, naming
+
+
+def _analyze(job: Job) -> dict[str, Any]:
     return Entry.record(_inventory.analyze(*job))
 
 
 class Cache:
     """Inventories by git blob id, valid for one analyzer source and one helper list."""
 
-    def __init__(self, path: Path | None, helpers: Sequence[str]) -> None:
-        self.path = path
-        analyzer = Path(_inventory.__file__).read_bytes() + json.dumps(list(helpers)).encode()
+    def __init__(
+        self, path: Path | None, helpers: Sequence[str], naming: _inventory.Naming
+    ) -> None:
+        self.path, self.helpers, self.naming = path, tuple(helpers), naming
+        inputs = json.dumps([list(helpers), repr(naming)]).encode()
+        analyzer = Path(_inventory.__file__).read_bytes() + inputs
         self.key = hashlib.sha256(analyzer).hexdigest()
         self.records: dict[str, Any] = {}
         # Collected ids by _collect.collection_key: tree id, python, arguments.
@@ -213,13 +231,13 @@ class Cache:
             payload = {"key": self.key, "records": self.records}
             write_json(self.path, {**payload, "collections": self.collections})
 
-    def fill(self, trees: Sequence[Tree], helpers: Sequence[str]) -> None:
+    def fill(self, trees: Sequence[Tree]) -> None:
         """Analyze each distinct blob once, across both trees, in parallel when it pays."""
-        todo: dict[str, tuple[bytes, str, tuple[str, ...]]] = {}
+        todo: dict[str, Job] = {}
         for tree in trees:
             for path, blob in tree.blobs.items():
                 if blob not in self.records and blob not in todo:
-                    todo[blob] = (tree.data[path], path, tuple(helpers))
+                    todo[blob] = (tree.data[path], path, self.helpers, self.naming)
         self.hits += sum(len(t.blobs) for t in trees) - len(todo) - self.seen
         self.seen = sum(len(t.blobs) for t in trees)
         if len(todo) >= PARALLEL_FROM and (os.cpu_count() or 1) > 1:
@@ -266,9 +284,20 @@ class Comparison:
         self.same: dict[int, set[str]] = {id(parent): set(), id(patch): set()}
 
     @cached_property
-    def bodies(self) -> dict[str, str]:
-        """Patch tests by body digest: where a test went when it left its file or class."""
-        return {t["body"]: f"{p}::{n}" for p, n, t in self.patch.tests()}
+    def bodies(self) -> dict[str, list[str]]:
+        """New patch tests by body digest: where a test went when it left its file or class.
+        A test that keeps its id is no destination, though another test has its body: deleting
+        one of two identical tests is a deletion."""
+        kept = {
+            f"{self.moved.get(path, path)}::{name}"
+            for path, entry in self.parent.files.items()
+            for name in entry.counts
+        }
+        out: dict[str, list[str]] = {}
+        for path, name, test in self.patch.tests():
+            if f"{path}::{name}" not in kept:
+                out.setdefault(test["body"], []).append(f"{path}::{name}")
+        return out
 
     @cached_property
     def renamed_away(self) -> dict[str, str]:
@@ -338,7 +367,9 @@ class Comparison:
     def locate(self, path: str, name: str, test: dict[str, Any], now: Entry | None) -> str | None:
         if now is not None and name in now.counts:
             return f"{path}::{name}"
-        return self.bodies.get(test["body"])  # moved to another file or class, body unchanged
+        # Moved to another file or class, body unchanged: one destination per test.
+        found = self.bodies.get(test["body"])
+        return found.pop(0) if found else None
 
     def unpaired(self) -> dict[str, dict[str, Any]]:
         """Patch tests that no parent test maps to: new, or the halves of a split. A file whose
@@ -386,7 +417,8 @@ class Comparison:
             before = self.shape(self.parent, test_id, test)
             for new_id, shape in shapes.items():
                 names = name_similarity(test_id, new_id)
-                score = similarity(before, shape, names)
+                named = names >= RENAME_NAMED and home(test_id) == home(new_id)
+                score = similarity(before, shape, names, named)
                 if score >= RENAME_SIMILARITY:
                     scored.append((-score, -names, test_id, new_id))
         tests = {item[0]: item[1] for item in gone}
@@ -399,14 +431,17 @@ class Comparison:
             self.test(test_id, tests[test_id], new_id.split("::", 1)[0], after)
 
     def shape(self, tree: Tree, test_id: str, test: dict[str, Any]) -> tuple[str, str]:
-        """What a rename keeps: the test's normalized body and its assertion sites, as text."""
+        """What a rename keeps: the test's normalized body and its checks as written, as text,
+        `self.` left out (a test whose subject moves from an attribute set in setUp to a local
+        variable still checks the same)."""
         path, name = test_id.split("::", 1)
         key = (id(tree), path)
         if key not in self.sources:
             data = tree.data.get(path)
             self.sources[key] = test_bodies(data) if data is not None else {}
-        sites = "\n".join(text for _line, text in test.get("sites", []))
-        return self.sources[key].get(name, ""), sites
+        sites = "\n".join(text for _line, text in test["written"])
+        body = self.sources[key].get(name, "")
+        return SELF.sub("", body), SELF.sub("", sites)
 
     def sites(self, tree: Tree, path: str, test: dict[str, Any]) -> list[_sites.Site]:
         raw = test.get("sites", [])
@@ -417,12 +452,19 @@ class Comparison:
 
     def count(self, tree: Tree, path: str, test: dict[str, Any]) -> int:
         """Meaningful assertions, with those of helpers imported from other files."""
-        far = self.helpers[id(tree)].sites(path, test["ext"]) if test.get("ext") else []
-        return meaningful(test) + len(far)
+        return meaningful(test) + self.far(tree, path, test)
 
-    def helpers_changed(self, path: str, new_path: str, modules: Iterable[str]) -> bool:
+    def far(self, tree: Tree, path: str, test: dict[str, Any]) -> int:
+        """What a test's calls into other files' helpers add to its own count, which holds
+        one per `assert*` call (see _inventory.FileScan.finish)."""
+        if not test["ext"]:
+            return 0
+        written = sum(1 for call in test["ext"] if call[4])
+        return len(self.helpers[id(tree)].sites(path, test["ext"])) - written
+
+    def helpers_changed(self, path: str, new_path: str, modules: Iterable[list[Any]]) -> bool:
         before, after = self.helpers[id(self.parent)], self.helpers[id(self.patch)]
-        return any(before.digest(path, m) != after.digest(new_path, m) for m in modules)
+        return any(before.digest(path, m, a) != after.digest(new_path, m, a) for m, a in modules)
 
     def totals(self, tree: Tree) -> dict[str, int]:
         """Per-file totals (see `totals`), plus the assertions of helpers in other files, for
@@ -430,9 +472,7 @@ class Comparison:
         out = totals(tree)
         for path, entry in tree.files.items():
             if entry.ext and path not in self.same[id(tree)]:
-                helpers = self.helpers[id(tree)]
-                tests = entry.detail["tests"].values()
-                out[path] += sum(len(helpers.sites(path, t["ext"])) for t in tests if t["ext"])
+                out[path] += sum(self.far(tree, path, t) for t in entry.detail["tests"].values())
         return out
 
     def hollow(
@@ -466,7 +506,9 @@ class Comparison:
                 f"(patch line {now.line}): {why}"
             )
             self.add("weakened", path, now.line, reason, test_id)
-        if not (after["skips"] or after["blocked"]):
+        # A check moves into a test only by an edit of that test: a site a test gains because a
+        # helper it calls changed (a loop no longer bound to its argument) received nothing.
+        if not (after["skips"] or after["blocked"]) and before["body"] != after["body"]:
             self.gained += [(test_id, s.text) for s in gained]
         return [s.text for s in lost]
 
@@ -476,10 +518,10 @@ class Comparison:
         pool: dict[str, int] = {}
         for _test, text in self.gained:
             pool[text] = pool.get(text, 0) + 1
-        for test in fresh.values():
+        for test_id, test in fresh.items():
             if not (test["skips"] or test["blocked"]):
-                for _line, text in test.get("sites", []):
-                    pool[text] = pool.get(text, 0) + 1
+                for site in self.sites(self.patch, test_id.split("::", 1)[0], test):
+                    pool[site.text] = pool.get(site.text, 0) + 1
         for short in self.short:
             moved = 0
             for text in short.lost:
@@ -546,13 +588,16 @@ def test_bodies(data: bytes) -> dict[str, str]:
     return out
 
 
-def similarity(before: tuple[str, str], after: tuple[str, str], names: float) -> float:
+def similarity(
+    before: tuple[str, str], after: tuple[str, str], names: float, named: bool = False
+) -> float:
     """How alike two tests are: the better difflib ratio of their bodies and of their
     assertion-site texts, or its mean with the similarity of their names when that is higher
     (a test ported to a new helper keeps its name better than its text); 0 below the content
     floor. The cheap upper bounds go first: most pairs of a large patch are far apart."""
+    least = RENAME_NAMED_FLOOR if named else RENAME_CONTENT_FLOOR
     # The content ratio must reach this for the score to reach the threshold.
-    floor = max(RENAME_CONTENT_FLOOR, min(RENAME_SIMILARITY, 2 * RENAME_SIMILARITY - names))
+    floor = max(least, min(RENAME_SIMILARITY, 2 * RENAME_SIMILARITY - names))
     best = 0.0
     for old, new in zip(before, after, strict=True):
         if not old or not new:
@@ -562,9 +607,15 @@ def similarity(before: tuple[str, str], after: tuple[str, str], names: float) ->
         if matcher.real_quick_ratio() < least or matcher.quick_ratio() < least:
             continue
         best = max(best, matcher.ratio())
-    if best < RENAME_CONTENT_FLOOR:
+    if best < least:
         return 0.0
     return max(best, (best + names) / 2)
+
+
+def home(test_id: str) -> str:
+    """A test's class (`Outer::Inner`), or its file when it is a module-level function."""
+    path, *classes, _name = test_id.split("::")
+    return "::".join(classes) or path
 
 
 def name_similarity(old_id: str, new_id: str) -> float:
@@ -623,38 +674,45 @@ class Helpers:
         self.tops = {rel.split("/", 1)[0] for rel in (*tree.blobs, *tree.conftests)}
         self.memo: dict[tuple[str, str], list[list[Any]]] = {}
         self.digests: dict[str, str] = {}
-        self.located: dict[tuple[str, str], str | None] = {}
+        self.located: dict[tuple[str, str, bool], str | None] = {}
 
-    def sites(
-        self, path: str, ext: Iterable[list[Any]], seen: frozenset[tuple[str, str]] = frozenset()
+    def sites(self, path: str, ext: Iterable[list[Any]]) -> list[list[Any]]:
+        """The sites of a test's calls into imported helpers, at each call's line."""
+        return [site[:2] for site in self.calls(path, ext, frozenset())]
+
+    def calls(
+        self, path: str, ext: Iterable[list[Any]], seen: frozenset[tuple[str, str]]
     ) -> list[list[Any]]:
-        """The sites of each call into an imported helper, at the call's line."""
         out = []
-        for line, module, name in ext:
-            where = self.locate(path, module)
-            if where is None or (where, name) in seen:
-                continue  # not a file of the test folders, or a cycle between helpers
-            out += [[line, text] for _line, text in self.expand(where, name, seen)]
+        for line, module, name, shape, fallback in ext:
+            where = self.locate(path, module, reaches_anywhere(name))
+            function = self.functions(where).get(name) if where is not None else None
+            if function is None:
+                # Not a file of this tree (or of the test folders), or no such function: an
+                # `assert*` call still counts as the one check it reads as.
+                out += [[line, fallback]] if fallback else []
+            elif where is not None and (where, name) not in seen:  # else a helper cycle
+                out += _inventory.bind(self.expand(where, name, seen), function, shape, line)
         return out
 
     def expand(self, where: str, name: str, seen: frozenset[tuple[str, str]]) -> list[list[Any]]:
         key = (where, name)
         if key not in self.memo:
-            function = self.functions(where).get(name)
-            if function is None:
-                return []
-            far = self.sites(where, function["ext"], seen | {key})
+            function = self.functions(where)[name]
+            far = self.calls(where, function["ext"], seen | {key})
             self.memo[key] = function["sites"] + far
         return self.memo[key]
 
-    def locate(self, path: str, module: str) -> str | None:
-        key = (PurePosixPath(path).parent.as_posix(), module)
+    def locate(self, path: str, module: str, anywhere: bool = False) -> str | None:
+        key = (PurePosixPath(path).parent.as_posix(), module, anywhere)
         if key not in self.located:
-            self.located[key] = self.find(path, module)
+            self.located[key] = self.find(path, module, anywhere)
         return self.located[key]
 
-    def find(self, path: str, module: str) -> str | None:
-        """The file a test's import names: relative to the test, its folders, or the root."""
+    def find(self, path: str, module: str, anywhere: bool) -> str | None:
+        """The file a test's import names: relative to the test, its folders, the root, or
+        `src/`. Only a file under the test folders (or a conftest's) holds helper functions;
+        the base classes of test classes are test code wherever they live (`anywhere`)."""
         dots = len(module) - len(module.lstrip("."))
         parts = [p for p in module.lstrip(".").split(".") if p]
         here = PurePosixPath(path).parent
@@ -663,24 +721,31 @@ class Helpers:
         if dots:
             bases = [here.parents[dots - 2] if dots > 1 else here]
         else:
-            bases = [PurePosixPath("."), here, *here.parents]
+            bases = [PurePosixPath("."), PurePosixPath("src"), here, *here.parents]
         for base in bases:
             stem = base.joinpath(*parts).as_posix()
             for rel in (f"{stem}.py", f"{stem}/__init__.py"):
-                if rel.split("/", 1)[0] in self.tops and self.readable(rel):
+                if (anywhere or rel.split("/", 1)[0] in self.tops) and self.readable(rel):
                     return rel
         return None
 
-    def digest(self, path: str, module: str, seen: frozenset[str] = frozenset()) -> str:
+    def digest(
+        self, path: str, module: str, anywhere: bool, seen: frozenset[str] = frozenset()
+    ) -> str:
         """Which helper file an import reaches from this test file, with its bytes' digest and
         those of the helper files it imports in turn."""
-        rel = self.locate(path, module)
+        rel = self.locate(path, module, anywhere)
         if rel is None or rel in seen:
             return ""
         if rel not in self.digests:
             own = self.tree.blobs.get(rel) or blob_id((self.tree.root / rel).read_bytes())
-            far = sorted({m for f in self.functions(rel).values() for _l, m, _n in f["ext"]})
-            self.digests[rel] = own + "".join(self.digest(rel, m, seen | {rel}) for m in far)
+            far = {
+                (e[1], reaches_anywhere(e[2]))
+                for f in self.functions(rel).values()
+                for e in f["ext"]
+            }
+            inner = "".join(self.digest(rel, m, a, seen | {rel}) for m, a in sorted(far))
+            self.digests[rel] = own + inner
         return f"{rel}:{self.digests[rel]}"
 
     def readable(self, rel: str) -> bool:
@@ -696,8 +761,24 @@ class Helpers:
                 self.modules[rel] = entry.detail["functions"]
             else:
                 data = (self.tree.root / rel).read_bytes()
-                self.modules[rel] = _inventory.analyze(data, rel)["functions"]
+                self.modules[rel] = _inventory.analyze(data, rel, (), self.tree.naming)["functions"]
         return self.modules[rel]
+
+
+def naming_of(root: Path) -> _inventory.Naming:
+    """What pytest collects by name, by the parent's configuration: both sides are read by it
+    (a patch that changes it is a `not-collected` finding of its own)."""
+    config, default = _collect.PytestConfig(root), _inventory.Naming()
+    return _inventory.Naming(
+        tuple(config.get("python_files")) or default.files,
+        tuple(config.get("python_classes")) or default.classes,
+        tuple(config.get("python_functions")) or default.functions,
+    )
+
+
+def reaches_anywhere(name: str) -> bool:
+    """A call into another file reaches a method of an imported base class (`Class::name`)."""
+    return "::" in name
 
 
 def pytest_settings(root: Path) -> dict[str, str]:
@@ -849,7 +930,24 @@ def hook_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
                         f"{path} adds {name}, which can rewrite outcomes or collection",
                     )
                 )
-    return out + plugin_findings(parent, patch)
+    return out + fixture_findings(parent, patch) + plugin_findings(parent, patch)
+
+
+def fixture_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
+    """A conftest.py fixture that gains a skip skips every test that uses it (autouse: every
+    test under its folder), wherever those tests are: a finding of the conftest itself."""
+    out = []
+    for path, data in patch.conftests.items():
+        old = parent.conftests.get(path)
+        if old == data:
+            continue
+        before = _inventory.fixture_skips(old) if old is not None else {}
+        for name, skips in _inventory.fixture_skips(data).items():
+            if len(skips) > len(before.get(name, [])):
+                line, kind = skips[-1]
+                reason = f"{path}: fixture {name} gains a skip ({kind}), for every test using it"
+                out.append(finding("skip-added", path, line, reason))
+    return out
 
 
 def plugin_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
@@ -913,12 +1011,13 @@ def execute(args: argparse.Namespace) -> Outcome:
     config = load_config(args.config) if args.config else None
     entries = list(config.tests) if config else args.tests
     helpers = list(config.assert_helpers) if config else []
-    cache = Cache(args.cache, helpers)
+    naming = naming_of(args.parent)
+    cache = Cache(args.cache, helpers, naming)
     collector = None
     if args.parent_python and args.patch_python:
         collector = Collector(sides(args, entries), cache)
-    parent, patch = Tree.read(args.parent, entries), Tree.read(args.patch, entries)
-    cache.fill([parent, patch], helpers)
+    parent, patch = Tree.read(args.parent, entries, naming), Tree.read(args.patch, entries, naming)
+    cache.fill([parent, patch])
     ids: tuple[Sequence[str], Sequence[str]] = ((), ())
     collection: dict[str, Any] = {}
     findings: list[dict[str, Any]] = []
@@ -930,7 +1029,7 @@ def execute(args: argparse.Namespace) -> Outcome:
         grew = parent.add(function_id(i).split("::", 1)[0] for i in before.ids)
         grew += patch.add(function_id(i).split("::", 1)[0] for i in after.ids or ())
         if grew:
-            cache.fill([parent, patch], helpers)
+            cache.fill([parent, patch])
         ids = (before.ids, after.ids or ())
         for tree, side_ids, side in ((parent, ids[0], "parent"), (patch, ids[1], "patch")):
             why = unmapped(tree, side_ids, side)
