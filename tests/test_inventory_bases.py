@@ -5,7 +5,8 @@ lives: `src/shop/testing.py` here, as `markdown/test_tools.py` in Python-Markdow
 the helper that runs in a loop over one of its parameters runs once per item of the argument
 (a literal, or a module constant bound once to a literal). So checks folded into a helper's
 argument, or unfolded out of it, keep their count, while dropping an item, emptying the helper
-or weakening it blocks every test that calls it, though no test file changed.
+or weakening it blocks every test that calls it, though no test file changed. The skips of the
+base class (its marks, a skip in its setUp or setUpClass) are each of its tests' skips.
 
 One bake whose base gains the helper module and a unittest-style test file; each patch is a
 real branch judged by the inventory step, as in test_inventory.py.
@@ -60,6 +61,20 @@ LOOP = "        for other, total in (more or {}).items():\n"
 TEN_ID = f"{RATES}::TestRates::test_ten_percent"
 MORE_ID = f"{RATES}::TestRates::test_more_rates"
 
+SETUP_SKIP = """\
+class RateCase(unittest.TestCase):
+    def setUp(self) -> None:
+        if not hasattr(self, "slow"):
+            self.skipTest("needs a slow machine")
+
+"""
+SETUP_CLASS_SKIP = """\
+class RateCase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        raise unittest.SkipTest("later")
+
+"""
 # Patch -> (the rule that must block, the test it must name).
 ATTACKS: dict[str, tuple[Change, str, str]] = {
     "drop-a-folded-item": (
@@ -87,6 +102,27 @@ ATTACKS: dict[str, tuple[Change, str, str]] = {
         "fewer-asserts",
         MORE_ID,
     ),
+    "base-setup-skips": (
+        edits((HELPER, "class RateCase(unittest.TestCase):\n", SETUP_SKIP)),
+        "skip-added",
+        TEN_ID,
+    ),
+    "base-setup-class-raises-skip": (
+        edits((HELPER, "class RateCase(unittest.TestCase):\n", SETUP_CLASS_SKIP)),
+        "skip-added",
+        MORE_ID,
+    ),
+    "base-marked-skip": (
+        edits(
+            (
+                HELPER,
+                "class RateCase(unittest.TestCase):\n",
+                '@unittest.skip("flaky")\nclass RateCase(unittest.TestCase):\n',
+            )
+        ),
+        "skip-added",
+        TEN_ID,
+    ),
 }
 # Patches that keep every check: they must merge.
 BENIGN: dict[str, Change] = {
@@ -105,6 +141,15 @@ BENIGN: dict[str, Change] = {
     "argument-to-a-module-constant": edits(
         (RATES, "\n\nclass TestRates", "\nMORE = {2500: 750, 0: 1000}\n\n\nclass TestRates"),
         (RATES, "more={2500: 750, 0: 1000}", "more=MORE"),
+    ),
+    "base-setup-builds-fixtures": edits(
+        (
+            HELPER,
+            "class RateCase(unittest.TestCase):\n",
+            "class RateCase(unittest.TestCase):\n"
+            "    def setUp(self) -> None:\n"
+            "        self.amounts = [0, 1000]\n\n",
+        )
     ),
     "helper-loop-rewritten": edits(
         (

@@ -11,6 +11,7 @@ import hashlib
 import operator
 import re
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -302,9 +303,10 @@ class Found:
     first_assert: int = 0
     returns: list[int] = field(default_factory=list)
     sites: list[list[Any]] = field(default_factory=list)  # [line, normalized text]
-    # [line, called name, argument sizes, text]: maybe a helper; the text (an `assert*` call's)
+    # [line, called name, the ast.Call, text]: maybe a helper; the text (an `assert*` call's)
     # is the one site the call counts when it cannot be resolved.
     calls: list[list[Any]] = field(default_factory=list)
+    known: dict[str, Any] = field(default_factory=dict)  # names an argument can be sized by
     params: list[str] = field(default_factory=list)  # positional, `self` left out
     empty: dict[str, int] = field(default_factory=dict)  # parameter -> its default's size
 
@@ -341,7 +343,7 @@ class Scanner:
             self.names = frozenset(a.arg for a in all_args(node.args))
             self.found.params, self.found.empty = signature(node)
         # What a call argument named so holds: a parameter passed on, or a module constant's size.
-        self.known: dict[str, Any] = {**(constants or {}), **{n: n for n in self.names}}
+        self.found.known = {**(constants or {}), **{n: n for n in self.names}}
 
     def statements(self, body: Iterable[ast.stmt], hollow: str = "") -> None:
         dead = ""
@@ -405,11 +407,9 @@ class Scanner:
         self.statements(stmt.finalbody, hollow)
 
     def expressions(self, node: ast.AST | None, hollow: str) -> None:
-        if node is None:
-            return
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call):
-                self.call(sub, hollow)
+        if node is not None:
+            for call in calls_in(node):
+                self.call(call, hollow)
 
     def call(self, node: ast.Call, hollow: str) -> None:
         name = call_name(node)
@@ -429,8 +429,7 @@ class Scanner:
         elif last.startswith("assert"):
             # The project's own: resolved to its body's checks by FileScan.resolve.
             self.found.first_assert = self.found.first_assert or node.lineno
-            shape = sizes(node, self.known)
-            self.found.calls.append([node.lineno, name, shape, self.source.text(node)])
+            self.found.calls.append([node.lineno, name, node, self.source.text(node)])
         elif name in ("self.fail", "cls.fail") or (
             last and any(fnmatchcase(last, pattern) for pattern in self.helpers)
         ):
@@ -440,7 +439,7 @@ class Scanner:
         elif last in MARKERS and decorator_skips(node.args):
             self.found.skips.append([node.lineno, f"{last}-skip"])
         elif name and not hollow:
-            self.found.calls.append([node.lineno, name, sizes(node, self.known), ""])
+            self.found.calls.append([node.lineno, name, node, ""])
 
     def assertion(self, stmt: ast.Assert, hollow: str) -> None:
         test = stmt.test
@@ -462,6 +461,30 @@ class Scanner:
         ):
             return "self-comparison"
         return ""
+
+
+# Nodes without a call below them: the walk in `calls_in` stops there.
+LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop)
+
+
+def calls_in(node: ast.AST) -> list[ast.Call]:
+    """Every call in a tree, breadth first as `ast.walk` finds them, at a fraction of its cost
+    (this walk is most of a cold inventory of a large suite)."""
+    found = []
+    todo = deque([node])
+    while todo:
+        here = todo.popleft()
+        if isinstance(here, ast.Call):
+            found.append(here)
+        for name in here._fields:
+            value = getattr(here, name, None)
+            if isinstance(value, list):
+                todo.extend(
+                    v for v in value if isinstance(v, ast.AST) and not isinstance(v, LEAVES)
+                )
+            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+                todo.append(value)
+    return found
 
 
 def own_assert(name: str, last: str) -> bool:
@@ -841,8 +864,11 @@ class FileScan:
         # A test's parameters are fixtures and parametrize values: its loops count once.
         test["sites"], test["ext"] = [site[:2] for site in sites], ext
         # Its checks as written, helper calls unexpanded: what a rename keeps.
-        calls = [[line, text] for line, _name, _shape, text in found.calls if text]
+        calls = [[line, text] for line, _name, _node, text in found.calls if text]
         test["written"] = sorted([*(s[:2] for s in found.sites), *calls], key=lambda s: s[0])
+        bases = self.far_bases(key.rsplit("::", 1)[0], set()) if "::" in key else []
+        if bases:
+            test["bases"] = bases  # their skips are the test's: count_asserts reads them
 
     def resolve(self, key: str, seen: frozenset[str]) -> tuple[list[list[Any]], list[list[Any]]]:
         """A function's assertion sites with the sites of the local helpers it calls (at the
@@ -852,14 +878,15 @@ class FileScan:
         found = self.scanned[key]
         owner = key.rsplit("::", 1)[0] if "::" in key else ""
         sites, ext = list(found.sites), []
-        for line, name, shape, fallback in found.calls:
+        for line, name, node, fallback in found.calls:
             target = self.target(name, owner)
             if isinstance(target, str) and target not in seen:
                 inner, far = self.resolve(target, seen | {target})
+                shape = sizes(node, found.known)
                 sites += bind(inner, self.scanned[target].signature, shape, line)
                 ext += [[line, *rest] for _line, *rest in far]
             elif isinstance(target, list):
-                ext.append([line, *target, shape, fallback])
+                ext.append([line, *target, sizes(node, found.known), fallback])
             elif target is None and fallback:
                 sites.append([line, fallback])
         sites.sort(key=lambda site: int(site[0]))
@@ -889,6 +916,18 @@ class FileScan:
                 module, cls = self.imported(base)
                 return [module, f"{cls}::{name}"]
         return None
+
+    def far_bases(self, owner: str, seen: set[str]) -> list[list[str]]:
+        """[module, class] of each base of the class imported from another module, through
+        the bases of this file."""
+        seen.add(owner)
+        out = []
+        for base in self.bases.get(owner, []):
+            if base in self.bases and base not in seen:
+                out += self.far_bases(base, seen)
+            elif self.imported(base):
+                out.append(self.imported(base))
+        return out
 
     def imported(self, name: str) -> list[str]:
         if name in self.names:
@@ -1004,7 +1043,7 @@ class FileScan:
         scanner = Scanner(self.source, ())
         scanner.statements(node.body)
         skips = list(scanner.found.skips)
-        for line, name, _shape, _text in scanner.found.calls:
+        for line, name, _node, _text in scanner.found.calls:
             method = name.split(".", 1)[1] if name.startswith(("self.", "cls.")) else ""
             target = (setup if method else self.module).methods.get(method or name)
             if target is not None and id(target) not in seen and "." not in method:
@@ -1072,13 +1111,18 @@ def analyze(
             "tests": {},
             "others": {},
             "functions": {},
+            "classes": {},
         }
     scan = FileScan(tree, Source(source), helpers, naming)
+    classes = {name: setup.skips() for name, setup in scan.classes.items()}
     return {
         "error": None,
         "tests": scan.tests,
         "others": scan.others,
         "functions": scan.functions,
+        # Skips of each module-level class that has some: a test class of another file may
+        # inherit them.
+        "classes": {name: skips for name, skips in classes.items() if skips},
     }
 
 

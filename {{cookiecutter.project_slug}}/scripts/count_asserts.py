@@ -122,11 +122,12 @@ class Entry:
             name: [t["asserts"], len(t["vacuous"]), len(t["skips"])]
             for name, t in inventory["tests"].items()
         }
-        ext = sorted(
-            {(e[1], reaches_anywhere(e[2])) for t in inventory["tests"].values() for e in t["ext"]}
-        )
+        tests = inventory["tests"].values()
+        ext = {(e[1], reaches_anywhere(e[2])) for t in tests for e in t["ext"]}
+        ext |= {(module, True) for t in tests for module, _cls in t.get("bases", [])}
         detail = json.dumps(inventory)
-        return {"counts": counts, "error": inventory["error"], "detail": detail, "ext": ext}
+        record = {"counts": counts, "error": inventory["error"], "detail": detail}
+        return {**record, "ext": sorted(ext)}
 
 
 @dataclass
@@ -462,6 +463,11 @@ class Comparison:
         written = sum(1 for call in test["ext"] if call[4])
         return len(self.helpers[id(tree)].sites(path, test["ext"])) - written
 
+    def skips(self, tree: Tree, path: str, test: dict[str, Any]) -> list[list[Any]]:
+        """A test's skips, with those of its base classes in other files."""
+        inherited = self.helpers[id(tree)].class_skips(path, test.get("bases", []))
+        return [*test["skips"], *inherited]
+
     def helpers_changed(self, path: str, new_path: str, modules: Iterable[list[Any]]) -> bool:
         before, after = self.helpers[id(self.parent)], self.helpers[id(self.patch)]
         return any(before.digest(path, m, a) != after.digest(new_path, m, a) for m, a in modules)
@@ -508,7 +514,8 @@ class Comparison:
             self.add("weakened", path, now.line, reason, test_id)
         # A check moves into a test only by an edit of that test: a site a test gains because a
         # helper it calls changed (a loop no longer bound to its argument) received nothing.
-        if not (after["skips"] or after["blocked"]) and before["body"] != after["body"]:
+        skipped = self.skips(self.patch, path, after) or after["blocked"]
+        if not skipped and before["body"] != after["body"]:
             self.gained += [(test_id, s.text) for s in gained]
         return [s.text for s in lost]
 
@@ -519,8 +526,9 @@ class Comparison:
         for _test, text in self.gained:
             pool[text] = pool.get(text, 0) + 1
         for test_id, test in fresh.items():
-            if not (test["skips"] or test["blocked"]):
-                for site in self.sites(self.patch, test_id.split("::", 1)[0], test):
+            path = test_id.split("::", 1)[0]
+            if not (self.skips(self.patch, path, test) or test["blocked"]):
+                for site in self.sites(self.patch, path, test):
                     pool[site.text] = pool.get(site.text, 0) + 1
         for short in self.short:
             moved = 0
@@ -547,9 +555,11 @@ class Comparison:
                 f"{test_id} is no longer collected: {after['blocked']}",
                 test_id,
             )
-        if len(after["skips"]) > len(before["skips"]):
+        old_skips = self.skips(self.parent, old_path, before)
+        new_skips = self.skips(self.patch, path, after)
+        if len(new_skips) > len(old_skips):
             kinds = sorted(
-                {kind for _line, kind in after["skips"]} - {kind for _line, kind in before["skips"]}
+                {kind for _line, kind in new_skips} - {kind for _line, kind in old_skips}
             )
             self.add(
                 "skip-added",
@@ -754,14 +764,28 @@ class Helpers:
         return path.is_file() and path.resolve().is_relative_to(root)
 
     def functions(self, rel: str) -> dict[str, Any]:
-        """A helper file's asserting functions: from the cache when it is a test file too."""
+        """A helper file's asserting functions."""
+        functions: dict[str, Any] = self.analysis(rel)["functions"]
+        return functions
+
+    def class_skips(self, path: str, bases: Iterable[list[str]]) -> list[list[Any]]:
+        """The skips a test inherits from base classes of other files (marks, setUp...)."""
+        out = []
+        for module, cls in bases:
+            where = self.locate(path, module, True)
+            skips = self.analysis(where).get("classes", {}).get(cls, []) if where else []
+            out += [[line, f"{kind} in {where}"] for line, kind in skips]
+        return out
+
+    def analysis(self, rel: str) -> dict[str, Any]:
+        """A helper file's inventory: from the cache when it is a test file too."""
         if rel not in self.modules:
             entry = self.tree.files.get(rel)
             if entry is not None:
-                self.modules[rel] = entry.detail["functions"]
+                self.modules[rel] = entry.detail
             else:
                 data = (self.tree.root / rel).read_bytes()
-                self.modules[rel] = _inventory.analyze(data, rel, (), self.tree.naming)["functions"]
+                self.modules[rel] = _inventory.analyze(data, rel, (), self.tree.naming)
         return self.modules[rel]
 
 
