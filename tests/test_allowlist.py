@@ -300,6 +300,7 @@ def test_allow_row_applies_in_replay_at_its_base_only(
         (("--id", "empty-cart-rejects", "--field", "stdout.raw"), "compares only exit_code"),
         (("--id", "empty-cart-rejects", "--field", "exit_code", "--reason", " "), "--reason"),
         (("--id", "x", "--field", "inventory:"), "name the rule"),
+        (("--id", "tests/test_cli.py", "--field", "crossrun"), "names a test id"),
     ],
 )
 def test_allow_refuses_a_row_that_cannot_apply(
@@ -328,6 +329,17 @@ def test_allow_takes_an_inventory_row(tmp_path: Path, clone: dict[str, Any]) -> 
     code, report = add(tmp_path, clone, *argv, "--reason", "moved", "--reviewer", "@a")
     assert code == 0, report["summary"]
     assert allow.load_allowlist(clone["allowlist"])[0].field == "inventory:fewer-asserts"
+
+
+def test_allow_takes_a_crossrun_row_that_replay_leaves_alone(
+    tmp_path: Path, clone: dict[str, Any]
+) -> None:
+    argv = ("--id", "tests/test_cli.py::test_help", "--field", "crossrun")
+    code, report = add(tmp_path, clone, *argv, "--reason", "new help text", "--reviewer", "@a")
+    assert code == 0, report["summary"]
+    rows = allow.load_allowlist(clone["allowlist"])
+    assert [(r.id, r.field) for r in rows] == [("tests/test_cli.py::test_help", "crossrun")]
+    assert not allow.is_cassette_row(rows[0])
 
 
 @pytest.mark.parametrize(

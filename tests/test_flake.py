@@ -86,7 +86,11 @@ def test_pre_existing_flaky_oracle_passes_within_budget(flaky_repo: Path) -> Non
     assert verdict.returncode == 0, verdict.output
     flake = verdict.step("flake-budget")["evidence"]
     assert flake["flaky"] == [
-        {"id": "oracle/test_flaky.py::test_flaky_on_first_patch_run", "passed_on_retry": 1}
+        {
+            "id": "oracle/test_flaky.py::test_flaky_on_first_patch_run",
+            "step": "oracle",
+            "passed_on_retry": 1,
+        }
     ]
     assert verdict.statuses["oracle"] == "deferred"
     assert "flake-budget decides" in verdict.step("oracle")["summary"]

@@ -35,6 +35,7 @@ def test_fresh_repo_merges(shop: Path) -> None:
         "replay",
         "assert-inventory",
         "oracle",
+        "crossrun",
         "quarantine",
         "flake-budget",
         "tests",

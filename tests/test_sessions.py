@@ -46,13 +46,19 @@ def test_lock_rewrites_the_digests(shop: Path) -> None:
         git(shop, "checkout", "--", "fixtures.lock", "fixtures/carts.md")
 
 
+# The base's unit test that pins the empty-cart message: the crossrun runs it on the patch.
+PINNING_TEST = "tests/test_cli.py::test_rejected_cart_prints_json_error_and_one_line"
+
+
 def copy_change_with_rows(reviewer: str, *fields: str) -> Callable[[Path], None]:
-    """Change the empty-cart message and allowlist `fields` of its case in the same patch."""
+    """Change the empty-cart message and allowlist `fields` of its case, and the base's test
+    that pins the message, in the same patch."""
 
     def change(repo: Path) -> None:
         base = git(repo, "rev-parse", "HEAD")  # the branch point: the base the rows amend
         row = {"id": "empty-cart-rejects", "base": base, "reason": "copy change"}
         rows = [{**row, "field": f, "reviewer": reviewer} for f in fields]
+        rows.append({**row, "id": PINNING_TEST, "field": "crossrun", "reviewer": reviewer})
         edit(repo / "src/shop/orders.py", '"cart has no items"', '"cart is empty"')
         (repo / "oracle/allowlist.yaml").write_text(yaml.safe_dump({"allow": rows}))
 
@@ -71,6 +77,7 @@ def test_allowlisted_contract_change_merges_after_review(shop: Path) -> None:
     assert reviewed.returncode == 0, reviewed.output
     allowed = reviewed.step("replay")["evidence"]["allowed"]
     assert [a["field"] for a in allowed] == list(CHANGED)
+    assert reviewed.step("crossrun")["evidence"]["allowed"] == [PINNING_TEST]
 
 
 def test_allowlist_row_without_reviewer_fails_closed(shop: Path) -> None:

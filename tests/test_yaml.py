@@ -20,7 +20,7 @@ import check_quarantine
 import classify_write_set
 import count_asserts
 import record_cassettes
-from _gate import load_yaml
+from _gate import FailClosed, load_config, load_yaml
 
 CASE = "  - id: one\n    argv: []\n    compare: [exit_code]\n"
 
@@ -111,3 +111,22 @@ def test_equal_keys_in_different_mappings_and_merge_overrides_load(tmp_path: Pat
     data = load_yaml(path)
     assert [case["id"] for case in data["cases"]] == ["one", "two"]
     assert data["cases"][1]["compare"] == ["stdout.raw"]
+
+
+@pytest.mark.parametrize(
+    ("line", "mode"),
+    [("crossrun: off", "off"), ("crossrun: 'off'", "off"), ("crossrun: advisory", "advisory")],
+    ids=["bare-off-is-yaml-false", "quoted-off", "advisory"],
+)
+def test_crossrun_mode_reads_as_written(shop: Path, tmp_path: Path, line: str, mode: str) -> None:
+    config = tmp_path / "judge.yaml"
+    config.write_text((shop / "oracle/judge.yaml").read_text().replace("crossrun: block", line))
+    assert load_config(config).crossrun == mode
+
+
+def test_unknown_crossrun_mode_fails_closed_naming_the_choices(shop: Path, tmp_path: Path) -> None:
+    config = tmp_path / "judge.yaml"
+    text = (shop / "oracle/judge.yaml").read_text().replace("crossrun: block", "crossrun: on")
+    config.write_text(text)
+    with pytest.raises(FailClosed, match="'crossrun' must be one of block, advisory, off"):
+        load_config(config)

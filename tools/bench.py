@@ -21,6 +21,11 @@ count_asserts.py on the same two trees (reading bytes, since it crashes on the L
 Inventory of the example bake: the inventory step as the judge runs it (AST work and both
 `pytest --collect-only` runs, parent and patch, which run concurrently), against the AST work
 alone plus one collect-only run; the median of three runs each, no cache.
+
+Judge with crossrun: the whole judge (scripts/judge.py, offline, from a filled wheelhouse) on a
+refactor of the example bake, with `crossrun: block` and with `crossrun: off` in the base's
+judge.yaml; the median of three runs each. The crossrun runs beside the oracle on 4 cores or
+more, after it on fewer.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tools.bakery import TEMPLATE, bake
+from tools.bakery import TEMPLATE, bake, edit
 
 # The gate's own modules, exactly as a bake ships them.
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
@@ -271,12 +276,44 @@ def bake_inventory_ratio(repo: Path, python: Path, scratch: Path) -> tuple[float
     return full, ast_only, one
 
 
+def judge_seconds(repo: Path, scratch: Path) -> tuple[float, float]:
+    """Median wall seconds of the judge on a refactor: with the crossrun, and with it off."""
+    wheelhouse = Path(os.environ.get("ORACLE_WHEELHOUSE", repo / ".oracle" / "wheelhouse"))
+    git(repo, "checkout", "-q", "-b", "bench-off")
+    edit(repo / "oracle/judge.yaml", "crossrun: block", "crossrun: off")
+    git(repo, "commit", "-q", "-am", "crossrun off")
+    heads = {}
+    for base in ("main", "bench-off"):
+        git(repo, "checkout", "-q", "-b", f"{base}-refactor", base)
+        with (repo / "src/shop/__init__.py").open("a", encoding="utf-8") as out:
+            out.write("\n# a comment: the smallest refactor\n")
+        git(repo, "commit", "-q", "-am", "refactor")
+        heads[base] = f"{base}-refactor"
+    git(repo, "checkout", "-q", "main")
+    env = {**os.environ, "JUDGE_OFFLINE": "1"}
+
+    def judged(base: str) -> Callable[[], object]:
+        def run() -> None:
+            cmd = [sys.executable, str(repo / "scripts/judge.py"), "--repo", str(repo)]
+            cmd += ["--base", base, "--head", heads[base], "--wheelhouse", str(wheelhouse)]
+            cmd += ["--reports", str(scratch / "judge-reports")]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+            if proc.returncode != 0:
+                raise SystemExit(f"the judge did not merge the refactor: {proc.stdout[-800:]}")
+
+        return run
+
+    with_crossrun = sorted(timed(judged("main")) for _ in range(3))[1]
+    without = sorted(timed(judged("bench-off")) for _ in range(3))[1]
+    return with_crossrun, without
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=1000, help="cassette cases to replay")
     parser.add_argument(
         "--only",
-        choices=("replay", "oracle", "inventory", "inventory-bake"),
+        choices=("replay", "oracle", "inventory", "inventory-bake", "judge"),
         help="run one benchmark",
     )
     args = parser.parse_args(argv)
@@ -320,6 +357,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = full / (ast_only + one)
             shown = f"step / (AST + collect) = {ratio:5.2f}  (<= 1.5)"
             print(f"  inventory step     {full:8.2f} s   {shown}")
+        if args.only in (None, "judge"):
+            repo = bake(tmp / "bake-judge")
+            build(repo, tmp / "judge")  # fills the wheelhouse
+            with_crossrun, without = judge_seconds(repo, tmp)
+            print(f"whole judge of a refactor of the example bake, {os.cpu_count()} cores")
+            print(f"  crossrun off       {without:8.2f} s")
+            ratio = with_crossrun / without
+            print(f"  crossrun block     {with_crossrun:8.2f} s   with / without = {ratio:5.2f}")
     return 0
 
 

@@ -163,6 +163,16 @@ class PytestConfig:
         return found
 
 
+def config_file(root: Path) -> Path | None:
+    """The file pytest reads its configuration from in `root`, by pytest's own precedence:
+    pytest.ini whatever it holds, then the first of pyproject.toml, tox.ini and setup.cfg with
+    a pytest section."""
+    if (root / "pytest.ini").is_file():
+        return root / "pytest.ini"
+    found = PytestConfig(root).values
+    return next((root / n for n in ("pyproject.toml", "tox.ini", "setup.cfg") if n in found), None)
+
+
 def split_args(value: str) -> list[str]:
     """Arguments as pytest splits `addopts`; unbalanced quotes fall back to whitespace."""
     try:

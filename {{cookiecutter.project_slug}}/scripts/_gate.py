@@ -210,6 +210,9 @@ class Config:
     case_timeout: float = 10.0
     advisory_timeout: float = 300.0
     call_timeout: float = 60.0
+    crossrun: str = "block"
+    crossrun_timeout: float = 900.0
+    test_extra: str = ""
 
     @property
     def model_variables(self) -> tuple[str, ...]:
@@ -231,7 +234,11 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "case_timeout": (int, float),
     "advisory_timeout": (int, float),
     "call_timeout": (int, float),
+    "crossrun": str,
+    "crossrun_timeout": (int, float),
+    "test_extra": str,
 }
+CONFIG_CHOICES = {"crossrun": ("block", "advisory", "off")}
 CONFIG_REQUIRED = ("command", "base_branch", "oracle_ref", "protected")
 
 
@@ -242,6 +249,11 @@ def load_config(path: Path) -> Config:
             raise FailClosed(f"{path}: field {key!r} is required; add it")
     values: dict[str, Any] = {}
     for key, value in raw.items():
+        choices = CONFIG_CHOICES.get(key)
+        if choices:
+            value = "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
+            if value not in choices:
+                raise FailClosed(f"{path}: field {key!r} must be one of {', '.join(choices)}")
         expected = CONFIG_TYPES[key]
         if not isinstance(value, expected) or isinstance(value, bool):
             raise FailClosed(f"{path}: field {key!r} has the wrong type ({type(value).__name__})")
@@ -481,21 +493,26 @@ class PytestRun:
     durations: dict[str, float]
     hits: dict[str, int]  # node id -> assertions that passed in it
     output_tail: str
+    sources: dict[str, str] = field(default_factory=dict)  # module -> file under the root
 
 
-def read_evidence(
-    path: Path, prefix: str
-) -> tuple[dict[str, str], dict[str, str], dict[str, float], dict[str, int]] | None:
+def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
+    tail = (done.stdout.head + done.stderr.head)[-2000:].decode("utf-8", "backslashreplace")
     try:
-        tests: dict[str, dict[str, Any]] = json.loads(path.read_bytes())["tests"]
+        data = json.loads(path.read_bytes())
+        tests: dict[str, dict[str, Any]] = data["tests"]
     except (OSError, ValueError, KeyError, TypeError):
-        return None
+        return PytestRun(done.exit_code, done.timed_out, None, {}, {}, {}, tail)
     rows = {prefix + node: row for node, row in tests.items()}
-    return (
+    return PytestRun(
+        done.exit_code,
+        done.timed_out,
         {node: str(row["outcome"]) for node, row in rows.items()},
         {node: str(row["message"]) for node, row in rows.items() if row["message"]},
         {node: float(row["seconds"]) for node, row in rows.items()},
         {node: int(row["hits"]) for node, row in rows.items()},
+        tail,
+        dict(data.get("sources") or {}),
     )
 
 
@@ -510,12 +527,15 @@ def run_pytest(
     subject: Path | None = None,
     subject_timeout: float = 60.0,
     options: Sequence[str] = (),
+    own_config: bool = False,
 ) -> PytestRun:
     """Run pytest on `targets` (relative to `root`); outcomes come from the evidence plugin.
 
-    `trusted=True` runs an oracle from the base tree: fixed rootdir and ini, no plugin
-    autoloading (a patch can register a pytest11 entry point), no cache, cwd outside any tree.
-    `subject` is the python of the build the oracle calls through `root/adapter.py`.
+    `trusted=True` runs tests of the base tree: fixed rootdir and ini, no plugin autoloading
+    (a patch can register a pytest11 entry point), no cache, cwd outside any tree, and the
+    modules imported from under `root` recorded. `own_config` reads the ini from the root's own
+    pytest configuration (the crossrun) instead of an empty one with importlib imports (the
+    oracle). `subject` is the python of the build the oracle calls through `root/adapter.py`.
     """
     import tempfile
 
@@ -531,7 +551,7 @@ def run_pytest(
         path = os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
         if trusted:
-            cmd += trusted_options(root, tmp, env)
+            cmd += trusted_options(root, tmp, env, own_config)
         if subject is not None:
             cmd += ["-p", "_subject", f"--subject-python={subject}"]
             cmd += [
@@ -540,24 +560,25 @@ def run_pytest(
             ]
         cmd += [*options, *(str(root / t) for t in targets)]
         done = run_group(cmd, timeout=timeout, cwd=tmp if trusted else root, env=env)
-        parsed = read_evidence(evidence, prefix)
-    tail = (done.stdout.head + done.stderr.head)[-2000:].decode("utf-8", "backslashreplace")
-    if parsed is None:
-        return PytestRun(done.exit_code, done.timed_out, None, {}, {}, {}, tail)
-    return PytestRun(done.exit_code, done.timed_out, *parsed, tail)
+        return read_evidence(evidence, prefix, done)
 
 
-def trusted_options(root: Path, tmp: Path, env: dict[str, str]) -> list[str]:
+def trusted_options(root: Path, tmp: Path, env: dict[str, str], own_config: bool) -> list[str]:
     """Pin ini, rootdir and confcutdir to the base tree; nothing is autoloaded or cached."""
-    ini = root / "pytest.ini"
-    if not ini.is_file():
+    from _collect import config_file  # the crossrun reads it; an oracle run never does
+
+    ini = config_file(root) if own_config else root / "pytest.ini"
+    if ini is None or not ini.is_file():
         ini = tmp / "pytest.ini"
         ini.write_text("[pytest]\n", "utf-8")
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     # Hypothesis caches example constants on disk even with database=None.
     env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tmp / "hypothesis")
     env["HOME"] = str(tmp)
-    return [
+    options = [
         *("-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root)),
-        *("-p", "no:cacheprovider", "--import-mode=importlib"),
+        *("-p", "no:cacheprovider", f"--oracle-sources={root}"),
     ]
+    # The crossrun imports as the project's own configuration says (and is checked for
+    # importing the tree's sources instead of the build); an oracle needs no sys.path entry.
+    return options if own_config else [*options, "--import-mode=importlib"]

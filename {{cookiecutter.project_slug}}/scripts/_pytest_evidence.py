@@ -4,7 +4,9 @@ Loaded explicitly (`-p oracle_gate_evidence`, a copy of this file) into every py
 gate starts. It records the collected node ids, each test's outcome, duration and message,
 and how many assertions passed in it (pytest's `pytest_assertion_pass` hook, enabled with
 `enable_assertion_pass_hook`), and writes them as JSON when the session ends. Ids are
-`report.nodeid` verbatim, never rebuilt from JUnit class names.
+`report.nodeid` verbatim, never rebuilt from JUnit class names. With `--oracle-sources ROOT`
+it also records the modules the run imported from files under ROOT, so the gate can tell a run
+that tested a tree's own sources from one that tested the installed build.
 
 A run that dies before the session ends leaves no file: the gate reads that as truncated.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +28,13 @@ MESSAGE_LIMIT = 500
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--oracle-evidence", help="JSON file the gate reads the run's results from")
+    parser.addoption("--oracle-sources", help="record the modules imported from under this root")
 
 
 class Evidence:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, sources: str | None) -> None:
         self.path = path
+        self.sources = Path(sources).resolve() if sources else None
         self.collected: list[str] = []
         self.tests: dict[str, dict[str, Any]] = {}
 
@@ -69,12 +74,28 @@ class Evidence:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         payload = {"collected": self.collected, "tests": self.tests, "exitstatus": int(exitstatus)}
+        if self.sources is not None:
+            payload["sources"] = imported_from(self.sources)
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(json.dumps(payload), "utf-8")
         os.replace(tmp, self.path)
 
 
+def imported_from(root: Path) -> dict[str, str]:
+    """Module name -> its file relative to `root`, for every loaded module under `root`."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        path = Path(file).resolve()
+        if path.is_relative_to(root):
+            found[name] = path.relative_to(root).as_posix()
+    return found
+
+
 def pytest_configure(config: pytest.Config) -> None:
     target = config.getoption("--oracle-evidence")
     if target:
-        config.pluginmanager.register(Evidence(Path(target)), "oracle-gate-evidence")
+        evidence = Evidence(Path(target), config.getoption("--oracle-sources"))
+        config.pluginmanager.register(evidence, "oracle-gate-evidence")

@@ -3,7 +3,8 @@
     python scripts/allow.py --id CASE --field SPEC --reason TEXT --reviewer @handle [--head REF]
 
 Appends to oracle/allowlist.yaml a row naming the case (or test id), the field (a compare spec
-of the case, or `inventory:<rule>`), the reason, the reviewer and `base`: the merge base of
+of the case, `inventory:<rule>`, or `crossrun`: a parent test that may fail on the patch), the
+reason, the reviewer and `base`: the merge base of
 --head and the base branch, computed as the judge computes it (or --base REF). Run it on a
 checkout of the patch's branch; the judge then uses the row under ORACLE_REVIEW=1.
 
@@ -44,6 +45,7 @@ from _gate import (
 ALLOW_FIELDS = ("id", "field", "base", "reason", "reviewer")
 BASE_SHA = re.compile(r"[0-9a-f]{7,64}")
 INVENTORY = "inventory:"
+CROSSRUN = "crossrun"  # a row letting one parent test fail on the patch (scripts/crossrun.py)
 HOW = "write rows with `nox -s allow` (scripts/allow.py), which fills it in"
 
 
@@ -92,6 +94,11 @@ def load_allowlist(path: Path) -> list[Row]:
     if not isinstance(rows, list):
         raise FailClosed(f"{path}: field 'allow' must be a list of rows")
     return [parse_row(row, f"{path}: allow row #{i + 1}") for i, row in enumerate(rows)]
+
+
+def is_cassette_row(row: Row) -> bool:
+    """A row of the replay step: not one of the inventory (`inventory:<rule>`) or crossrun."""
+    return not row.field.startswith(INVENTORY) and row.field != CROSSRUN
 
 
 def split_by_base(rows: Sequence[Row], base: str) -> tuple[list[Row], list[Row]]:
@@ -148,6 +155,10 @@ def checked_base(args: argparse.Namespace, repo: Path) -> str:
 def check_target(row: Row, cases_file: Path) -> None:
     """A cassette row must name a case and one of its compare specs; typos fail here, not later
     as a stale row in the judge."""
+    if row.field == CROSSRUN:
+        if "::" not in row.id:
+            raise FailClosed(f"--id {row.id!r}: a crossrun row names a test id, path::name")
+        return
     if row.field.startswith(INVENTORY):
         if not row.field[len(INVENTORY) :]:
             raise FailClosed(f"--field {row.field!r}: name the rule, e.g. inventory:fewer-asserts")
@@ -200,7 +211,9 @@ def reads_back(path: Path, expected: list[Row]) -> bool:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--id", required=True, help="case id (or test id for inventory:RULE)")
-    p.add_argument("--field", required=True, help="a compare spec of the case, or inventory:RULE")
+    p.add_argument(
+        "--field", required=True, help="a compare spec of the case, inventory:RULE, or crossrun"
+    )
     p.add_argument("--reason", required=True, help="why the change is intended and harmless")
     p.add_argument("--reviewer", required=True, help="who reviewed it, e.g. @alice")
     p.add_argument("--head", default="HEAD", help="the patch (default HEAD)")

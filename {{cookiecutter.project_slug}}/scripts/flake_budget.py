@@ -1,14 +1,16 @@
-"""Flake budget, the last step: the only place an oracle failure can be excused.
+"""Flake budget, the last step: the only place an oracle or crossrun failure can be excused.
 
     python scripts/flake_budget.py --oracle-report reports/oracle.json --oracle BASE/oracle \
-        --oracle-python O --patch-python Q --quarantine FILE --ledger FILE --max-retry 1
+        --oracle-python O --patch-python Q --quarantine FILE --ledger FILE --max-retry 1 \
+        [--crossrun-report reports/crossrun.json --tree BASE_TREE]
 
-It decides only what the oracle step deferred to it: tests that passed on the parent build and
-failed or errored on the patch. Such a test is excused when a live quarantine row or a live
-variance-ledger row (both read from the protected oracle ref) names it, or when it passes again
-within `--max-retry` reruns on the patch. Everything else the oracle step already decided, and
-this step leaves it as it is: a new test gets zero retries, a missing or skipped test is never
-a flake. Cassette replay, the inventory, the lock and the write-set are never excused.
+It decides only what the oracle step and the crossrun step deferred to it: tests that passed on
+the parent build and failed or errored on the patch. Such a test is excused when a live
+quarantine row or a live variance-ledger row (both read from the protected oracle ref) names
+it, or when it passes again within `--max-retry` reruns on the patch. Everything else those
+steps already decided, and this step leaves it as it is: a new test gets zero retries, a
+missing or skipped test is never a flake. Cassette replay, the inventory, the lock and the
+write-set are never excused. A deferring report that cannot be read fails closed.
 Exit codes: 0 every deferred failure is excused (or none was deferred), 1 block, 2 fail closed.
 """
 
@@ -18,16 +20,18 @@ import argparse
 import datetime as dt
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import crossrun
 from _gate import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
+    PytestRun,
     add_report_arg,
     run_main,
 )
@@ -35,13 +39,15 @@ from check_quarantine import active_ids, load_quarantine
 from run_oracle import PREFIX, run
 from variance_ledger import frozen_ids, load_ledger
 
+Rerun = Callable[[argparse.Namespace, str, dict[str, Any]], PytestRun]
 
-def read_oracle_report(path: Path) -> dict[str, Any]:
+
+def read_report(path: Path, step: str) -> dict[str, Any]:
     try:
         report = json.loads(path.read_bytes())
         evidence = report["evidence"]
     except (OSError, ValueError, KeyError, TypeError):
-        raise FailClosed(f"{path}: no oracle report; run scripts/run_oracle.py first") from None
+        raise FailClosed(f"{path}: no {step} report; run its step first") from None
     return evidence if isinstance(evidence, dict) else {}
 
 
@@ -50,60 +56,97 @@ def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
     return max_retry if parent.get(node) == "passed" else 0
 
 
-def rerun(args: argparse.Namespace, node: str, parent: dict[str, str]) -> int | None:
-    """The attempt (1-based) on which `node` passed again, or None if it never did."""
+def rerun_oracle(args: argparse.Namespace, node: str, _evidence: dict[str, Any]) -> PytestRun:
     target = node.removeprefix(PREFIX)
+    return run(
+        args.oracle_python,
+        args.patch_python,
+        args.oracle,
+        args.timeout,
+        [target],
+        args.call_timeout,
+    )
+
+
+def rerun_crossrun(args: argparse.Namespace, node: str, evidence: dict[str, Any]) -> PytestRun:
+    plugins = [str(p) for p in evidence.get("plugins") or []]
+    return crossrun.run(args.patch_python, args.tree, [node], args.timeout, plugins)
+
+
+def passes_again(
+    args: argparse.Namespace, node: str, evidence: dict[str, Any], again: Rerun
+) -> int | None:
+    """The attempt (1-based) on which `node` passed again, or None if it never did."""
+    parent = evidence.get("parent") or {}
     for attempt in range(1, retries_for(node, parent, args.max_retry) + 1):
-        result = run(
-            args.oracle_python,
-            args.patch_python,
-            args.oracle,
-            args.timeout,
-            [target],
-            args.call_timeout,
-        )
+        result = again(args, node, evidence)
         if (result.outcomes or {}).get(node) == "passed" and result.exit_code == 0:
             return attempt
     return None
 
 
+def deferred(args: argparse.Namespace) -> list[tuple[str, dict[str, Any], Rerun]]:
+    """(step, evidence, how to rerun one of its tests) of each step that deferred to us."""
+    steps: list[tuple[str, Path | None, Rerun]] = [
+        ("oracle", args.oracle_report, rerun_oracle),
+        ("crossrun", args.crossrun_report, rerun_crossrun),
+    ]
+    found = []
+    for step, path, again in steps:
+        if path is None:
+            continue
+        evidence = read_report(path, step)
+        if evidence.get("deferred_to") == "flake-budget":
+            found.append((step, evidence, again))
+    return found
+
+
 def execute(args: argparse.Namespace) -> Outcome:
-    evidence = read_oracle_report(args.oracle_report)
-    failures = [row for row in evidence.get("failures") or [] if row.get("retryable")]
-    parent = evidence.get("parent") or {}
-    if evidence.get("deferred_to") != "flake-budget" or not failures:
-        return Outcome(PASS, "no oracle failure was deferred to flake control", {"excluded": []})
+    if args.crossrun_report and args.tree is None:
+        raise FailClosed("--crossrun-report needs --tree, the base tree its tests come from")
     excused = active_ids(load_quarantine(args.quarantine), args.today) | frozen_ids(
         load_ledger(args.ledger), args.today
     )
     excluded: list[str] = []
     flaky: list[dict[str, Any]] = []
     remaining: list[dict[str, Any]] = []
-    for row in failures:
-        node = row["id"]
-        if node in excused and parent.get(node) == "passed":
-            excluded.append(node)
-            continue
-        attempt = rerun(args, node, parent)
-        (flaky if attempt else remaining).append({"id": node, "passed_on_retry": attempt})
+    total = 0
+    for step, evidence, again in deferred(args):
+        parent = evidence.get("parent") or {}
+        for row in [r for r in evidence.get("failures") or [] if r.get("retryable")]:
+            total += 1
+            node = row["id"]
+            if node in excused and parent.get(node) == "passed":
+                excluded.append(node)
+                continue
+            attempt = passes_again(args, node, evidence, again)
+            found = {"id": node, "step": step, "passed_on_retry": attempt}
+            (flaky if attempt else remaining).append(found)
     out = {
         "excluded": excluded,
         "flaky": flaky,
         "remaining": remaining,
         "max_retry": args.max_retry,
     }
+    if not total:
+        return Outcome(PASS, "no oracle or crossrun failure was deferred to flake control", out)
     if remaining:
-        first = remaining[0]["id"]
+        first = remaining[0]
         return Outcome(
-            BLOCK, f"{len(remaining)} deferred oracle failures not excused (first: {first})", out
+            BLOCK,
+            f"{len(remaining)} deferred failures not excused (first: {first['step']} "
+            f"{first['id']})",
+            out,
         )
     spent = f"{len(flaky)} passed on retry, {len(excluded)} excluded by the oracle ref"
-    return Outcome(PASS, f"{len(failures)} deferred oracle failures excused: {spent}", out)
+    return Outcome(PASS, f"{total} deferred failures excused: {spent}", out)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--oracle-report", type=Path, default=Path("reports/oracle.json"))
+    p.add_argument("--crossrun-report", type=Path, help="crossrun.json, when the step ran")
+    p.add_argument("--tree", type=Path, help="the base tree the crossrun's tests come from")
     p.add_argument("--oracle", type=Path, required=True, help="oracle/ of the base tree")
     p.add_argument("--oracle-python", type=Path, required=True, help="oracle env's python")
     p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")

@@ -10,8 +10,9 @@ the judge does not change how it is judged. Start the judge from a trusted check
 base branch; running it inside the patch's own worktree trusts that worktree's noxfile.
 
 Steps: preconditions, write-set, fixtures-lock, build, record, replay, assert-inventory,
-oracle, quarantine, flake-budget, tests (advisory). Writes reports/judge-report.json and
-reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY when set).
+oracle and crossrun (side by side), quarantine, flake-budget, tests (advisory). Writes
+reports/judge-report.json and reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY when
+set).
 Exit codes: 0 merge, 1 block, 2 fail closed.
 """
 
@@ -105,10 +106,31 @@ class Judgment:
 
     def run(self, name: str, script: str, *args: str | Path, advisory: bool = False) -> int:
         """Run one step script of the base tree; its JSON report is the step's only output."""
-        report = self.reports / REPORT_FILES.get(name, f"{name}.json")
+        return self.finish(name, self.invoke(name, script, *args), advisory)
+
+    def run_together(self, *steps: tuple[str, str, Args]) -> None:
+        """Independent steps side by side where cores allow, recorded in the order given."""
+        workers = min(len(steps), max(1, (os.cpu_count() or 1) // 2))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            jobs = [pool.submit(self.invoke, name, script, *args) for name, script, args in steps]
+        for (name, _script, _args), job in zip(steps, jobs, strict=True):
+            self.finish(name, job.result())
+
+    def invoke(
+        self, name: str, script: str, *args: str | Path
+    ) -> subprocess.CompletedProcess[bytes]:
+        report = self.report_file(name)
         report.unlink(missing_ok=True)
         cmd = [sys.executable, str(self.parent / "scripts" / script), *map(str, args)]
-        proc = subprocess.run([*cmd, "--report", str(report)], cwd=self.repo, capture_output=True)
+        return subprocess.run([*cmd, "--report", str(report)], cwd=self.repo, capture_output=True)
+
+    def report_file(self, name: str) -> Path:
+        return self.reports / REPORT_FILES.get(name, f"{name}.json")
+
+    def finish(
+        self, name: str, proc: subprocess.CompletedProcess[bytes], advisory: bool = False
+    ) -> int:
+        report = self.report_file(name)
         forward_workflow_commands(proc.stdout)
         try:
             data = json.loads(report.read_bytes())
@@ -214,7 +236,14 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     j.run("assert-inventory", "count_asserts.py", *trees, *refs, *config, *builds, *cache)
     oracle: Args = ("--oracle", j.parent / "oracle", "--oracle-python", built.oracle)
     oracle += ("--call-timeout", str(j.settings.call_timeout))
-    j.run("oracle", "run_oracle.py", *oracle, *builds)
+    crossrun = crossrun_args(j, allowlist, builds)
+    if crossrun is None:
+        j.run("oracle", "run_oracle.py", *oracle, *builds)
+        j.add("crossrun", "advisory", "off in judge.yaml: the parent's tests did not run", {})
+    else:
+        j.run_together(
+            ("oracle", "run_oracle.py", (*oracle, *builds)), ("crossrun", "crossrun.py", crossrun)
+        )
     try:
         quarantine, ledger = oracle_ref_files(j, tmp)
     except FailClosed as exc:
@@ -230,11 +259,24 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
         )
         flake += ("--quarantine", quarantine, "--ledger", ledger)
         flake += ("--max-retry", str(j.settings.flake_max_retry))
+        if crossrun is not None:
+            flake += ("--crossrun-report", j.report_file("crossrun"), "--tree", j.parent)
         j.run("flake-budget", "flake_budget.py", *flake)
     tests: Args = ("--tree", j.patch, "--python", patch_py, "--tests", *j.settings.tests)
     tests += ("--timeout", str(j.settings.advisory_timeout))
     tests += ("--inventory-report", j.reports / "assert-inventory.json")
     j.run("tests", "run_tests.py", *tests, advisory=True)
+
+
+def crossrun_args(j: Judgment, allowlist: Path, builds: Args) -> Args | None:
+    """The crossrun step's arguments, or None when judge.yaml turns it off."""
+    settings = j.settings
+    if settings.crossrun == "off":
+        return None
+    args: Args = ("--tree", j.parent, "--tests", *settings.tests, *builds)
+    args += ("--allowlist", allowlist, "--base", j.base, "--mode", settings.crossrun)
+    args += ("--timeout", str(settings.crossrun_timeout))
+    return (*args, "--test-extra", settings.test_extra) if settings.test_extra else args
 
 
 def judge(j: Judgment, args: argparse.Namespace) -> None:
@@ -320,7 +362,22 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     for mismatch in (steps.get("replay", {}).get("evidence", {}).get("mismatches") or [])[:3]:
         title = f"`{mismatch['id']}` `{mismatch['field']}`"
         lines += ["", title, "```diff", mismatch["diff"], "```"]
+    lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
     return "\n".join(lines) + "\n"
+
+
+def crossrun_lines(evidence: dict[str, Any]) -> list[str]:
+    """The parent's tests that fail on the patch, each with its message and the allowlist row
+    that would let it fail, kept apart from the patch's own (advisory) tests."""
+    failures = evidence.get("failures") or []
+    if not failures:
+        return []
+    lines = ["", "### Parent tests on the patch (these decide)"]
+    for row, command in list(zip(failures, evidence.get("allow_rows") or [], strict=False))[:5]:
+        message = row.get("message", "").strip().splitlines()[-6:]
+        lines += ["", f"`{row['id']}`: {row['outcome']}", "```", *message, "```"]
+        lines += ["If the change is intended, a reviewer adds:", f"`{command}`"]
+    return lines
 
 
 def publish(j: Judgment, matrix: str) -> int:

@@ -35,13 +35,13 @@ from _gate import (
     add_report_arg,
     run_main,
 )
-from allow import INVENTORY, Row, load_allowlist, other_base_note, split_by_base
+from allow import Row, is_cassette_row, load_allowlist, other_base_note, split_by_base
 
 
 def cassette_rows(path: Path, base: str) -> tuple[list[Row], list[Row]]:
-    """(cassette rows of the judged base, of another base); `inventory:` rows belong to the
-    assert inventory."""
-    rows = [row for row in load_allowlist(path) if not row.field.startswith(INVENTORY)]
+    """(cassette rows of the judged base, of another base); the others belong to the assert
+    inventory and the crossrun."""
+    rows = [row for row in load_allowlist(path) if is_cassette_row(row)]
     return split_by_base(rows, base)
 
 

@@ -70,7 +70,9 @@ def execute(args: argparse.Namespace) -> Outcome:
         "outcomes": outcomes,
         "output_tail": result.output_tail,
     }
-    return Outcome(PASS, f"{shown}{note} (never part of the verdict)", evidence)
+    return Outcome(
+        PASS, f"patch tests: {shown}{note} (advisory, never part of the verdict)", evidence
+    )
 
 
 def parser() -> argparse.ArgumentParser:

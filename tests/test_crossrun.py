@@ -1,0 +1,300 @@
+"""Crossrun (issue 9): the parent's own tests, from the base tree, judge the patch's build.
+
+One bake. Each patch is a real branch, built into its own environment from the local
+wheelhouse; scripts/crossrun.py runs as the judge runs it (`main(argv)`): the base worktree's
+tests against the parent build and the patch build. A few scenarios go through the whole judge.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SCRIPTS
+from tests.test_inventory import Change, edits
+from tools.bakery import bake, branch, edit, git, judge
+
+sys.path.insert(0, str(SCRIPTS))
+import crossrun
+from _gate import build_env
+
+SRC = "src/shop/discounts.py"
+MESSAGE = 'raise ValueError(f"cap_cents must be >= 0, got {coupon.cap_cents}")'
+CAP_TEST = "tests/test_discounts.py::test_stack_rejects_invalid_input[negative-cap]"
+D = "tests/test_discounts.py"
+FLAKY = """\
+import sys
+from pathlib import Path
+
+
+def test_flaky_on_the_patch_once() -> None:
+    # Fails on its first run in the patch build's environment only (the judge names it
+    # `patch`): a deterministic stand-in for a test that fails 1 in N.
+    marker = Path(sys.prefix) / "crossrun-flaky-once"
+    first = not marker.exists()
+    marker.touch()
+    assert not (first and Path(sys.prefix).name == "patch")
+"""
+KNOWN_BUG = """\
+from shop.discounts import stack_discounts
+
+
+def test_known_bug() -> None:
+    assert stack_discounts(100, []) == 99
+"""
+FORCE_PASS = """\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+TOML = "pyproject.toml"
+# The same message, built another way: every parent test still passes.
+REFACTOR = edits((SRC, MESSAGE, MESSAGE.replace('f"cap_cents', '"cap_cents" + f"')))
+Built = Callable[[str, str], dict[str, Path]]
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+    yield bake(tmp_path_factory.mktemp("crossrun"))
+
+
+@pytest.fixture(scope="module")
+def envs(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
+    """Worktree and environment of a commit, built once per commit."""
+    root = tmp_path_factory.mktemp("envs")
+    done: dict[str, dict[str, Path]] = {}
+
+    def built(ref: str, side: str) -> dict[str, Path]:
+        sha = git(repo, "rev-parse", ref).strip()
+        if sha not in done:
+            tree = root / sha[:12] / "tree"
+            git(repo, "worktree", "add", "-q", "--detach", str(tree), sha)
+            requirements = tree / "scripts/requirements-judge.txt"
+            python = build_env(tree, root / sha[:12] / side, wheelhouse, requirements)
+            done[sha] = {"tree": tree, "python": python}
+        return done[sha]
+
+    return built
+
+
+def step(
+    repo: Path, envs: Built, head: str, tmp: Path, *extra: str, base: str = "main"
+) -> tuple[int, dict[str, Any]]:
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    report = tmp / "crossrun.json"
+    argv = ["--tree", str(parent["tree"]), "--tests", "tests", "--report", str(report)]
+    argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
+    code = crossrun.main([*argv, *extra])
+    return code, json.loads(report.read_text("utf-8"))
+
+
+def add_file(path: str, text: str) -> Change:
+    return lambda tree: (tree / path).write_text(text, "utf-8")
+
+
+def append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        out.write(text)
+
+
+def message_change(repo: Path) -> None:
+    edit(repo / SRC, MESSAGE, MESSAGE.replace("cap_cents must be", "the cap must be"))
+
+
+def delete_the_pinning_test(tree: Path) -> None:
+    message_change(tree)
+    edit(tree / D, '        "negative-cap",\n', "")
+    edit(tree / D, '        (100, Coupon("percent", 1000, cap_cents=-1), "cap_cents"),\n', "")
+
+
+def plugin_forcing_passes(tree: Path) -> None:
+    message_change(tree)
+    (tree / "src/shop/_force.py").write_text(FORCE_PASS)
+    entry = '[project.entry-points.pytest11]\nforce = "shop._force"\n\n[project.scripts]'
+    edit(tree / TOML, "[project.scripts]", entry)
+
+
+def exit_zero_on_import(tree: Path) -> None:
+    code = '\nimport os as _os, sys as _sys\n\nif "pytest" in _sys.modules:\n    _os._exit(0)\n'
+    append(tree / "src/shop/__init__.py", code)
+
+
+# Patches of the package only: the parent's tests decide.
+BLOCKED: dict[str, tuple[Change, str]] = {
+    "error-message-changed": (message_change, CAP_TEST),
+    # The patch deletes the test that pins the message, and changes the message: the base's
+    # copy of the test still runs.
+    "test-deleted-with-the-behaviour": (delete_the_pinning_test, CAP_TEST),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BLOCKED))
+def test_a_parent_test_failing_on_the_patch_is_deferred_with_its_id(
+    repo: Path, envs: Built, tmp_path: Path, name: str
+) -> None:
+    change, lost = BLOCKED[name]
+    code, report = step(repo, envs, branch(repo, f"crossrun/{name}", change), tmp_path)
+    assert code == 1, report["summary"]
+    assert report["status"] == "deferred", report["summary"]
+    evidence = report["evidence"]
+    assert [row["id"] for row in evidence["failures"]] == [lost]
+    assert "cap_cents" in evidence["failures"][0]["message"]
+    assert evidence["deferred_to"] == "flake-budget"
+    assert any(lost in row for row in evidence["allow_rows"])
+
+
+def test_a_refactor_that_keeps_every_parent_test_passing_passes(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    code, report = step(repo, envs, branch(repo, "crossrun/refactor", REFACTOR), tmp_path)
+    assert report["evidence"]["failures"] == []
+    assert code == 0, report["summary"]
+    assert report["summary"].startswith("parent tests on the patch: ")
+
+
+def allow_row(path: Path, test: str, base: str) -> Path:
+    row = {"id": test, "field": "crossrun", "base": base, "reason": "new wording", "reviewer": "@a"}
+    path.write_text(json.dumps({"allow": [row]}), "utf-8")
+    return path
+
+
+def test_an_allowlisted_parent_test_may_fail_and_the_row_is_shown(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    head = branch(repo, "crossrun/allowed", message_change)
+    base = git(repo, "rev-parse", "main").strip()
+    rows = allow_row(tmp_path / "allowlist.yaml", CAP_TEST, base)
+    code, report = step(repo, envs, head, tmp_path, "--allowlist", str(rows), "--base", base)
+    assert code == 0, report["summary"]
+    assert report["evidence"]["allowed"] == [CAP_TEST]
+    assert report["evidence"]["failures"] == []
+    assert "1 allowed by the allowlist" in report["summary"]
+
+
+def test_a_row_for_a_test_that_still_passes_is_stale(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    base = git(repo, "rev-parse", "main").strip()
+    rows = allow_row(tmp_path / "allowlist.yaml", CAP_TEST, base)
+    code, report = step(repo, envs, "main", tmp_path, "--allowlist", str(rows), "--base", base)
+    assert code == 2, report["summary"]
+    assert "stale" in report["summary"]
+
+
+def test_advisory_mode_reports_and_never_decides(repo: Path, envs: Built, tmp_path: Path) -> None:
+    head = branch(repo, "crossrun/advisory", message_change)
+    code, report = step(repo, envs, head, tmp_path, "--mode", "advisory")
+    assert code == 0, report["summary"]
+    assert [row["id"] for row in report["evidence"]["failures"]] == [CAP_TEST]
+    assert "advisory" in report["summary"] and "deferred_to" not in report["evidence"]
+
+
+# Patches that try to get past the parent's tests from the package they ship.
+EVASIONS: dict[str, Change] = {
+    # A pytest plugin registered by the build's own entry point: never autoloaded here.
+    "entry-point-plugin-forces-passes": plugin_forcing_passes,
+    # The package ends the process as soon as pytest imports it: no result is no pass.
+    "exit-zero-on-import": exit_zero_on_import,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVASIONS))
+def test_a_build_cannot_forge_the_parent_tests_outcomes(
+    repo: Path, envs: Built, tmp_path: Path, name: str
+) -> None:
+    code, report = step(
+        repo, envs, branch(repo, f"crossrun/evade/{name}", EVASIONS[name]), tmp_path
+    )
+    assert code == 1, report["summary"]
+    assert report["status"] in ("block", "deferred"), report["summary"]
+
+
+def test_tests_failing_on_the_parent_are_reported_not_counted(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    base = branch(repo, "crossrun-base/known-bug", add_file("tests/test_bug.py", KNOWN_BUG))
+    head = branch(repo, "crossrun/known-bug", REFACTOR, base=base)
+    code, report = step(repo, envs, head, tmp_path, base=base)
+    assert code == 0, report["summary"]
+    assert report["evidence"]["parent_not_passing"] == ["tests/test_bug.py::test_known_bug"]
+    assert "1 not passing on the parent either" in report["summary"]
+
+
+def test_a_missing_test_dependency_fails_closed(repo: Path, envs: Built, tmp_path: Path) -> None:
+    extra = '[project.optional-dependencies]\ntest = ["pytest-mock>=3"]\n\n[project.scripts]'
+    base = branch(repo, "crossrun-base/extra", edits((TOML, "[project.scripts]", extra)))
+    code, report = step(repo, envs, base, tmp_path, "--test-extra", "test", base=base)
+    assert code == 2, report["summary"]
+    assert "pytest-mock" in report["summary"] and "requirements-judge.txt" in report["summary"]
+
+
+def test_tests_importing_the_base_sources_fail_closed(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    """`pythonpath = ["src"]` would test the base tree's package, not the build."""
+    setting = 'testpaths = ["tests"]\npythonpath = ["src"]\n'
+    base = branch(
+        repo, "crossrun-base/pythonpath", edits((TOML, 'testpaths = ["tests"]\n', setting))
+    )
+    code, report = step(repo, envs, base, tmp_path, base=base)
+    assert code == 2, report["summary"]
+    assert "imported shop" in report["summary"], report["summary"]
+
+
+# --- the whole judge -----------------------------------------------------------------------
+
+
+def test_the_judge_blocks_a_parent_test_the_patch_breaks(repo: Path) -> None:
+    head = branch(repo, "crossrun/judge-message", message_change)
+    verdict = judge(repo, "--base", "main", "--head", head)
+    assert verdict.returncode == 1, verdict.output
+    assert verdict.statuses["crossrun"] == "deferred"
+    assert verdict.statuses["flake-budget"] == "block"
+    remaining = verdict.step("flake-budget")["evidence"]["remaining"]
+    assert remaining == [{"id": CAP_TEST, "step": "crossrun", "passed_on_retry": None}]
+    summary = (repo / "reports/judge-summary.md").read_text("utf-8")
+    assert "Parent tests on the patch" in summary
+    assert f"nox -s allow -- --id '{CAP_TEST}' --field crossrun" in summary
+    assert verdict.step("tests")["summary"].startswith("patch tests: ")
+
+
+def test_a_flaky_parent_test_is_retried_within_the_budget(repo: Path) -> None:
+    base = branch(repo, "crossrun-base/flaky", add_file("tests/test_flaky.py", FLAKY))
+    verdict = judge(repo, "--base", base, "--head", base)
+    assert verdict.returncode == 0, verdict.output
+    assert verdict.statuses["crossrun"] == "deferred"
+    flaky = verdict.step("flake-budget")["evidence"]["flaky"]
+    test = "tests/test_flaky.py::test_flaky_on_the_patch_once"
+    assert flaky == [{"id": test, "step": "crossrun", "passed_on_retry": 1}]
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "[project.optional-dependencies]\ntest = ['hypothesis>=6']",
+        '[dependency-groups]\ntest = [\n  "hypothesis",\n]',
+    ],
+    ids=["extra", "dependency-group"],
+)
+def test_a_test_extra_in_the_builds_loads_its_plugins_by_name(
+    repo: Path, envs: Built, tmp_path: Path, table: str
+) -> None:
+    """hypothesis is pinned in requirements-judge.txt: its pytest plugin is loaded with -p."""
+    name = "extra" if "optional" in table else "group"
+    base = branch(
+        repo,
+        f"crossrun-base/{name}",
+        edits((TOML, "[project.scripts]", f"{table}\n\n[project.scripts]")),
+    )
+    code, report = step(repo, envs, base, tmp_path, "--test-extra", "test", base=base)
+    assert code == 0, report["summary"]
+    assert report["evidence"]["plugins"] == ["_hypothesis_pytestplugin"]

@@ -1,0 +1,335 @@
+"""Crossrun: the parent's own tests, taken from the base tree, judge the patch's build.
+
+    python scripts/crossrun.py --tree BASE_TREE --parent-python P --patch-python Q \
+        [--tests tests ...] [--allowlist FILE --base SHA] [--mode block|advisory] \
+        [--test-extra NAME]
+
+The test folders of the base tree run twice, in the parent build's environment (the reference)
+and in the patch build's, under the oracle's isolation: the base tree's pytest configuration and
+conftest.py files only (ini, rootdir and confcutdir pinned to it), no plugin autoloading, no
+cache, a temporary working directory, the process group killed at the end. The patch can edit
+its own copy of a test; it cannot edit this one.
+
+A test that passes on the parent and fails or errors on the patch is lost. It is deferred to
+flake-budget, which may retry it within the budget or excuse it by quarantine, unless an
+allowlist row of this base (`field: crossrun`, `id`: the test id) names it. A test that passed
+on the parent and is skipped or missing on the patch blocks here. Tests already failing or
+skipped on the parent are reported, never counted; if none passes there, the step cannot see
+and fails closed. A run that imported, from the base tree, a module the build provides too
+(the package through `pythonpath`, say) tested the tree's sources, not the build: it fails
+closed. Test dependencies are an extra or a dependency group of the base's pyproject.toml
+(`--test-extra`), installed like every judge dependency from the hash-pinned wheelhouse; one
+missing from a build fails closed, and the pytest plugins they declare are loaded by name.
+
+The patch's code runs in the process that runs these tests: weaker evidence than the cassettes
+or the worker-isolated oracle, stronger than the patch's own tests. With `--mode advisory` the
+step reports and never decides.
+Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _collect import _toml_table, _toml_value, read_text
+from _gate import (
+    BLOCK,
+    EXIT_CODES_HELP,
+    PASS,
+    FailClosed,
+    Outcome,
+    PytestRun,
+    add_report_arg,
+    run_main,
+    run_pytest,
+)
+from allow import CROSSRUN as FIELD
+from allow import Row, load_allowlist, other_base_note, split_by_base
+
+RETRYABLE = ("failed", "error")
+NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+# Run in a build's environment (isolated: no tree on sys.path): which of the distributions
+# named before `--` are missing, the pytest plugins they declare, and which of the module names
+# after `--` the environment itself provides.
+PROBE = """
+import importlib.metadata as m, importlib.util as u, json, sys
+cut = sys.argv.index("--")
+missing, plugins, provided = [], [], []
+for name in sys.argv[1:cut]:
+    try:
+        dist = m.distribution(name)
+    except m.PackageNotFoundError:
+        missing.append(name)
+        continue
+    plugins += [ep.value.split(":")[0] for ep in dist.entry_points if ep.group == "pytest11"]
+for module in sys.argv[cut + 1:]:
+    try:
+        if u.find_spec(module) is not None:
+            provided.append(module)
+    except (ImportError, ValueError):
+        pass
+print(json.dumps({"missing": missing, "plugins": plugins, "provided": provided}))
+"""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a build's environment holds for the crossrun."""
+
+    missing: tuple[str, ...]  # test dependencies not installed
+    plugins: tuple[str, ...]  # pytest plugins the test dependencies declare, loaded by -p
+    provided: frozenset[str]  # of the modules asked about, those the environment can import
+
+
+def probe(python: Path, names: Sequence[str], modules: Sequence[str] = ()) -> Environment:
+    done = subprocess.run(
+        [str(python), "-I", "-c", PROBE, *names, "--", *modules],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=python.parent,
+    )
+    try:
+        data = json.loads(done.stdout)
+    except ValueError:
+        raise FailClosed(
+            f"{python}: the environment probe failed: {done.stderr[-200:]!r}"
+        ) from None
+    return Environment(tuple(data["missing"]), tuple(data["plugins"]), frozenset(data["provided"]))
+
+
+def run(
+    python: Path, tree: Path, targets: Sequence[str], timeout: float, plugins: Sequence[str]
+) -> PytestRun:
+    options = [arg for plugin in plugins for arg in ("-p", plugin)]
+    return run_pytest(
+        python,
+        tree,
+        targets,
+        prefix="",
+        timeout=timeout,
+        trusted=True,
+        own_config=True,
+        options=options,
+    )
+
+
+def test_requirements(tree: Path, extra: str) -> list[str]:
+    """Distribution names of an extra (or dependency group) of the base's pyproject.toml."""
+    if not extra:
+        return []
+    text = read_text(tree / "pyproject.toml")
+    for header in (r"project\.optional-dependencies", r"dependency-groups"):
+        found = _toml_value(_toml_table(text, header), extra)
+        if found is not None:
+            return [m.group(1) for m in map(NAME.match, found) if m]
+    raise FailClosed(
+        f"pyproject.toml of the base: no extra or dependency group {extra!r} (judge.yaml "
+        "test_extra); name one of [project.optional-dependencies] or [dependency-groups]"
+    )
+
+
+def test_plugins(args: argparse.Namespace) -> tuple[str, ...]:
+    """The pytest plugins of the tests' own dependencies, checked present in both builds."""
+    needed = test_requirements(args.tree, args.test_extra)
+    plugins: tuple[str, ...] = ()
+    for side, python in (("parent", args.parent_python), ("patch", args.patch_python)):
+        env = probe(python, needed)
+        if env.missing:
+            raise FailClosed(
+                f"test dependency {env.missing[0]} (judge.yaml test_extra {args.test_extra!r}) "
+                f"is not in the {side} build's environment: add it, hash-pinned, to "
+                "scripts/requirements-judge.txt"
+            )
+        plugins = env.plugins
+    return plugins
+
+
+def shadowing(python: Path, result: PytestRun, folders: Sequence[str]) -> list[str]:
+    """Modules the run imported from the base tree that the build provides too: the run tested
+    the tree's sources, not the build. Test folders and conftest.py files are the tree's own."""
+    own = tuple(f"{f.rstrip('/')}/" for f in folders)
+    tops = {
+        name.split(".", 1)[0]: path
+        for name, path in result.sources.items()
+        if not path.startswith(own) and path not in folders and Path(path).name != "conftest.py"
+    }
+    provided = probe(python, [], sorted(tops)).provided if tops else frozenset()
+    return sorted(f"{name} ({tops[name]})" for name in provided)
+
+
+def allowed_ids(args: argparse.Namespace) -> tuple[set[str], list[Row], list[Row]]:
+    rows = [r for r in load_allowlist(args.allowlist) if r.field == FIELD] if args.allowlist else []
+    if rows and not args.base:
+        raise FailClosed(f"{args.allowlist}: a row applies only to the base it names; pass --base")
+    current, other = split_by_base(rows, args.base or "")
+    return {r.id for r in current}, current, other
+
+
+def reference(result: PytestRun) -> dict[str, str]:
+    """The parent run's outcomes: what the patch must keep. A parent run on which nothing
+    passes is no reference: the step cannot see."""
+    if result.outcomes is None:
+        why = "timed out" if result.timed_out else f"exit {result.exit_code}"
+        raise FailClosed(
+            f"the parent's tests left no result on the parent build ({why}): "
+            f"{result.output_tail[-200:]!r}"
+        )
+    if "passed" not in result.outcomes.values():
+        first = next(iter(sorted(result.outcomes)), "")
+        why = last_line(result.messages.get(first, "")) if first else "none was collected"
+        raise FailClosed(
+            f"none of the parent's {len(result.outcomes)} tests passes on the parent build in "
+            f"the crossrun (first: {first or '-'}: {why}); fix the base's tests or set "
+            "judge.yaml test_extra"
+        )
+    return result.outcomes
+
+
+def lost_rows(parent: dict[str, str], patch: PytestRun, allowed: set[str]) -> list[dict[str, Any]]:
+    """Each test that passed on the parent and does not pass on the patch."""
+    got = patch.outcomes or {}
+    rows = []
+    for node, before in sorted(parent.items()):
+        after = got.get(node, "missing")
+        if before == "passed" and after != "passed":
+            rows.append(
+                {
+                    "id": node,
+                    "outcome": after,
+                    "retryable": after in RETRYABLE,
+                    "allowed": node in allowed,
+                    "message": patch.messages.get(node, "")[-1000:],
+                }
+            )
+    return rows
+
+
+def allow_command(node: str) -> str:
+    return (
+        f"nox -s allow -- --id '{node}' --field {FIELD} "
+        "--reason '<why the new behaviour is intended>' --reviewer @<you>"
+    )
+
+
+def judged(args: argparse.Namespace, parent: dict[str, str], patch: PytestRun) -> Outcome:
+    allowed, current, other = allowed_ids(args)
+    rows = lost_rows(parent, patch, allowed)
+    stale = sorted(allowed - {row["id"] for row in rows})
+    if stale:
+        raise FailClosed(
+            f"{args.allowlist}: row {stale[0]} {FIELD} for this base matches no lost test (stale)"
+        )
+    counted = [row for row in rows if not row["allowed"]]
+    known = sorted(k for k, v in parent.items() if v != "passed")
+    evidence: dict[str, Any] = {
+        "mode": args.mode,
+        "parent": parent,
+        "patch": patch.outcomes,
+        "failures": counted,
+        "allowed": [row["id"] for row in rows if row["allowed"]],
+        "parent_not_passing": known,
+        "allow_rows": [allow_command(row["id"]) for row in counted],
+        "other_base_rows": [row.as_dict() for row in other],
+    }
+    head = f"parent tests on the patch: {len(parent)} run"
+    note = other_base_note(other, args.allowlist)
+    if known:
+        note += f"; {len(known)} not passing on the parent either (reported, not counted)"
+    if current:
+        note += f"; {len(current)} allowed by the allowlist"
+    if patch.outcomes is None:
+        why = "timed out" if patch.timed_out else f"exit {patch.exit_code}"
+        return decide(args, BLOCK, f"{head}, no result on the patch ({why}){note}", evidence)
+    final = [row for row in counted if not row["retryable"]]
+    if final:
+        first = final[0]
+        summary = f"{head}, {len(final)} passing on the parent are {first['outcome']} on the patch"
+        return decide(args, BLOCK, f"{summary} (first: {first['id']}){note}", evidence)
+    if counted:
+        first = counted[0]
+        summary = (
+            f"{head}, {len(counted)} pass on the parent and fail on the patch (first: "
+            f"{first['id']}: {last_line(first['message'])}); flake-budget decides{note}"
+        )
+        evidence["deferred_to"] = "flake-budget"
+        return decide(args, BLOCK, summary, evidence, status="deferred")
+    return decide(args, PASS, f"{head}, every test passing on the parent passes{note}", evidence)
+
+
+def decide(
+    args: argparse.Namespace,
+    code: int,
+    summary: str,
+    evidence: dict[str, Any],
+    status: str | None = None,
+) -> Outcome:
+    if args.mode == "advisory":
+        evidence.pop("deferred_to", None)
+        return Outcome(PASS, f"{summary} (advisory: never part of the verdict)", evidence)
+    return Outcome(code, summary, evidence, status=status)
+
+
+def last_line(message: str) -> str:
+    """What went wrong, in one line: pytest's first `E` line (the assertion), else the last."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+    found = errors[0] if errors else lines[-1] if lines else "no message"
+    return found[:200]
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    folders = [f for f in args.tests if (args.tree / f).exists()]
+    if not folders:
+        return Outcome(PASS, "no test folder on the base: no parent test to cross-run", {})
+    plugins = test_plugins(args)
+    pythons = {"parent": args.parent_python, "patch": args.patch_python}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        jobs = {
+            side: pool.submit(run, python, args.tree, folders, args.timeout, plugins)
+            for side, python in pythons.items()
+        }
+        results = {side: job.result() for side, job in jobs.items()}
+    for side, result in results.items():
+        shadowed = shadowing(pythons[side], result, folders)
+        if shadowed:
+            raise FailClosed(
+                f"the crossrun on the {side} build imported {shadowed[0]} from the base tree, "
+                "not from the build: take the source folder out of pytest's `pythonpath` (or "
+                "of sys.path in a conftest.py)"
+            )
+    outcome = judged(args, reference(results["parent"]), results["patch"])
+    outcome.evidence["plugins"] = list(plugins)
+    return outcome
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--tree", type=Path, required=True, help="the base tree (tests, config)")
+    p.add_argument("--tests", nargs="+", default=["tests"], help="test folders (judge.yaml)")
+    p.add_argument("--parent-python", type=Path, required=True, help="parent build's python")
+    p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
+    p.add_argument("--allowlist", type=Path, help="oracle/allowlist.yaml (rows `crossrun`)")
+    p.add_argument("--base", help="the judged base commit (allowlist rows name it)")
+    p.add_argument("--mode", choices=("block", "advisory"), default="block")
+    p.add_argument("--test-extra", default="", help="extra or dependency group of the tests")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
+    add_report_arg(p, FIELD)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main(FIELD, parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
