@@ -8,6 +8,7 @@ tests against the parent build and the patch build. A few scenarios go through t
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -237,17 +238,42 @@ def test_a_missing_test_dependency_fails_closed(repo: Path, envs: Built, tmp_pat
     assert "pytest-mock" in report["summary"] and "requirements-judge.txt" in report["summary"]
 
 
-def test_tests_importing_the_base_sources_fail_closed(
+def test_the_builds_package_is_left_out_of_the_tests_copy(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
-    """`pythonpath = ["src"]` would test the base tree's package, not the build."""
+    """`pythonpath = ["src"]` in the base's config: the tests still import the build."""
     setting = 'testpaths = ["tests"]\npythonpath = ["src"]\n'
     base = branch(
         repo, "crossrun-base/pythonpath", edits((TOML, 'testpaths = ["tests"]\n', setting))
     )
+    head = branch(repo, "crossrun/pythonpath-message", message_change, base=base)
+    code, report = step(repo, envs, head, tmp_path, base=base)
+    assert report["evidence"]["hidden"] == ["shop"]
+    assert [row["id"] for row in report["evidence"]["failures"]] == [CAP_TEST]
+    assert code == 1, report["summary"]
+
+
+SYS_PATH = """\
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "vendor"))
+"""
+
+
+def vendored_copy(tree: Path) -> None:
+    """A copy of the package under vendor/, put first on sys.path by the tests' conftest."""
+    shutil.copytree(tree / "src/shop", tree / "vendor/shop")
+    (tree / "tests/conftest.py").write_text(SYS_PATH, "utf-8")
+
+
+def test_tests_importing_the_package_from_the_tree_fail_closed(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    base = branch(repo, "crossrun-base/vendored", vendored_copy)
     code, report = step(repo, envs, base, tmp_path, base=base)
     assert code == 2, report["summary"]
-    assert "imported shop" in report["summary"], report["summary"]
+    assert "imported shop (vendor/shop/" in report["summary"], report["summary"]
 
 
 # --- the whole judge -----------------------------------------------------------------------
@@ -292,7 +318,7 @@ def test_a_test_extra_in_the_builds_loads_its_plugins_by_name(
     name = "extra" if "optional" in table else "group"
     base = branch(
         repo,
-        f"crossrun-base/{name}",
+        f"crossrun-base/plugin-{name}",
         edits((TOML, "[project.scripts]", f"{table}\n\n[project.scripts]")),
     )
     code, report = step(repo, envs, base, tmp_path, "--test-extra", "test", base=base)

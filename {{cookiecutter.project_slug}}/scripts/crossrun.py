@@ -15,11 +15,14 @@ flake-budget, which may retry it within the budget or excuse it by quarantine, u
 allowlist row of this base (`field: crossrun`, `id`: the test id) names it. A test that passed
 on the parent and is skipped or missing on the patch blocks here. Tests already failing or
 skipped on the parent are reported, never counted; if none passes there, the step cannot see
-and fails closed. A run that imported, from the base tree, a module the build provides too
-(the package through `pythonpath`, say) tested the tree's sources, not the build: it fails
-closed. Test dependencies are an extra or a dependency group of the base's pyproject.toml
-(`--test-extra`), installed like every judge dependency from the hash-pinned wheelhouse; one
-missing from a build fails closed, and the pytest plugins they declare are loaded by name.
+and fails closed. Each run works on its own copy of the base tree's tracked files, without the
+top-level modules the builds install (at the root or under `src/`): pytest's default import
+mode may put the root on sys.path, and a flat-layout package there would be tested instead of
+the build. A run that still imported, from its copy, a module the build provides (a conftest
+that extends sys.path, say) fails closed. Test dependencies are an extra or a dependency
+group of the base's pyproject.toml (`--test-extra`), installed like every judge dependency from
+the hash-pinned wheelhouse; one missing from a build fails closed, and the pytest plugins they
+declare are loaded by name.
 
 The patch's code runs in the process that runs these tests: weaker evidence than the cassettes
 or the worker-isolated oracle, stronger than the patch's own tests. With `--mode advisory` the
@@ -32,8 +35,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -108,19 +113,67 @@ def probe(python: Path, names: Sequence[str], modules: Sequence[str] = ()) -> En
 
 
 def run(
-    python: Path, tree: Path, targets: Sequence[str], timeout: float, plugins: Sequence[str]
+    python: Path,
+    tree: Path,
+    targets: Sequence[str],
+    timeout: float,
+    plugins: Sequence[str],
+    hidden: Sequence[str] = (),
 ) -> PytestRun:
+    """The base's tests in one build's environment, from a private copy of the base tree
+    without the `hidden` modules (the build's own): pytest's default import mode puts the
+    root on sys.path for a tests/ package, and a flat-layout package there would shadow the
+    build."""
     options = [arg for plugin in plugins for arg in ("-p", plugin)]
-    return run_pytest(
-        python,
-        tree,
-        targets,
-        prefix="",
-        timeout=timeout,
-        trusted=True,
-        own_config=True,
-        options=options,
+    with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
+        root = copy_tree(tree, Path(name) / "tree", hidden)
+        return run_pytest(
+            python,
+            root,
+            targets,
+            prefix="",
+            timeout=timeout,
+            trusted=True,
+            own_config=True,
+            options=options,
+        )
+
+
+def own_modules(tree: Path) -> list[str]:
+    """Top-level modules of the tree a build could provide: packages and modules at the root
+    (flat layout) and under `src/`."""
+    found = []
+    for folder in (tree, tree / "src"):
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            if entry.suffix == ".py" and entry.name != "conftest.py" and entry.is_file():
+                found.append(entry.stem)
+            elif (entry / "__init__.py").is_file():
+                found.append(entry.name)
+    return sorted(set(found))
+
+
+def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:
+    """The tree's tracked files (all its files outside git) but the `hidden` modules."""
+    skip = {p for name in hidden for p in (name, f"{name}.py", f"src/{name}", f"src/{name}.py")}
+    listed = subprocess.run(
+        ["git", "-C", str(tree), "ls-files", "-z"], capture_output=True, check=False
     )
+    names = listed.stdout.decode("utf-8", "surrogateescape").split("\0")
+    if listed.returncode != 0:
+        names = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()]
+    for rel in filter(None, names):
+        parts = rel.split("/")
+        if parts[0] in skip or "/".join(parts[:2]) in skip or parts[0] == ".git":
+            continue
+        source = tree / rel
+        if source.is_file() and not source.is_symlink():
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+    dest.mkdir(parents=True, exist_ok=True)
+    return dest
 
 
 def test_requirements(tree: Path, extra: str) -> list[str]:
@@ -293,9 +346,13 @@ def execute(args: argparse.Namespace) -> Outcome:
         return Outcome(PASS, "no test folder on the base: no parent test to cross-run", {})
     plugins = test_plugins(args)
     pythons = {"parent": args.parent_python, "patch": args.patch_python}
+    # The test folders stay whatever the builds install (a stray top-level `tests` package).
+    tops = {f.strip("/").split("/", 1)[0].removesuffix(".py") for f in folders}
+    candidates = [m for m in own_modules(args.tree) if m not in tops]
+    hidden = sorted(set().union(*(probe(py, [], candidates).provided for py in pythons.values())))
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {
-            side: pool.submit(run, python, args.tree, folders, args.timeout, plugins)
+            side: pool.submit(run, python, args.tree, folders, args.timeout, plugins, hidden)
             for side, python in pythons.items()
         }
         results = {side: job.result() for side, job in jobs.items()}
@@ -309,6 +366,7 @@ def execute(args: argparse.Namespace) -> Outcome:
             )
     outcome = judged(args, reference(results["parent"]), results["patch"])
     outcome.evidence["plugins"] = list(plugins)
+    outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
     return outcome
 
 

@@ -70,7 +70,8 @@ def rerun_oracle(args: argparse.Namespace, node: str, _evidence: dict[str, Any])
 
 def rerun_crossrun(args: argparse.Namespace, node: str, evidence: dict[str, Any]) -> PytestRun:
     plugins = [str(p) for p in evidence.get("plugins") or []]
-    return crossrun.run(args.patch_python, args.tree, [node], args.timeout, plugins)
+    hidden = [str(m) for m in evidence.get("hidden") or []]
+    return crossrun.run(args.patch_python, args.tree, [node], args.timeout, plugins, hidden)
 
 
 def passes_again(
