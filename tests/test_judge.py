@@ -40,9 +40,12 @@ def test_fresh_repo_merges(shop: Path) -> None:
         "flake-budget",
         "tests",
     ]
-    assert (
-        (shop / "reports" / "judge-summary.md").read_text().startswith("## Oracle judge: **merge**")
-    )
+    summary = (shop / "reports" / "judge-summary.md").read_text()
+    assert summary.startswith("## Oracle judge: **merge**")
+    seconds = {s["name"]: s["seconds"] for s in verdict.report["steps"]}
+    assert all(isinstance(v, float) and v >= 0 for v in seconds.values()), seconds
+    assert seconds["build"] > 0 and seconds["oracle"] > 0, seconds
+    assert "| Step | Status | Seconds | Evidence |" in summary
 
 
 def test_clean_refactor_merges(shop: Path) -> None:

@@ -19,7 +19,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from _gate import FailClosed, load_yaml, require_mapping
+from _gate import FailClosed, Progress, load_yaml, require_mapping
 from _process import Stream, run_group
 
 CASE_FIELDS = (
@@ -358,10 +358,16 @@ def observe(case: Case, run: Run) -> dict[str, Any]:
     return values
 
 
-def run_many(runs: Sequence[tuple[Path, Case]], fixtures: Path) -> list[Run]:
-    """Run (command, case) pairs across all cores, each in its own directory; order is kept."""
+def run_many(runs: Sequence[tuple[Path, Case]], fixtures: Path, label: str) -> list[Run]:
+    """Run (command, case) pairs across all cores, each in its own directory; order is kept.
+    A long run reports its progress on stderr."""
+    progress = Progress(label, len(runs), "invocations")
+    done = []
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return list(pool.map(lambda job: run_case(job[0], job[1], fixtures), runs))
+        for run in pool.map(lambda job: run_case(job[0], job[1], fixtures), runs):
+            done.append(run)
+            progress.advance()
+    return done
 
 
 def describe(run: Run) -> dict[str, Any]:

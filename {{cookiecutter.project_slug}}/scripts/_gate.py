@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,27 @@ class Outcome:
     evidence: dict[str, Any] = field(default_factory=dict)
     # "deferred": a later step named in the evidence decides (see judge.py); exit code 1 alone.
     status: str | None = None
+
+
+class Progress:
+    """`label: done/total unit, N s` on stderr for a long run: first after `every` seconds, then
+    at most every `every` seconds. The judge passes these lines through as they come."""
+
+    def __init__(self, label: str, total: int, unit: str, every: float = 5.0) -> None:
+        self.label, self.total, self.unit, self.every = label, total, unit, every
+        self.done = 0
+        self.start = self.shown = time.monotonic()
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        now = time.monotonic()
+        if now - self.shown >= self.every:
+            self.shown = now
+            line = f"{self.label}: {self.done}/{self.total} {self.unit}, {now - self.start:.0f} s"
+            print(line, file=sys.stderr, flush=True)
+
+
+PROGRESS_LINE = r"^[a-z-]+: \d+/\d+ "  # what the judge forwards from a step's stderr
 
 
 def add_report_arg(parser: argparse.ArgumentParser, name: str) -> None:
@@ -213,6 +235,11 @@ class Config:
     crossrun: str = "block"
     crossrun_timeout: float = 900.0
     test_extra: str = ""
+    jobs: int = 0  # steps run at once after the builds; 0: the number of CPUs
+
+    def __post_init__(self) -> None:
+        if self.jobs <= 0:
+            object.__setattr__(self, "jobs", os.cpu_count() or 1)
 
     @property
     def model_variables(self) -> tuple[str, ...]:
@@ -237,6 +264,7 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "crossrun": str,
     "crossrun_timeout": (int, float),
     "test_extra": str,
+    "jobs": int,
 }
 CONFIG_CHOICES = {"crossrun": ("block", "advisory", "off")}
 CONFIG_REQUIRED = ("command", "base_branch", "oracle_ref", "protected")

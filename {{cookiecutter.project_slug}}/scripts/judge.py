@@ -25,6 +25,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ from _gate import (
     BLOCK,
     FAIL_CLOSED,
     PASS,
+    PROGRESS_LINE,
     STATUS,
     WHEELHOUSE,
     Config,
@@ -68,6 +71,7 @@ REPORT_FILES = {"replay": "replay-report.json"}
 EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge report
 Args = tuple[str | Path, ...]
 MATRIX_STEP = re.compile(r"\(`([a-z-]+)`\)")
+HEARTBEAT = 5.0  # seconds between two "still running" lines of a quiet step
 
 
 @dataclass
@@ -88,15 +92,30 @@ class Judgment:
         assert self.config is not None, "judge.yaml is read before any step runs"
         return self.config
 
-    def record(self, name: str, code: int, summary: str) -> int:
-        return self.add(name, STATUS[code], summary, {})
+    def record(self, name: str, code: int, summary: str, seconds: float = 0.0) -> int:
+        return self.add(name, STATUS[code], summary, {}, seconds)
 
-    def add(self, name: str, status: str, summary: str, evidence: dict[str, Any]) -> int:
+    def add(
+        self,
+        name: str,
+        status: str,
+        summary: str,
+        evidence: dict[str, Any],
+        seconds: float = 0.0,
+    ) -> int:
+        return self.append(self.step(name, status, summary, evidence, seconds))
+
+    def step(
+        self, name: str, status: str, summary: str, evidence: dict[str, Any], seconds: float
+    ) -> dict[str, Any]:
         summary = self.shorten(summary)
         step = {"name": name, "status": status, "summary": summary, "evidence": evidence}
+        return {**step, "seconds": round(seconds, 2)}
+
+    def append(self, step: dict[str, Any]) -> int:
         self.steps.append(step)
-        print(f"judge: {name}: {status}: {summary}", flush=True)
-        return CODE[status]
+        print(f"judge: {step['name']}: {step['status']}: {step['summary']}", flush=True)
+        return CODE[step["status"]]
 
     def shorten(self, text: str) -> str:
         """Name files the way git does (base:path, head:path), not by temporary worktree."""
@@ -106,45 +125,117 @@ class Judgment:
 
     def run(self, name: str, script: str, *args: str | Path, advisory: bool = False) -> int:
         """Run one step script of the base tree; its JSON report is the step's only output."""
-        return self.finish(name, self.invoke(name, script, *args), advisory)
+        return self.append(self.outcome(Step(name, script, args, advisory)))
 
-    def run_together(self, *steps: tuple[str, str, Args]) -> None:
-        """Independent steps side by side where cores allow, recorded in the order given."""
-        workers = min(len(steps), max(1, (os.cpu_count() or 1) // 2))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            jobs = [pool.submit(self.invoke, name, script, *args) for name, script, args in steps]
-        for (name, _script, _args), job in zip(steps, jobs, strict=True):
-            self.finish(name, job.result())
+    def lanes(self, lanes: Sequence[Sequence[Step]], jobs: int) -> list[list[dict[str, Any]]]:
+        """Run lanes of steps side by side, `jobs` at a time; within a lane one after the other,
+        a `needs_pass` step only if the one before it passed. Returns each lane's steps, for
+        the caller to record in the order of the decision table."""
 
-    def invoke(
-        self, name: str, script: str, *args: str | Path
-    ) -> subprocess.CompletedProcess[bytes]:
+        def lane(steps: Sequence[Step]) -> list[dict[str, Any]]:
+            done: list[dict[str, Any]] = []
+            for step in steps:
+                if step.needs_pass and done and CODE[done[-1]["status"]] != PASS:
+                    break
+                done.append(self.outcome(step))
+            return done
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            return list(pool.map(lane, lanes))
+
+    def outcome(self, step: Step) -> dict[str, Any]:
+        return self.finish(
+            step.name, self.invoke(step.name, step.script, *step.args), step.advisory
+        )
+
+    def invoke(self, name: str, script: str, *args: str | Path) -> Ran:
         report = self.report_file(name)
         report.unlink(missing_ok=True)
         cmd = [sys.executable, str(self.parent / "scripts" / script), *map(str, args)]
-        return subprocess.run([*cmd, "--report", str(report)], cwd=self.repo, capture_output=True)
+        return run_step(name, [*cmd, "--report", str(report)], self.repo)
 
     def report_file(self, name: str) -> Path:
         return self.reports / REPORT_FILES.get(name, f"{name}.json")
 
-    def finish(
-        self, name: str, proc: subprocess.CompletedProcess[bytes], advisory: bool = False
-    ) -> int:
+    def finish(self, name: str, ran: Ran, advisory: bool = False) -> dict[str, Any]:
+        """The step as its report tells it (pure: recorded by `append`)."""
         report = self.report_file(name)
-        forward_workflow_commands(proc.stdout)
+        forward_workflow_commands(ran.stdout)
         try:
             data = json.loads(report.read_bytes())
         except (OSError, ValueError):
-            tail = proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
-            why = tail[-1] if tail else f"exit {proc.returncode}"
-            return self.record(name, FAIL_CLOSED, f"step left no report ({why})")
+            tail = [line for line in ran.stderr if line.strip()]
+            why = tail[-1].strip() if tail else f"exit {ran.returncode}"
+            summary = f"step left no report ({why})"
+            return self.step(name, STATUS[FAIL_CLOSED], summary, {}, ran.seconds)
         evidence: dict[str, Any] = {"report": str(report)}
         for key, value in (data.get("evidence") or {}).items():
             if len(json.dumps(value, default=str)) <= EVIDENCE_LIMIT:
                 evidence[key] = value
         status = str(data.get("status"))
         status = "advisory" if advisory else status if status in CODE else "fail-closed"
-        return self.add(name, status, str(data.get("summary", "")), evidence)
+        return self.step(name, status, str(data.get("summary", "")), evidence, ran.seconds)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step script to run: its name, script, arguments, and how it is judged."""
+
+    name: str
+    script: str
+    args: Args
+    advisory: bool = False
+    needs_pass: bool = False  # in a lane, runs only if the step before it passed
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One step's process, as the judge saw it."""
+
+    returncode: int
+    stdout: bytes
+    stderr: list[str]  # its lines, progress lines left out
+    seconds: float
+
+
+def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
+    """Run a step, passing its progress lines through as they come, and saying every few
+    seconds that a step which reports nothing is still running."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    kept: list[str] = []
+    heard = [start]
+    out: list[bytes] = []
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "backslashreplace").rstrip("\n")
+            if re.match(PROGRESS_LINE, line):
+                print(f"judge: {line}", file=sys.stderr, flush=True)
+                heard[0] = time.monotonic()
+            else:
+                kept.append(line)
+
+    def read_stdout() -> None:
+        assert proc.stdout is not None
+        out.append(proc.stdout.read())
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (read_stderr, read_stdout)]
+    for reader in readers:
+        reader.start()
+    while True:
+        try:
+            proc.wait(timeout=HEARTBEAT)
+            break
+        except subprocess.TimeoutExpired:
+            now = time.monotonic()
+            if now - heard[0] >= HEARTBEAT:
+                print(f"judge: {name}: running, {now - start:.0f} s", file=sys.stderr, flush=True)
+                heard[0] = now
+    for reader in readers:
+        reader.join()
+    return Ran(proc.returncode, b"".join(out), kept[-50:], time.monotonic() - start)
 
 
 @dataclass(frozen=True)
@@ -165,6 +256,7 @@ def forward_workflow_commands(stdout: bytes) -> None:
 
 def build_all(j: Judgment, envs: Path, wheelhouse: Path) -> Builds | None:
     """Build parent, patch and the oracle env side by side; the base not building is ours."""
+    start = time.monotonic()
     requirements = j.parent / "scripts" / "requirements-judge.txt"
     with ThreadPoolExecutor(max_workers=3) as pool:
         jobs = {
@@ -182,11 +274,11 @@ def build_all(j: Judgment, envs: Path, wheelhouse: Path) -> Builds | None:
             # A patch that does not build is its own fault; a wheelhouse that lacks what a
             # build needs means the gate cannot see, whichever side it is.
             own_fault = side == "patch" and not isinstance(exc, NotInWheelhouse)
-            j.record(
-                "build", BLOCK if own_fault else FAIL_CLOSED, f"the {side} does not build: {exc}"
-            )
+            code = BLOCK if own_fault else FAIL_CLOSED
+            j.record("build", code, f"the {side} does not build: {exc}", time.monotonic() - start)
             return None
-    j.record("build", PASS, "parent, patch and oracle built into fresh offline environments")
+    done = "parent, patch and oracle built into fresh offline environments"
+    j.record("build", PASS, done, time.monotonic() - start)
     return Builds(**built)
 
 
@@ -214,7 +306,10 @@ def static_steps(j: Judgment) -> bool:
 
 
 def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
-    """Steps that run the builds: replay, inventory, oracle, flake control, advisory tests."""
+    """Steps that run the builds, side by side where they are independent (`jobs` in
+    judge.yaml): record then replay; the inventory then the advisory tests (which read its
+    collected ids); the oracle; the crossrun. Quarantine and flake budget come after all of
+    them, and the report lists every step in the order of the decision table."""
     parent_py, patch_py = built.parent, built.patch
     review = os.environ.get("ORACLE_REVIEW") == "1"
     parent_cmd = bin_dir(parent_py.parent.parent) / j.settings.command
@@ -224,48 +319,50 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     cases += ("--timeout", str(j.settings.case_timeout))
     record = ("--command", parent_cmd, "--base", j.base, "--out", cassette, "--reuse")
     allowlist = (j.patch if review else j.parent) / "oracle/allowlist.yaml"
-    if j.run("record", "record_cassettes.py", *record, *cases) == PASS:
-        commands = ("--parent-command", parent_cmd, "--patch-command", patch_cmd)
-        replay = ("--cassette", cassette, *commands, "--allowlist", allowlist, "--base", j.base)
-        j.run("replay", "replay_cassettes.py", *replay, *cases)
+    commands = ("--parent-command", parent_cmd, "--patch-command", patch_cmd)
+    replay = ("--cassette", cassette, *commands, "--allowlist", allowlist, "--base", j.base)
     trees = ("--parent", j.parent, "--patch", j.patch)
     refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
     config = ("--config", j.parent / "oracle/judge.yaml", "--allowlist", allowlist)
     builds = ("--parent-python", parent_py, "--patch-python", patch_py)
     cache = ("--cache", j.repo / ".oracle" / "inventory-cache.json")
-    j.run("assert-inventory", "count_asserts.py", *trees, *refs, *config, *builds, *cache)
     oracle: Args = ("--oracle", j.parent / "oracle", "--oracle-python", built.oracle)
     oracle += ("--call-timeout", str(j.settings.call_timeout))
+    tests: Args = ("--tree", j.patch, "--python", patch_py, "--tests", *j.settings.tests)
+    tests += ("--timeout", str(j.settings.advisory_timeout))
+    tests += ("--inventory-report", j.reports / "assert-inventory.json")
     crossrun = crossrun_args(j, allowlist, builds)
+    lanes = [
+        [
+            Step("record", "record_cassettes.py", (*record, *cases)),
+            Step("replay", "replay_cassettes.py", (*replay, *cases), needs_pass=True),
+        ],
+        [
+            Step("assert-inventory", "count_asserts.py", (*trees, *refs, *config, *builds, *cache)),
+            Step("tests", "run_tests.py", tests, advisory=True),
+        ],
+        [Step("oracle", "run_oracle.py", (*oracle, *builds))],
+        [Step("crossrun", "crossrun.py", crossrun)] if crossrun is not None else [],
+    ]
+    (recorded, (inventory, *advisory), oracle_steps, crossran) = j.lanes(lanes, j.settings.jobs)
+    for step in (*recorded, inventory, *oracle_steps, *crossran):
+        j.append(step)
     if crossrun is None:
-        j.run("oracle", "run_oracle.py", *oracle, *builds)
         j.add("crossrun", "advisory", "off in judge.yaml: the parent's tests did not run", {})
-    else:
-        j.run_together(
-            ("oracle", "run_oracle.py", (*oracle, *builds)), ("crossrun", "crossrun.py", crossrun)
-        )
     try:
         quarantine, ledger = oracle_ref_files(j, tmp)
     except FailClosed as exc:
         j.record("quarantine", FAIL_CLOSED, str(exc))
     else:
         j.run("quarantine", "check_quarantine.py", "--file", quarantine, *trees)
-        flake: Args = (
-            "--oracle-report",
-            j.reports / "oracle.json",
-            *oracle,
-            "--patch-python",
-            patch_py,
-        )
-        flake += ("--quarantine", quarantine, "--ledger", ledger)
+        flake: Args = ("--oracle-report", j.reports / "oracle.json", *oracle)
+        flake += ("--patch-python", patch_py, "--quarantine", quarantine, "--ledger", ledger)
         flake += ("--max-retry", str(j.settings.flake_max_retry))
         if crossrun is not None:
             flake += ("--crossrun-report", j.report_file("crossrun"), "--tree", j.parent)
         j.run("flake-budget", "flake_budget.py", *flake)
-    tests: Args = ("--tree", j.patch, "--python", patch_py, "--tests", *j.settings.tests)
-    tests += ("--timeout", str(j.settings.advisory_timeout))
-    tests += ("--inventory-report", j.reports / "assert-inventory.json")
-    j.run("tests", "run_tests.py", *tests, advisory=True)
+    for step in advisory:
+        j.append(step)
 
 
 def crossrun_args(j: Judgment, allowlist: Path, builds: Args) -> Args | None:
@@ -355,9 +452,12 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
         "|---|---|---|---|",
         *matrix_rows(matrix, steps),
         "",
-        "| Step | Status | Evidence |",
-        "|---|---|---|",
-        *(f"| {s['name']} | {s['status']} | {cell(s['summary'])} |" for s in report["steps"]),
+        "| Step | Status | Seconds | Evidence |",
+        "|---|---|---|---|",
+        *(
+            f"| {s['name']} | {s['status']} | {s['seconds']:.1f} | {cell(s['summary'])} |"
+            for s in report["steps"]
+        ),
     ]
     for mismatch in (steps.get("replay", {}).get("evidence", {}).get("mismatches") or [])[:3]:
         title = f"`{mismatch['id']}` `{mismatch['field']}`"

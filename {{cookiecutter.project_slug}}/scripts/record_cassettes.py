@@ -84,7 +84,7 @@ def traceback_line(run: Run) -> str | None:
 
 def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> dict[str, Any]:
     recorded: dict[str, Any] = {}
-    done = run_many([(command, case) for case in cases for _ in range(RUNS)], fixtures)
+    done = run_many([(command, case) for case in cases for _ in range(RUNS)], fixtures, "record")
     for index, case in enumerate(cases):
         runs = done[index * RUNS : (index + 1) * RUNS]
         seen = [observe(case, run) for run in runs]

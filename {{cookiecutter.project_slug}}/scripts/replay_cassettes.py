@@ -93,7 +93,8 @@ def replay(
     cases: Sequence[Case], cassette: dict[str, Any], parent: Path, patch: Path, fixtures: Path
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Run parent-now and patch side by side, interleaved so both finish together."""
-    runs = run_many([(command, case) for case in cases for command in (parent, patch)], fixtures)
+    jobs = [(command, case) for case in cases for command in (parent, patch)]
+    runs = run_many(jobs, fixtures, "replay")
     parent_now = [observe(case, runs[2 * i]) for i, case in enumerate(cases)]
     patch_now = [observe(case, runs[2 * i + 1]) for i, case in enumerate(cases)]
     return compare(cases, cassette, parent_now, patch_now)
