@@ -38,6 +38,7 @@ def tests(session: nox.Session) -> None:
     install(
         session,
         "pytest",
+        "pytest-xdist",
         "cookiecutter",
         "nox",
         "uv",
@@ -47,7 +48,8 @@ def tests(session: nox.Session) -> None:
         "mypy",
         "types-PyYAML",
     )
-    session.run("pytest", "-q", *session.posargs, env=env())
+    # A module per worker (its bake and builds are module fixtures); `-n 0` runs serially.
+    session.run("pytest", "-q", "-n", "auto", "--dist", "loadscope", *session.posargs, env=env())
 
 
 @nox.session

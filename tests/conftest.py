@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -22,7 +23,11 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     report = tmp_path_factory.mktemp("wheelhouse") / "report.json"
     cmd = [sys.executable, str(SCRIPTS / "wheelhouse.py"), "--dest", str(path)]
     cmd += ["--requirements", str(SCRIPTS / "requirements-judge.txt"), "--report", str(report)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # pytest-xdist workers share the wheelhouse: one fills it, the others then find it full.
+    with open(path.parent / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     return path
 

@@ -386,6 +386,7 @@ def test_nox_session_allow_writes_the_row(clone: dict[str, Any]) -> None:
 # --- the whole gate ----------------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_rows_left_on_the_base_are_reported_not_fatal(shop: Path, tmp_path: Path) -> None:
     """Rows merged with the patch they amended: the next patch's base is newer, so they are
     clean-up notes, in replay and in the inventory, and the unrelated patch merges."""

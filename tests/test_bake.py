@@ -73,6 +73,7 @@ def test_rebake_over_the_repo_is_idempotent(tmp_path: Path) -> None:
     assert (first / "NOTES.md").read_text() == "the user's own work\n"
 
 
+@pytest.mark.e2e
 def test_bake_without_example_fails_closed_until_it_has_a_case(tmp_path: Path) -> None:
     repo = bake(tmp_path, include_example="no", project_name="Bare", cli_command="bare-cli")
     assert yaml.safe_load((repo / "oracle/cases.yaml").read_text()) == {"cases": []}

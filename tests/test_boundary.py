@@ -111,6 +111,7 @@ def flake_step(
     return data
 
 
+@pytest.mark.e2e
 def test_a_package_that_forges_pytest_reports_is_still_blocked(repo: Path) -> None:
     def attack(tree: Path) -> None:
         edit(tree / DISCOUNTS, INVERT_RETURN, "    return amount + 1\n")

@@ -282,6 +282,7 @@ def test_tests_importing_the_package_from_the_tree_fail_closed(
 # --- the whole judge -----------------------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_the_judge_blocks_a_parent_test_the_patch_breaks(repo: Path) -> None:
     head = branch(repo, "crossrun/judge-message", message_change)
     verdict = judge(repo, "--base", "main", "--head", head)
@@ -296,6 +297,7 @@ def test_the_judge_blocks_a_parent_test_the_patch_breaks(repo: Path) -> None:
     assert verdict.step("tests")["summary"].startswith("patch tests: ")
 
 
+@pytest.mark.e2e
 def test_a_flaky_parent_test_is_retried_within_the_budget(repo: Path) -> None:
     base = branch(repo, "crossrun-base/flaky", add_file("tests/test_flaky.py", FLAKY))
     verdict = judge(repo, "--base", base, "--head", base)

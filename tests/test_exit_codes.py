@@ -22,6 +22,8 @@ import pytest
 
 from tools.bakery import branch, edit
 
+pytestmark = pytest.mark.e2e  # every test here runs the judge's nox session
+
 
 def copy_change(repo: Path) -> None:
     edit(repo / "src/shop/orders.py", '"cart has no items"', '"cart is empty"')

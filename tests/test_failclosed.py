@@ -10,6 +10,8 @@ import pytest
 
 from tools.bakery import Verdict, git, judge
 
+pytestmark = pytest.mark.e2e  # every test here runs the whole judge
+
 
 def clone(shop: Path, tmp_path: Path) -> Path:
     """A clone of the bake, so a broken base does not leak into other tests."""

@@ -56,6 +56,7 @@ def flaky_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return repo
 
 
+@pytest.mark.e2e
 def test_expired_quarantine_row_blocks(shop: Path) -> None:
     yesterday = dt.date.today() - dt.timedelta(days=1)
     on_oracle_ref(shop, "quarantine.yaml", row("tests/test_cli.py::test_help_exits_0", yesterday))
@@ -68,6 +69,7 @@ def test_expired_quarantine_row_blocks(shop: Path) -> None:
         on_oracle_ref(shop, "quarantine.yaml", "quarantine: []\n")
 
 
+@pytest.mark.e2e
 def test_quarantine_row_naming_no_test_blocks(shop: Path) -> None:
     tomorrow = dt.date.today() + dt.timedelta(days=1)
     on_oracle_ref(shop, "quarantine.yaml", row("tests/test_cli.py::test_renamed_away", tomorrow))
@@ -81,6 +83,7 @@ def test_quarantine_row_naming_no_test_blocks(shop: Path) -> None:
         on_oracle_ref(shop, "quarantine.yaml", "quarantine: []\n")
 
 
+@pytest.mark.e2e
 def test_pre_existing_flaky_oracle_passes_within_budget(flaky_repo: Path) -> None:
     verdict = judge(flaky_repo)
     assert verdict.returncode == 0, verdict.output
@@ -97,6 +100,7 @@ def test_pre_existing_flaky_oracle_passes_within_budget(flaky_repo: Path) -> Non
     assert verdict.statuses["flake-budget"] == "pass"
 
 
+@pytest.mark.e2e
 def test_zero_retry_budget_blocks_the_same_flake(flaky_repo: Path) -> None:
     judge_yaml = flaky_repo / "oracle/judge.yaml"
     judge_yaml.write_text(
@@ -109,6 +113,7 @@ def test_zero_retry_budget_blocks_the_same_flake(flaky_repo: Path) -> None:
     assert verdict.statuses["flake-budget"] == "block"
 
 
+@pytest.mark.e2e
 def test_live_quarantine_row_excludes_a_failing_oracle(flaky_repo: Path) -> None:
     judge_yaml = flaky_repo / "oracle/judge.yaml"
     judge_yaml.write_text(
@@ -137,6 +142,7 @@ def test_fails_on_the_second_run() -> None:
 """
 
 
+@pytest.mark.e2e
 def test_variance_freezes_an_unstable_oracle_with_an_expiry(flaky_repo: Path) -> None:
     (flaky_repo / "oracle/test_flaky.py").write_text(SECOND_RUN_FAILS)
     git(flaky_repo, "commit", "-q", "-am", "an oracle test that fails on its second run")

@@ -482,6 +482,7 @@ def test_allowlisted_finding_passes_and_stale_row_fails_closed(repo: Path, tmp_p
     assert code == 2 and "stale" in report["summary"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("name", "verdict", "inventory_status"),
     [("skip-mark", "block", "block"), ("equality-to-truthiness", "block", "block")],
@@ -497,11 +498,13 @@ def test_whole_judge_blocks_an_inventory_attack(
     assert f"::error file={D},line=" in result.output
 
 
+@pytest.mark.e2e
 def test_whole_judge_merges_added_asserts(repo: Path) -> None:
     result = judge(repo, "--head", branch(repo, "judge/add-asserts", BENIGN["add-asserts"]))
     assert result.report["verdict"] == "merge", result.output
 
 
+@pytest.mark.e2e
 def test_os_exit_in_the_suite_shows_as_suspicious_results(repo: Path) -> None:
     exits = write(
         "tests/test_zz_exit.py",

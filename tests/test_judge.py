@@ -11,8 +11,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tools.bakery import Verdict, branch, edit, git, judge
 from tools.demo import clean_refactor
+
+pytestmark = pytest.mark.e2e  # every test here runs the whole judge
 
 MARKER = "PATCHED-CODE-RAN"
 

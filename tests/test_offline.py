@@ -31,6 +31,7 @@ def test_namespace_has_no_network() -> None:
     assert "unreachable" in proc.stderr.lower() or "OSError" in proc.stderr
 
 
+@pytest.mark.e2e
 @needs_unshare
 def test_judge_without_network_still_judges(shop: Path) -> None:
     head = branch(

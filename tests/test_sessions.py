@@ -8,9 +8,12 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tools.bakery import branch, edit, git, judge
+
+pytestmark = pytest.mark.e2e  # every test here runs the whole judge
 
 
 def nox(repo: Path, session: str) -> None:
