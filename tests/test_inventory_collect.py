@@ -437,6 +437,32 @@ def test_collections_are_cached_by_tree(repo: Path, python: Path, tmp_path: Path
     assert runs[1][0] == 0
 
 
+def hypothesis_options(extra: str) -> Change:
+    """The base's tests need hypothesis' plugin (an option of it in addopts), named or not."""
+
+    def change(tree: Path) -> None:
+        edit(tree / "pyproject.toml", TESTPATHS, TESTPATHS + 'addopts = "--hypothesis-seed=0"\n')
+        if extra:
+            table = f"[project.optional-dependencies]\n{extra} = ['hypothesis']\n\n"
+            edit(tree / "pyproject.toml", "[project.scripts]", table + "[project.scripts]")
+            judge_yaml = tree / "oracle/judge.yaml"
+            edit(judge_yaml, 'test_extra: ""', f'test_extra: "{extra}"')
+
+    return change
+
+
+@pytest.mark.parametrize(("extra", "autoload"), [("test", False), ("", True)])
+def test_plugins_of_the_test_extra_load_by_name_with_autoloading_off(
+    repo: Path, python: Path, tmp_path: Path, extra: str, autoload: bool
+) -> None:
+    """Named in judge.yaml `test_extra`, hypothesis' plugin loads by name; unnamed, the
+    collection only succeeds with autoloading back on (the fallback the report records)."""
+    base = branch(repo, f"collect/extra-{extra or 'none'}", hypothesis_options(extra))
+    code, report, _ = run_inventory(repo, base, base, tmp_path, *collected_by(python))
+    assert code == 0, report["summary"]
+    assert report["evidence"]["collection"]["plugin_autoload"] is autoload
+
+
 # --- 6: GitHub annotations --------------------------------------------------------------------
 
 

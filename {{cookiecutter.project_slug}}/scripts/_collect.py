@@ -26,6 +26,7 @@ from pathlib import Path
 from _gate import FailClosed, git
 from _process import run_group
 
+REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
 COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")
 INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 # Variables that make pytest load a plugin without any file of the tree naming it.
@@ -161,6 +162,21 @@ class PytestConfig:
             for plugin in _dash_p(values.get("addopts", [])):
                 found.append(Named(plugin, name, line, f"addopts -p {plugin}"))
         return found
+
+
+def test_requirements(tree: Path, extra: str) -> list[str]:
+    """Distribution names of an extra (or dependency group) of the base's pyproject.toml."""
+    if not extra:
+        return []
+    text = read_text(tree / "pyproject.toml")
+    for header in (r"project\.optional-dependencies", r"dependency-groups"):
+        found = _toml_value(_toml_table(text, header), extra)
+        if found is not None:
+            return [m.group(1) for m in map(REQUIREMENT.match, found) if m]
+    raise FailClosed(
+        f"pyproject.toml of the base: no extra or dependency group {extra!r} (judge.yaml "
+        "test_extra); name one of [project.optional-dependencies] or [dependency-groups]"
+    )
 
 
 def config_file(root: Path) -> Path | None:

@@ -821,14 +821,17 @@ class Side:
     result: _collect.Collection | None = None
 
 
-def sides(args: argparse.Namespace, entries: Sequence[str]) -> list[Side]:
+def sides(args: argparse.Namespace, entries: Sequence[str], extra: str) -> list[Side]:
     """Parent and patch: the `tests:` entries each tree holds, plus its own `testpaths` (a
-    patch may add test paths; only a parent id that stops being collected matters)."""
+    patch may add test paths; only a parent id that stops being collected matters). Plugins
+    load by name: those `required_plugins` names and those of the base's test extra."""
+    tests_need = _collect.test_requirements(args.parent, extra)
     out = []
     for python, root in ((args.parent_python, args.parent), (args.patch_python, args.patch)):
         config = _collect.PytestConfig(root)
         targets = [e for e in entries if (root / e).exists()] + config.testpaths()
-        out.append(Side(python, root, list(dict.fromkeys(targets)), config.get("required_plugins")))
+        required = [*config.get("required_plugins"), *tests_need]
+        out.append(Side(python, root, list(dict.fromkeys(targets)), required))
     return out
 
 
@@ -1039,7 +1042,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     cache = Cache(args.cache, helpers, naming)
     collector = None
     if args.parent_python and args.patch_python:
-        collector = Collector(sides(args, entries), cache)
+        collector = Collector(sides(args, entries, config.test_extra if config else ""), cache)
     parent, patch = Tree.read(args.parent, entries, naming), Tree.read(args.patch, entries, naming)
     cache.fill([parent, patch])
     ids: tuple[Sequence[str], Sequence[str]] = ((), ())

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -45,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _collect import _toml_table, _toml_value, read_text
+from _collect import test_requirements
 from _gate import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -61,7 +60,6 @@ from allow import CROSSRUN as FIELD
 from allow import Row, load_allowlist, other_base_note, split_by_base
 
 RETRYABLE = ("failed", "error")
-NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 # Run in a build's environment (isolated: no tree on sys.path): which of the distributions
 # named before `--` are missing, the pytest plugins they declare, and which of the module names
 # after `--` the environment itself provides.
@@ -174,21 +172,6 @@ def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:
             shutil.copyfile(source, target)
     dest.mkdir(parents=True, exist_ok=True)
     return dest
-
-
-def test_requirements(tree: Path, extra: str) -> list[str]:
-    """Distribution names of an extra (or dependency group) of the base's pyproject.toml."""
-    if not extra:
-        return []
-    text = read_text(tree / "pyproject.toml")
-    for header in (r"project\.optional-dependencies", r"dependency-groups"):
-        found = _toml_value(_toml_table(text, header), extra)
-        if found is not None:
-            return [m.group(1) for m in map(NAME.match, found) if m]
-    raise FailClosed(
-        f"pyproject.toml of the base: no extra or dependency group {extra!r} (judge.yaml "
-        "test_extra); name one of [project.optional-dependencies] or [dependency-groups]"
-    )
 
 
 def test_plugins(args: argparse.Namespace) -> tuple[str, ...]:
