@@ -10,9 +10,10 @@ the judge does not change how it is judged. Start the judge from a trusted check
 base branch; running it inside the patch's own worktree trusts that worktree's noxfile.
 
 Steps: preconditions, write-set, fixtures-lock, build, record, replay, assert-inventory,
-oracle and crossrun (side by side), quarantine, flake-budget, tests (advisory). Writes
-reports/judge-report.json and reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY when
-set).
+oracle, crossrun, quarantine, flake-budget, tests (advisory); once the builds exist, the
+independent ones run side by side (`jobs` in judge.yaml), and each step's seconds are reported.
+Writes reports/judge-report.json and reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY
+when set).
 Exit codes: 0 merge, 1 block, 2 fail closed.
 """
 
