@@ -6,6 +6,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,23 @@ import pytest
 from tools.bakery import TEMPLATE, bake
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
+
+
+def alive(pid: int, grace: float = 5.0) -> bool:
+    """Whether the process still runs `grace` seconds on: SIGKILL to a group is delivered at
+    once but acted on when each process is next scheduled, later on a loaded machine."""
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.exists() and stat.read_text().split()[2] == "Z":
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -7,7 +7,6 @@ judge shows the headline attack (a package that rewrites pytest's reports at imp
 from __future__ import annotations
 
 import json
-import os
 import sys
 import textwrap
 import zipfile
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SCRIPTS
+from tests.conftest import SCRIPTS, alive
 from tools.bakery import bake, branch, edit, git, judge
 
 sys.path.insert(0, str(SCRIPTS))
@@ -384,15 +383,6 @@ def test_leaves_a_grandchild():
     Path({pid!r}).write_text(str(child.pid))
     {after}
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import SCRIPTS
+from tests.conftest import SCRIPTS, alive
 
 
 @dataclass
@@ -251,15 +251,6 @@ open(sys.argv[1], "w").write(str(child.pid))
 print("started", flush=True)
 time.sleep(300)
 """
-
-
-def alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie waiting for its reaper."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
 
 
 def test_hanging_cli_times_out_and_its_process_group_dies(tmp_path: Path) -> None:
