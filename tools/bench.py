@@ -308,6 +308,13 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, float]:
     return with_crossrun, without
 
 
+def scratch(tmp: Path, name: str) -> Path:
+    """A folder of its own for one benchmark: each makes worktrees named parent and patch."""
+    path = tmp / name
+    path.mkdir()
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=1000, help="cassette cases to replay")
@@ -340,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             print("  (<= 1.5)")
         if args.only in (None, "inventory"):
-            seed, cold, warm = inventory_ratios(tmp)
+            seed, cold, warm = inventory_ratios(scratch(tmp, "trees-cpython"))
             print("inventory of the CPython test suite, parent and patch trees")
             print(f"  seed 000           {seed:8.2f} s")
             print(f"  gate cold          {cold:8.2f} s   seed / cold = {seed / cold:5.2f}  (>= 3)")
@@ -350,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.only in (None, "inventory-bake"):
             repo = bake(tmp / "bake-inventory")
             python = build(repo, tmp / "inventory-bake").parent / "python"
-            full, ast_only, one = bake_inventory_ratio(repo, python, tmp)
+            full, ast_only, one = bake_inventory_ratio(repo, python, scratch(tmp, "trees-bake"))
             print("inventory step on the example bake, collect-only on parent and patch")
             print(f"  AST work alone     {ast_only:8.2f} s")
             print(f"  one collect-only   {one:8.2f} s")
@@ -360,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.only in (None, "judge"):
             repo = bake(tmp / "bake-judge")
             build(repo, tmp / "judge")  # fills the wheelhouse
-            with_crossrun, without = judge_seconds(repo, tmp)
+            with_crossrun, without = judge_seconds(repo, scratch(tmp, "trees-judge"))
             print(f"whole judge of a refactor of the example bake, {os.cpu_count()} cores")
             print(f"  crossrun off       {without:8.2f} s")
             ratio = with_crossrun / without
