@@ -62,10 +62,11 @@ from allow import Row, load_allowlist, other_base_note, split_by_base
 RETRYABLE = ("failed", "error")
 # Run in a build's environment (isolated: no tree on sys.path): which of the distributions
 # named before `--` are missing, the pytest plugins they declare, and which of the module names
-# after `--` the environment itself provides.
+# after `--` the environment installs (in site-packages: not the standard library's).
 PROBE = """
-import importlib.metadata as m, importlib.util as u, json, sys
+import importlib.metadata as m, importlib.util as u, json, os, sys, sysconfig
 cut = sys.argv.index("--")
+installed = {os.path.realpath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")}
 missing, plugins, provided = [], [], []
 for name in sys.argv[1:cut]:
     try:
@@ -76,10 +77,12 @@ for name in sys.argv[1:cut]:
     plugins += [ep.value.split(":")[0] for ep in dist.entry_points if ep.group == "pytest11"]
 for module in sys.argv[cut + 1:]:
     try:
-        if u.find_spec(module) is not None:
-            provided.append(module)
+        spec = u.find_spec(module)
     except (ImportError, ValueError):
-        pass
+        continue
+    where = spec and (spec.origin or next(iter(spec.submodule_search_locations or ()), None))
+    if where and any(os.path.realpath(where).startswith(d + os.sep) for d in installed):
+        provided.append(module)
 print(json.dumps({"missing": missing, "plugins": plugins, "provided": provided}))
 """
 
