@@ -75,8 +75,9 @@ def build(repo: Path, scratch: Path) -> Path:
     return bin_dir(python.parent.parent) / "shop"
 
 
-def seed_run_case(bin_path: Path, case: Case) -> dict[str, Any]:
-    """Seed 000's runner, as published: inherited environment, serial, whole-output decode."""
+def seed_run_case(bin_path: Path, case: Case, cwd: Path) -> dict[str, Any]:
+    """Seed 000's runner, as published: inherited environment, serial, whole-output decode;
+    from `cwd`, since the example CLI writes its order store where it runs."""
     env = os.environ.copy()
     env.update(dict(case.env))
     proc = subprocess.run(
@@ -85,6 +86,7 @@ def seed_run_case(bin_path: Path, case: Case) -> dict[str, Any]:
         env=env,
         capture_output=True,
         check=False,
+        cwd=cwd,
     )
     out = proc.stdout.decode("utf-8", errors="replace")
     payload: dict[str, Any] = {"exit_code": proc.returncode, "stdout.raw": out}
@@ -95,8 +97,11 @@ def seed_run_case(bin_path: Path, case: Case) -> dict[str, Any]:
     return payload
 
 
-def replay_ratios(repo: Path, command: Path, cases: int) -> tuple[float, float, float]:
-    """Seconds for: the gate's replay, a bare parallel loop, seed 000's serial runner."""
+def replay_ratios(
+    repo: Path, command: Path, cases: int, scratch: Path
+) -> tuple[float, float, float]:
+    """Seconds for: the gate's replay, a bare parallel loop, seed 000's serial runner (the last
+    two from `scratch`: the gate runs each case in a directory of its own)."""
     base = load_cases(repo / "oracle/cases.yaml")
     batch = [dataclasses.replace(base[i % len(base)], id=f"case-{i}") for i in range(cases)]
     fixtures = repo / "fixtures"
@@ -105,7 +110,7 @@ def replay_ratios(repo: Path, command: Path, cases: int) -> tuple[float, float, 
 
     def bare(case: Case) -> None:
         argv = [str(command), *case.argv]
-        subprocess.run(argv, input=case.stdin, capture_output=True, check=False)
+        subprocess.run(argv, input=case.stdin, capture_output=True, check=False, cwd=scratch)
 
     def bare_parallel() -> None:
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -113,7 +118,7 @@ def replay_ratios(repo: Path, command: Path, cases: int) -> tuple[float, float, 
 
     gate = timed(lambda: replay(batch, cassette, command, command, fixtures))
     loop = timed(bare_parallel)
-    serial = timed(lambda: [seed_run_case(command, case) for case in invocations])
+    serial = timed(lambda: [seed_run_case(command, case, scratch) for case in invocations])
     return gate, loop, serial
 
 
@@ -328,7 +333,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         tmp = Path(name)
         if args.only in (None, "replay"):
             repo = bake(tmp / "bake")
-            gate, loop, serial = replay_ratios(repo, build(repo, tmp), args.cases)
+            gate, loop, serial = replay_ratios(
+                repo, build(repo, tmp), args.cases, scratch(tmp, "runs-replay")
+            )
             print(f"replay of {args.cases} cases (2 invocations each) on {os.cpu_count()} cores")
             print(f"  gate replay        {gate:8.2f} s")
             print(
