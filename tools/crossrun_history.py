@@ -21,16 +21,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools.bakery import TEMPLATE
+from tools.bakery import TEMPLATE, git
 
 sys.path.insert(0, str(TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"))
 import crossrun
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    ).stdout
 
 
 class Builds:
@@ -78,8 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         commits = git(args.repo, "rev-list", "--first-parent", args.head).split()
-    except subprocess.CalledProcessError as exc:
-        print(f"crossrun-history: {args.repo}: {exc.stderr.strip()}", file=sys.stderr)
+    except (RuntimeError, OSError) as exc:  # not a repository, no such folder
+        print(f"crossrun-history: {args.repo}: {exc}", file=sys.stderr)
         return 2
     changing = [
         c

@@ -12,7 +12,7 @@ import operator
 import re
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, TypeAlias
@@ -341,7 +341,7 @@ class Scanner:
         self.over = ""  # the parameter the innermost loop iterates, if any
         if node is not None:
             self.names = frozenset(a.arg for a in all_args(node.args))
-            self.found.params, self.found.empty = signature(node)
+            self.found.params, self.found.empty = parameters(node)
         # What a call argument named so holds: a parameter passed on, or a module constant's size.
         self.found.known = {**(constants or {}), **{n: n for n in self.names}}
 
@@ -499,7 +499,7 @@ def all_args(args: ast.arguments) -> list[ast.arg]:
     return [*args.posonlyargs, *args.args, *args.kwonlyargs]
 
 
-def signature(node: Func) -> tuple[list[str], dict[str, int]]:
+def parameters(node: Func) -> tuple[list[str], dict[str, int]]:
     """A function's positional parameters (a method's first left out: calls through `self`
     do not pass it) and the size of each literal default (None is empty)."""
     args = node.args
@@ -866,7 +866,8 @@ class FileScan:
         # Its checks as written, helper calls unexpanded: what a rename keeps.
         calls = [[line, text] for line, _name, _node, text in found.calls if text]
         test["written"] = sorted([*(s[:2] for s in found.sites), *calls], key=lambda s: s[0])
-        bases = self.far_bases(key.rsplit("::", 1)[0], set()) if "::" in key else []
+        owner = key.rsplit("::", 1)[0] if "::" in key else ""
+        bases = [c for c in self.lineage(owner, set()) if isinstance(c, list)] if owner else []
         if bases:
             test["bases"] = bases  # their skips are the test's: count_asserts reads them
 
@@ -897,37 +898,30 @@ class FileScan:
         """What a call reaches: a function of this file (by key), [module, name] in another
         file (a method of a class imported as a base: `Class::method`), or None."""
         if name.startswith(("self.", "cls.")) and name.count(".") == 1:
-            return self.method(owner, name.split(".", 1)[1], set())
+            method = name.split(".", 1)[1]
+            # The first class of the lineage that has it (the MRO of single inheritance); an
+            # imported base is looked into by count_asserts.
+            for cls in self.lineage(owner, set()):
+                if isinstance(cls, list):
+                    return [cls[0], f"{cls[1]}::{method}"]
+                if f"{cls}::{method}" in self.scanned:
+                    return f"{cls}::{method}"
+            return None
         if name in self.scanned:
             return name
         return self.imported(name) or None
 
-    def method(self, owner: str, name: str, seen: set[str]) -> str | list[str] | None:
-        """A method by the class's bases, in order (the MRO of single inheritance chains)."""
-        if f"{owner}::{name}" in self.scanned:
-            return f"{owner}::{name}"
+    def lineage(self, owner: str, seen: set[str]) -> Iterator[str | list[str]]:
+        """The class and its bases, depth first in order: a class of this file by its key,
+        one imported from another module as [module, class]."""
         seen.add(owner)
+        yield owner
         for base in self.bases.get(owner, []):
-            if base in self.bases and base not in seen:
-                found = self.method(base, name, seen)
-                if found is not None:
-                    return found
+            if base in self.bases:
+                if base not in seen:
+                    yield from self.lineage(base, seen)
             elif self.imported(base):
-                module, cls = self.imported(base)
-                return [module, f"{cls}::{name}"]
-        return None
-
-    def far_bases(self, owner: str, seen: set[str]) -> list[list[str]]:
-        """[module, class] of each base of the class imported from another module, through
-        the bases of this file."""
-        seen.add(owner)
-        out = []
-        for base in self.bases.get(owner, []):
-            if base in self.bases and base not in seen:
-                out += self.far_bases(base, seen)
-            elif self.imported(base):
-                out.append(self.imported(base))
-        return out
+                yield self.imported(base)
 
     def imported(self, name: str) -> list[str]:
         if name in self.names:
@@ -1053,7 +1047,7 @@ class FileScan:
 
     def requested(self, node: Func, setup: Setup) -> list[list[Any]]:
         """Skips of the fixtures a test names (arguments, `usefixtures`) defined in this file."""
-        names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+        names = [a.arg for a in all_args(node.args)]
         for deco in node.decorator_list:
             if isinstance(deco, ast.Call) and dotted(deco.func).endswith("usefixtures"):
                 names += [str(a.value) for a in deco.args if isinstance(a, ast.Constant)]

@@ -96,7 +96,7 @@ class Environment:
     provided: frozenset[str]  # of the modules asked about, those the environment can import
 
 
-def probe(python: Path, names: Sequence[str], modules: Sequence[str] = ()) -> Environment:
+def probe(python: Path, names: Sequence[str], modules: Sequence[str]) -> Environment:
     done = subprocess.run(
         [str(python), "-I", "-c", PROBE, *names, "--", *modules],
         capture_output=True,
@@ -177,20 +177,21 @@ def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:
     return dest
 
 
-def test_plugins(args: argparse.Namespace) -> tuple[str, ...]:
-    """The pytest plugins of the tests' own dependencies, checked present in both builds."""
+def environments(
+    args: argparse.Namespace, pythons: dict[str, Path], candidates: Sequence[str]
+) -> dict[str, Environment]:
+    """One probe per build: the tests' own dependencies (each must be installed) and which of
+    the tree's top-level modules the build installs."""
     needed = test_requirements(args.tree, args.test_extra)
-    plugins: tuple[str, ...] = ()
-    for side, python in (("parent", args.parent_python), ("patch", args.patch_python)):
-        env = probe(python, needed)
+    found = {side: probe(python, needed, candidates) for side, python in pythons.items()}
+    for side, env in found.items():
         if env.missing:
             raise FailClosed(
                 f"test dependency {env.missing[0]} (judge.yaml test_extra {args.test_extra!r}) "
                 f"is not in the {side} build's environment: add it, hash-pinned, to "
                 "scripts/requirements-judge.txt"
             )
-        plugins = env.plugins
-    return plugins
+    return found
 
 
 def shadowing(python: Path, result: PytestRun, folders: Sequence[str]) -> list[str]:
@@ -330,12 +331,13 @@ def execute(args: argparse.Namespace) -> Outcome:
     folders = [f for f in args.tests if (args.tree / f).exists()]
     if not folders:
         return Outcome(PASS, "no test folder on the base: no parent test to cross-run", {})
-    plugins = test_plugins(args)
     pythons = {"parent": args.parent_python, "patch": args.patch_python}
     # The test folders stay whatever the builds install (a stray top-level `tests` package).
     tops = {f.strip("/").split("/", 1)[0].removesuffix(".py") for f in folders}
     candidates = [m for m in own_modules(args.tree) if m not in tops]
-    hidden = sorted(set().union(*(probe(py, [], candidates).provided for py in pythons.values())))
+    envs = environments(args, pythons, candidates)
+    plugins = envs["patch"].plugins
+    hidden = sorted(envs["parent"].provided | envs["patch"].provided)
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {
             side: pool.submit(run, python, args.tree, folders, args.timeout, plugins, hidden)
