@@ -96,6 +96,7 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     "variance_runs": integer(2, 50),
     "duration_cv_max": cv_bound,
     "flake_max_retry": integer(0, 5),
+    "judge_shards": integer(1, 16),
 }
 
 

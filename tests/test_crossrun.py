@@ -22,7 +22,8 @@ from tools.bakery import bake, branch, edit, git, judge
 
 sys.path.insert(0, str(SCRIPTS))
 import crossrun
-from _gate import build_env
+import run_oracle
+from _gate import build_env, tools_env
 
 SRC = "src/shop/discounts.py"
 MESSAGE = 'raise ValueError(f"cap_cents must be >= 0, got {coupon.cap_cents}")'
@@ -277,6 +278,67 @@ def test_tests_importing_the_package_from_the_tree_fail_closed(
     code, report = step(repo, envs, base, tmp_path, base=base)
     assert code == 2, report["summary"]
     assert "imported shop (vendor/shop/" in report["summary"], report["summary"]
+
+
+# --- shards (issue 10): each id judged by exactly one shard, together the whole ------------
+
+
+def shard_reports(run: Callable[[list[str], Path], int], tmp: Path, count: int) -> list[Any]:
+    reports = []
+    for index in range(1, count + 1):
+        report = tmp / f"shard-{index}.json"
+        run(["--shard", f"{index}/{count}"], report)
+        reports.append(json.loads(report.read_text("utf-8")))
+    return reports
+
+
+def test_crossrun_shards_split_the_parent_tests_and_find_the_same_failure(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    head = branch(repo, "crossrun/shards", message_change)
+    _, whole = step(repo, envs, head, tmp_path)
+
+    def run(extra: list[str], report: Path) -> int:
+        parent, patch = envs("main", "parent"), envs(head, "patch")
+        argv = ["--tree", str(parent["tree"]), "--report", str(report), *extra]
+        argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
+        return crossrun.main(argv)
+
+    shards = shard_reports(run, tmp_path, 3)
+    parents = [report["evidence"]["parent"] for report in shards]
+    failures = [row["id"] for report in shards for row in report["evidence"]["failures"]]
+
+    assert {k: v for part in parents for k, v in part.items()} == whole["evidence"]["parent"]
+    assert sum(map(len, parents)) == len(whole["evidence"]["parent"])
+    assert min(map(len, parents)) > 0
+    assert failures == [CAP_TEST] == [row["id"] for row in whole["evidence"]["failures"]]
+    assert sorted(report["status"] for report in shards) == ["deferred", "pass", "pass"]
+    totals = {report["evidence"]["shard"]["total"] for report in shards}
+    assert totals == {len(whole["evidence"]["parent"])}
+
+
+def test_oracle_shards_split_the_properties_between_them(
+    repo: Path, envs: Built, tmp_path: Path, wheelhouse: Path
+) -> None:
+    parent = envs("main", "parent")
+    requirements = parent["tree"] / "scripts/requirements-judge.txt"
+    oracle_python, _ = tools_env(tmp_path / "oracle-env", wheelhouse, requirements)
+
+    def run(extra: list[str], report: Path) -> int:
+        argv = ["--oracle", str(parent["tree"] / "oracle"), "--oracle-python", str(oracle_python)]
+        argv += ["--parent-python", str(parent["python"]), "--patch-python", str(parent["python"])]
+        return run_oracle.main([*argv, "--report", str(report), *extra])
+
+    assert run([], tmp_path / "whole.json") == 0
+    whole = json.loads((tmp_path / "whole.json").read_text("utf-8"))["evidence"]["parent"]
+    shards = shard_reports(run, tmp_path, 2)
+    held = [report["evidence"]["shard"] for report in shards]
+
+    assert [report["status"] for report in shards] == ["pass", "pass"]
+    assert sum(h["owned"] for h in held) == len(whole) == held[0]["total"] == held[1]["total"]
+    parents = [report["evidence"].get("parent", {}) for report in shards]
+    assert {k: v for part in parents for k, v in part.items()} == whole
+    assert not parents[0].keys() & parents[1].keys()
 
 
 # --- the whole judge -----------------------------------------------------------------------

@@ -34,6 +34,7 @@ GOOD: dict[str, Any] = {
     "variance_runs": "5",
     "duration_cv_max": "0.35",
     "flake_max_retry": "1",
+    "judge_shards": "1",
 }
 
 
@@ -54,6 +55,8 @@ def test_defaults_of_cookiecutter_json_are_valid() -> None:
         ("oracle_ref", ".hidden/x"),
         ("owners", ""),
         ("variance_runs", "x"),
+        ("judge_shards", "0"),
+        ("judge_shards", "17"),
     ],
 )
 def test_each_broken_answer_is_one_line_naming_it(name: str, value: str) -> None:

@@ -7,6 +7,7 @@ the patch loads through configuration is an outcome hook; findings become GitHub
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -20,7 +21,8 @@ from tests.test_inventory import Change, collected_by, edits, run_inventory
 from tools.bakery import branch, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
-from _collect import annotation
+from _collect import annotation, collection_key
+from _gate import tools_env
 
 # The same bake and build as test_inventory.py, made again for this module.
 repo = test_inventory.repo
@@ -435,6 +437,25 @@ def test_collections_are_cached_by_tree(repo: Path, python: Path, tmp_path: Path
         "cached": [False, False],
     }
     assert runs[1][0] == 0
+
+
+def test_fresh_environments_of_the_same_pins_share_a_collection_key(
+    repo: Path, tmp_path: Path, wheelhouse: Path
+) -> None:
+    """The judge builds its environments anew on every run, elsewhere each time."""
+    requirements = repo / "scripts/requirements-judge.txt"
+    first, second = (
+        tools_env(tmp_path / name / "env", wheelhouse, requirements)[0] for name in "ab"
+    )
+    bare = tmp_path / "bare" / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    args = ("tests",)
+
+    assert collection_key(first, repo, args, False) == collection_key(second, repo, args, False)
+    assert collection_key(first, repo, args, False) != collection_key(
+        bare / "bin/python", repo, args, False
+    )
+    assert collection_key(first, repo, args, False) != collection_key(first, repo, args, True)
 
 
 def hypothesis_options(extra: str) -> Change:

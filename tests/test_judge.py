@@ -6,6 +6,7 @@ the way the README tells users to run the judge on an untrusted branch.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -77,7 +78,7 @@ def test_editing_cases_fails_closed(shop: Path) -> None:
     assert "oracle/cases.yaml" in verdict.step("write-set")["summary"]
 
 
-def test_changed_output_blocks(shop: Path) -> None:
+def test_changed_output_blocks_whole_and_in_two_shards(shop: Path, tmp_path: Path) -> None:
     def copy_change(repo: Path) -> None:
         edit(repo / "src/shop/orders.py", '"cart has no items"', '"cart is empty"')
 
@@ -91,6 +92,31 @@ def test_changed_output_blocks(shop: Path) -> None:
     replay_row = next(line for line in summary.splitlines() if line.startswith("| Output changed"))
     assert "**block**: 2 compared fields changed" in replay_row
     assert '+    "message": "cart is empty"' in summary
+    # The same patch judged by two runners and merged (issue 10): same verdict, same findings.
+    folders = [tmp_path / f"shard-{i}" for i in (1, 2)]
+    for index, folder in enumerate(folders, 1):
+        shard = ["--head", "copy-change", "--shard", f"{index}/2", "--reports", str(folder)]
+        ran = subprocess.run(["nox", "-s", "judge", "--", *shard], cwd=shop, capture_output=True)
+        assert ran.returncode in (0, 1), ran.stdout[-2000:]
+    merged = tmp_path / "merged"
+    cmd = ["nox", "-s", "merge", "--", *map(str, folders), "--out", str(merged)]
+    ran = subprocess.run(cmd, cwd=shop, capture_output=True, text=True)
+    report = json.loads((merged / "judge-report.json").read_text("utf-8"))
+    assert (ran.returncode, report["verdict"]) == (1, "block"), ran.stdout
+    assert [s["name"] for s in report["steps"]] == [s["name"] for s in verdict.report["steps"]]
+    for name in ("replay", "oracle", "crossrun"):
+        assert findings(merged, name) == findings(shop / "reports", name), name
+    assert "empty-cart-rejects" in {case for case, _ in findings(merged, "replay")}
+    assert {s["name"]: s["status"] for s in report["steps"]} == verdict.statuses
+    assert list((shop / ".oracle/cassettes").glob("*/cassettes-shard-2-of-2.json"))
+
+
+def findings(folder: Path, step: str) -> list[tuple[str, str]]:
+    """What a step found: the (id, field or outcome) of each mismatch or lost result."""
+    name = "replay-report.json" if step == "replay" else f"{step}.json"
+    evidence = json.loads((folder / name).read_text("utf-8"))["evidence"]
+    rows = evidence.get("mismatches", []) + evidence.get("failures", [])
+    return sorted((row["id"], row.get("field") or row.get("outcome")) for row in rows)
 
 
 def test_deleted_test_file_blocks(shop: Path) -> None:

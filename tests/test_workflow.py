@@ -26,15 +26,21 @@ PIN_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
 
 
-@pytest.fixture(scope="module")
-def baked(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", params=[1, 3], ids=["one-judge", "three-shards"])
+def baked(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
     # Answers that reach the workflow through Jinja, away from their defaults.
     return bake(
         tmp_path_factory.mktemp("workflow"),
         base_branch="release/2.x",
         oracle_ref="oracle/ledger",
         variance_runs=2,
+        judge_shards=request.param,
     )
+
+
+def shards(workflow: dict[Any, Any]) -> int:
+    job = workflow["jobs"].get("judge-shard")
+    return len(job["strategy"]["matrix"]["shard"]) if job else 1
 
 
 def load(repo: Path) -> dict[Any, Any]:
@@ -98,9 +104,38 @@ def test_only_the_pushing_job_keeps_a_credential(baked: Path) -> None:
             assert checkouts[0]["with"]["ssh-key"] == "${{ secrets.ORACLE_REF_DEPLOY_KEY }}"
     assert pushers == ["variance-ledger"]
     # The judge runs from the base checkout, the pull request head is only its subject.
-    judge = workflow["jobs"]["judge"]["steps"]
-    assert judge[0]["with"]["ref"] == "${{ github.base_ref }}"
-    assert any(s.get("run") == "nox -s judge -- --head origin/pr-head" for s in judge)
+    judges = [job for name, job in workflow["jobs"].items() if name.startswith("judge")]
+    assert all(job["steps"][0]["with"]["ref"] == "${{ github.base_ref }}" for job in judges)
+    runs = [s.get("run", "") for job in judges for s in job["steps"]]
+    assert any(run.startswith("nox -s judge -- --head origin/pr-head") for run in runs)
+
+
+def test_shards_run_as_a_matrix_and_the_judge_job_merges_them(baked: Path) -> None:
+    workflow = load(baked)
+    jobs = workflow["jobs"]
+    judge = jobs["judge"]
+    count = shards(workflow)
+    # The required check keeps its name whatever the answer.
+    assert judge["name"] == "judge"
+    if count == 1:
+        assert "judge-shard" not in jobs and "needs" not in judge
+        return
+    shard = jobs["judge-shard"]
+    assert shard["strategy"] == {"fail-fast": False, "matrix": {"shard": [1, 2, 3]}}
+    assert shard["env"]["SHARDS"] == 3
+    run = [s["run"] for s in shard["steps"] if "--shard" in s.get("run", "")]
+    assert run == ['nox -s judge -- --head origin/pr-head --shard "${SHARD}/${SHARDS}"']
+    # The merge runs whatever the shards ended with, and only reads their reports.
+    assert (judge["needs"], judge["if"]) == (
+        "judge-shard",
+        "always() && github.event_name == 'pull_request'",
+    )
+    download = next(s for s in judge["steps"] if "download-artifact" in s.get("uses", ""))
+    assert download["with"] == {"pattern": "judge-shard-*", "path": "shards/"}
+    assert "nox -s merge -- shards/judge-shard-* --out reports" in [
+        s.get("run") for s in judge["steps"]
+    ]
+    assert not any("pr-head" in s.get("run", "") for s in judge["steps"])
 
 
 def test_permissions_are_least_privilege(baked: Path) -> None:
@@ -129,7 +164,7 @@ def test_nox_and_uv_are_installed_hash_checked(baked: Path) -> None:
     # Every install of a tool in every job, and each one only from the hash-pinned file.
     runs = [step.get("run", "") for _, step in steps(load(baked))]
     installs = [run for run in runs if "install" in run]
-    assert len(installs) == 3
+    assert len(installs) == 3 + (shards(load(baked)) > 1)
     for run in installs:
         assert run == (
             "python -m pip install --require-hashes --only-binary ':all:' "

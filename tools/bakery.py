@@ -97,4 +97,5 @@ def judge(
 if __name__ == "__main__":
     import sys
 
-    print(bake(Path(sys.argv[1])))
+    # python -m tools.bakery DEST [answer=value ...]
+    print(bake(Path(sys.argv[1]), **dict(arg.split("=", 1) for arg in sys.argv[2:])))

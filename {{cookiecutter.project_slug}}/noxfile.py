@@ -5,6 +5,8 @@ Start the judge from a trusted checkout of the base branch and pass the untruste
 worktree trusts that worktree.
 
     nox -s judge -- --head agent/branch      # exit 0 merge, 1 block, 2 fail closed
+    nox -s judge -- --head B --shard 2/4 --reports reports-2   # one CI runner of four
+    nox -s merge -- reports-1 reports-2 reports-3 reports-4   # their verdict, exit as judge
     nox -s record | lock | variance | tests | wheelhouse | allow
 """
 
@@ -105,27 +107,31 @@ def judge(session: nox.Session) -> None:
         install_offline(session)
     except CommandFailed as exc:
         finish(session, FAIL_CLOSED, f"installing from {WHEELHOUSE} ended with {status(exc)}")
+    decide(session, "scripts/judge.py", "--wheelhouse", WHEELHOUSE, *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def merge(session: nox.Session) -> None:
+    """Merge the report folders of `judge -- --shard I/N` runs into one verdict (stdlib only)."""
+    decide(session, "scripts/merge_shards.py", *session.posargs)
+
+
+def decide(session: nox.Session, script: str, *args: str) -> None:
+    """Run a script that ends in a verdict and end nox with its exit code."""
     try:
-        ran = session.run(
-            "python",
-            "scripts/judge.py",
-            "--wheelhouse",
-            WHEELHOUSE,
-            *session.posargs,
-            env=offline_env(),
-        )
+        ran = session.run("python", script, *args, env=offline_env())
     except CommandFailed as exc:
-        # The exit is the judge's own return code, never read from a report on disk: --reports
+        # The exit is the script's own return code, never read from a report on disk: --reports
         # can move the report, and argparse or --help stop the judge before it writes one.
         if exc.return_code in (BLOCK, FAIL_CLOSED):
             finish(session, exc.return_code)
-        finish(session, FAIL_CLOSED, f"the judge ended with {status(exc)}, not 0, 1 or 2")
-    if ran is None:  # nox --install-only: the judge did not run
-        session.log("judge: environment installed, nothing judged (exit 0)")
+        finish(session, FAIL_CLOSED, f"{script} ended with {status(exc)}, not 0, 1 or 2")
+    if ran is None:  # nox --install-only: nothing was judged
+        session.log(f"{session.name}: environment installed, nothing judged (exit 0)")
     elif asks_help(session.posargs):
-        session.log("judge: help printed, nothing judged (exit 0)")
+        session.log(f"{session.name}: help printed, nothing judged (exit 0)")
     else:
-        session.log("judge: merge (exit 0)")
+        session.log(f"{session.name}: merge (exit 0)")
 
 
 @nox.session(requires=["wheelhouse"])

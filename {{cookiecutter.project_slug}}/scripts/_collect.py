@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from _gate import FailClosed, git
+from _gate import FailClosed, dist_infos, git
 from _process import run_group
 
 REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
@@ -339,12 +339,22 @@ def collection_key(python: Path, root: Path, args: Sequence[str], autoload: bool
     tree = tree_id(root)
     if tree is None:
         return None
-    try:
-        stamp = (python.parent.parent / "pyvenv.cfg").stat().st_mtime_ns
-    except OSError:
-        stamp = 0
-    key = [tree, str(python), stamp, list(args), autoload, BOOT]
+    key = [tree, environment_stamp(python), list(args), autoload, BOOT]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+
+
+def environment_stamp(python: Path) -> list[str]:
+    """What an environment is, not where: its pyvenv.cfg and each distribution it holds, by
+    name and version. The judge builds fresh environments on every run; the same trees
+    installed from the same hash-pinned wheels collect the same ids."""
+    env = python.parent.parent
+    try:
+        config = (env / "pyvenv.cfg").read_text("utf-8", "replace")
+    except OSError:
+        return [str(python)]  # not a venv: only this interpreter, where it is
+    # `command` (python -m venv) names the environment's own path.
+    lines = [line for line in config.splitlines() if not line.startswith("command")]
+    return [*lines, *sorted(path.name for path in dist_infos(env))]
 
 
 def collection_env(autoload: bool) -> dict[str, str]:

@@ -507,7 +507,7 @@ def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
 
 # The gate's pytest plugins, copied into a fresh folder on PYTHONPATH for each run, so no module
 # of the tree under test can shadow them and no other file of scripts/ lands on sys.path.
-PLUGIN_FILES = ("_pytest_evidence.py", "_subject.py", "_worker.py")
+PLUGIN_FILES = ("_pytest_evidence.py", "_shard.py", "_subject.py", "_worker.py")
 
 
 @dataclass
@@ -522,6 +522,7 @@ class PytestRun:
     hits: dict[str, int]  # node id -> assertions that passed in it
     output_tail: str
     sources: dict[str, str] = field(default_factory=dict)  # module -> file under the root
+    deselected: int = 0  # tests left to other shards
 
 
 def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
@@ -541,6 +542,7 @@ def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
         {node: int(row["hits"]) for node, row in rows.items()},
         tail,
         dict(data.get("sources") or {}),
+        int(data.get("deselected") or 0),
     )
 
 

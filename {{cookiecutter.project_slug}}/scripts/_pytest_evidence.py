@@ -6,7 +6,9 @@ and how many assertions passed in it (pytest's `pytest_assertion_pass` hook, ena
 `enable_assertion_pass_hook`), and writes them as JSON when the session ends. Ids are
 `report.nodeid` verbatim, never rebuilt from JUnit class names. With `--oracle-sources ROOT`
 it also records the modules the run imported from files under ROOT, so the gate can tell a run
-that tested a tree's own sources from one that tested the installed build.
+that tested a tree's own sources from one that tested the installed build. With
+`--oracle-shard I/N` it deselects every test another shard owns (scripts/_shard.py) and
+records how many it deselected.
 
 A run that dies before the session ends leaves no file: the gate reads that as truncated.
 """
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _shard import parse_shard
 
 # An outcome never improves: a failed call stays failed when its teardown passes.
 RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
@@ -29,6 +32,7 @@ MESSAGE_LIMIT = 500
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--oracle-evidence", help="JSON file the gate reads the run's results from")
     parser.addoption("--oracle-sources", help="record the modules imported from under this root")
+    parser.addoption("--oracle-shard", help="run only the tests of shard I/N")
 
 
 class Evidence:
@@ -36,12 +40,16 @@ class Evidence:
         self.path = path
         self.sources = Path(sources).resolve() if sources else None
         self.collected: list[str] = []
+        self.deselected = 0
         self.tests: dict[str, dict[str, Any]] = {}
 
     def row(self, nodeid: str) -> dict[str, Any]:
         return self.tests.setdefault(
             nodeid, {"outcome": "passed", "seconds": 0.0, "message": "", "hits": 0}
         )
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += len(items)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -73,7 +81,12 @@ class Evidence:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        payload = {"collected": self.collected, "tests": self.tests, "exitstatus": int(exitstatus)}
+        payload = {
+            "collected": self.collected,
+            "deselected": self.deselected,
+            "tests": self.tests,
+            "exitstatus": int(exitstatus),
+        }
         if self.sources is not None:
             payload["sources"] = imported_from(self.sources)
         tmp = self.path.with_name(self.path.name + ".tmp")
@@ -99,3 +112,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if target:
         evidence = Evidence(Path(target), config.getoption("--oracle-sources"))
         config.pluginmanager.register(evidence, "oracle-gate-evidence")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    option = config.getoption("--oracle-shard")
+    if not option:
+        return
+    shard = parse_shard(option)
+    other = [item for item in items if not shard.owns(item.nodeid)]
+    if other:
+        items[:] = [item for item in items if shard.owns(item.nodeid)]
+        config.hook.pytest_deselected(items=other)

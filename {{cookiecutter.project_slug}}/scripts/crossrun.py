@@ -26,7 +26,9 @@ declare are loaded by name.
 
 The patch's code runs in the process that runs these tests: weaker evidence than the cassettes
 or the worker-isolated oracle, stronger than the patch's own tests. With `--mode advisory` the
-step reports and never decides.
+step reports and never decides. With `--shard I/N` both runs hold only the tests of that shard
+and only the rows naming them are checked (scripts/_shard.py); whether any parent test passes
+at all is then the merge's to check (`parent_passing` in the evidence).
 Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed.
 """
 
@@ -56,6 +58,7 @@ from _gate import (
     run_main,
     run_pytest,
 )
+from _shard import WHOLE, Shard, add_shard_arg
 from allow import CROSSRUN as FIELD
 from allow import Row, load_allowlist, other_base_note, split_by_base
 
@@ -120,12 +123,14 @@ def run(
     timeout: float,
     plugins: Sequence[str],
     hidden: Sequence[str] = (),
+    shard: Shard = WHOLE,
 ) -> PytestRun:
     """The base's tests in one build's environment, from a private copy of the base tree
     without the `hidden` modules (the build's own): pytest's default import mode puts the
     root on sys.path for a tests/ package, and a flat-layout package there would shadow the
     build."""
     options = [arg for plugin in plugins for arg in ("-p", plugin)]
+    options += [] if shard.whole else [f"--oracle-shard={shard}"]
     with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
         root = copy_tree(tree, Path(name) / "tree", hidden)
         return run_pytest(
@@ -211,20 +216,20 @@ def allowed_ids(args: argparse.Namespace) -> tuple[set[str], list[Row], list[Row
     rows = [r for r in load_allowlist(args.allowlist) if r.field == FIELD] if args.allowlist else []
     if rows and not args.base:
         raise FailClosed(f"{args.allowlist}: a row applies only to the base it names; pass --base")
-    current, other = split_by_base(rows, args.base or "")
+    current, other = split_by_base(args.shard.pick(rows, lambda row: row.id), args.base or "")
     return {r.id for r in current}, current, other
 
 
-def reference(result: PytestRun) -> dict[str, str]:
+def reference(result: PytestRun, shard: Shard) -> dict[str, str]:
     """The parent run's outcomes: what the patch must keep. A parent run on which nothing
-    passes is no reference: the step cannot see."""
+    passes is no reference: the step cannot see (for a shard, the merge decides that)."""
     if result.outcomes is None:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
         raise FailClosed(
             f"the parent's tests left no result on the parent build ({why}): "
             f"{result.output_tail[-200:]!r}"
         )
-    if "passed" not in result.outcomes.values():
+    if "passed" not in result.outcomes.values() and shard.whole:
         first = next(iter(sorted(result.outcomes)), "")
         why = last_line(result.messages.get(first, "")) if first else "none was collected"
         raise FailClosed(
@@ -273,6 +278,7 @@ def judged(args: argparse.Namespace, parent: dict[str, str], patch: PytestRun) -
     known = sorted(k for k, v in parent.items() if v != "passed")
     evidence: dict[str, Any] = {
         "mode": args.mode,
+        "parent_passing": sum(outcome == "passed" for outcome in parent.values()),
         "parent": parent,
         "patch": patch.outcomes,
         "failures": counted,
@@ -340,7 +346,9 @@ def execute(args: argparse.Namespace) -> Outcome:
     hidden = sorted(envs["parent"].provided | envs["patch"].provided)
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {
-            side: pool.submit(run, python, args.tree, folders, args.timeout, plugins, hidden)
+            side: pool.submit(
+                run, python, args.tree, folders, args.timeout, plugins, hidden, args.shard
+            )
             for side, python in pythons.items()
         }
         results = {side: job.result() for side, job in jobs.items()}
@@ -352,7 +360,10 @@ def execute(args: argparse.Namespace) -> Outcome:
                 "not from the build: take the source folder out of pytest's `pythonpath` (or "
                 "of sys.path in a conftest.py)"
             )
-    outcome = judged(args, reference(results["parent"]), results["patch"])
+    parent = reference(results["parent"], args.shard)
+    outcome = judged(args, parent, results["patch"])
+    total = len(parent) + results["parent"].deselected
+    outcome.evidence["shard"] = args.shard.evidence(len(parent), total)
     outcome.evidence["plugins"] = list(plugins)
     outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
     return outcome
@@ -369,6 +380,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("block", "advisory"), default="block")
     p.add_argument("--test-extra", default="", help="extra or dependency group of the tests")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
+    add_shard_arg(p)
     add_report_arg(p, FIELD)
     return p
 

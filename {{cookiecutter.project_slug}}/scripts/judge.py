@@ -14,6 +14,11 @@ oracle, crossrun, quarantine, flake-budget, tests (advisory); once the builds ex
 independent ones run side by side (`jobs` in judge.yaml), and each step's seconds are reported.
 Writes reports/judge-report.json and reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY
 when set).
+
+With `--shard I/N` (one CI runner of N) record, replay, oracle and crossrun judge only the cases
+and tests of shard I (scripts/_shard.py); preconditions, build and flake budget run on every
+shard, the other steps on shard 1 only. scripts/merge_shards.py combines the N report folders
+into one verdict.
 Exit codes: 0 merge, 1 block, 2 fail closed.
 """
 
@@ -58,6 +63,7 @@ from _gate import (
     tools_env,
     write_json,
 )
+from _shard import WHOLE, Shard, add_shard_arg
 
 VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
 # "deferred": the step's failures are decided by the later step its evidence names.
@@ -86,7 +92,13 @@ class Judgment:
     parent: Path = Path()
     patch: Path = Path()
     config: Config | None = None
+    shard: Shard = WHOLE
     steps: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def leads(self) -> bool:
+        """Whether this run holds the steps that are not split across shards."""
+        return self.shard.index == 1
 
     @property
     def settings(self) -> Config:
@@ -169,13 +181,20 @@ class Judgment:
             why = tail[-1].strip() if tail else f"exit {ran.returncode}"
             summary = f"step left no report ({why})"
             return self.step(name, STATUS[FAIL_CLOSED], summary, {}, ran.seconds)
-        evidence: dict[str, Any] = {"report": str(report)}
-        for key, value in (data.get("evidence") or {}).items():
-            if len(json.dumps(value, default=str)) <= EVIDENCE_LIMIT:
-                evidence[key] = value
+        evidence = brief(report, data.get("evidence") or {})
         status = str(data.get("status"))
         status = "advisory" if advisory else status if status in CODE else "fail-closed"
         return self.step(name, status, str(data.get("summary", "")), evidence, ran.seconds)
+
+
+def brief(report: Path, evidence: dict[str, Any]) -> dict[str, Any]:
+    """A step's evidence as the judge report carries it: the values that are short, and
+    where the step's own report has them all."""
+    kept = {"report": str(report)}
+    for key, value in evidence.items():
+        if len(json.dumps(value, default=str)) <= EVIDENCE_LIMIT:
+            kept[key] = value
+    return kept
 
 
 @dataclass(frozen=True)
@@ -300,9 +319,10 @@ def static_steps(j: Judgment) -> bool:
     evidence = j.patch if os.environ.get("ORACLE_REVIEW") == "1" else j.parent
     config = j.parent / "oracle" / "judge.yaml"
     refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
-    j.run("write-set", "classify_write_set.py", *refs, "--config", config)
-    lock = ("--lock", evidence / "fixtures.lock", "--base-root", j.parent)
-    j.run("fixtures-lock", "lock_fixtures.py", "--check", "--root", j.patch, *lock)
+    if j.leads:
+        j.run("write-set", "classify_write_set.py", *refs, "--config", config)
+        lock = ("--lock", evidence / "fixtures.lock", "--base-root", j.parent)
+        j.run("fixtures-lock", "lock_fixtures.py", "--check", "--root", j.patch, *lock)
     return True
 
 
@@ -315,9 +335,11 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     review = os.environ.get("ORACLE_REVIEW") == "1"
     parent_cmd = bin_dir(parent_py.parent.parent) / j.settings.command
     patch_cmd = bin_dir(patch_py.parent.parent) / j.settings.command
-    cassette = j.repo / ".oracle" / "cassettes" / j.base / "cassettes.json"
+    name = "cassettes" if j.shard.whole else f"cassettes-shard-{j.shard.index}-of-{j.shard.count}"
+    cassette = j.repo / ".oracle" / "cassettes" / j.base / f"{name}.json"
+    shard = ("--shard", str(j.shard))
     cases: Args = ("--cases", j.parent / "oracle/cases.yaml", "--fixtures", j.parent / "fixtures")
-    cases += ("--timeout", str(j.settings.case_timeout))
+    cases += ("--timeout", str(j.settings.case_timeout), *shard)
     record = ("--command", parent_cmd, "--base", j.base, "--out", cassette, "--reuse")
     allowlist = (j.patch if review else j.parent) / "oracle/allowlist.yaml"
     commands = ("--parent-command", parent_cmd, "--patch-command", patch_cmd)
@@ -329,11 +351,12 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     cache = ("--cache", j.repo / ".oracle" / "inventory-cache.json")
     oracle: Args = ("--oracle", j.parent / "oracle", "--oracle-python", built.oracle)
     oracle += ("--call-timeout", str(j.settings.call_timeout))
+    split: Args = (*oracle, *shard)
     tests: Args = ("--tree", j.patch, "--python", patch_py, "--tests", *j.settings.tests)
     tests += ("--timeout", str(j.settings.advisory_timeout))
     tests += ("--inventory-report", j.reports / "assert-inventory.json")
     crossrun = crossrun_args(j, allowlist, builds)
-    lanes = [
+    lanes: list[list[Step]] = [
         [
             Step("record", "record_cassettes.py", (*record, *cases)),
             Step("replay", "replay_cassettes.py", (*replay, *cases), needs_pass=True),
@@ -341,12 +364,15 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
         [
             Step("assert-inventory", "count_asserts.py", (*trees, *refs, *config, *builds, *cache)),
             Step("tests", "run_tests.py", tests, advisory=True),
-        ],
-        [Step("oracle", "run_oracle.py", (*oracle, *builds))],
-        [Step("crossrun", "crossrun.py", crossrun)] if crossrun is not None else [],
+        ]
+        if j.leads
+        else [],
+        [Step("oracle", "run_oracle.py", (*split, *builds))],
+        [Step("crossrun", "crossrun.py", (*crossrun, *shard))] if crossrun is not None else [],
     ]
-    (recorded, (inventory, *advisory), oracle_steps, crossran) = j.lanes(lanes, j.settings.jobs)
-    for step in (*recorded, inventory, *oracle_steps, *crossran):
+    recorded, inventory, oracle_steps, crossran = j.lanes(lanes, j.settings.jobs)
+    advisory = inventory[1:]
+    for step in (*recorded, *inventory[:1], *oracle_steps, *crossran):
         j.append(step)
     if crossrun is None:
         j.add("crossrun", "advisory", "off in judge.yaml: the parent's tests did not run", {})
@@ -355,7 +381,8 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     except FailClosed as exc:
         j.record("quarantine", FAIL_CLOSED, str(exc))
     else:
-        j.run("quarantine", "check_quarantine.py", "--file", quarantine, *trees)
+        if j.leads:
+            j.run("quarantine", "check_quarantine.py", "--file", quarantine, *trees)
         flake: Args = ("--oracle-report", j.reports / "oracle.json", *oracle)
         flake += ("--patch-python", patch_py, "--quarantine", quarantine, "--ledger", ledger)
         flake += ("--max-retry", str(j.settings.flake_max_retry))
@@ -444,8 +471,13 @@ def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]]) -> list[str]:
 
 def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     steps = {s["name"]: s for s in report["steps"]}
+    shard = report.get("shard") or {"count": 1}
+    scope = ""
+    if shard["count"] > 1:
+        scope = f" (shard {shard['index']}/{shard['count']})" if shard.get("index") else ""
+        scope = scope or f" ({shard['count']} shards merged)"
     lines = [
-        f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']})",
+        f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']}){scope}",
         "",
         f"base `{report['base'][:12]}` head `{report['head'][:12]}`",
         "",
@@ -481,25 +513,37 @@ def crossrun_lines(evidence: dict[str, Any]) -> list[str]:
     return lines
 
 
+def run_id() -> str:
+    """The CI run this judgment belongs to: a merge takes shard reports of one run only."""
+    run = os.environ.get("GITHUB_RUN_ID", "")
+    return f"{run}.{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}" if run else ""
+
+
 def publish(j: Judgment, matrix: str) -> int:
-    code = verdict(j.steps)
     report = {
-        "verdict": VERDICT[code],
-        "exit_code": code,
         "base": j.base,
         "head": j.head,
         "scripts_from": j.base if j.config else "",
+        "shard": {"index": j.shard.index, "count": j.shard.count},
+        "run": run_id(),
         "steps": j.steps,
     }
-    write_json(j.reports / "judge-report.json", report)
+    return write_reports(j.reports, report, matrix, "judge")
+
+
+def write_reports(reports: Path, report: dict[str, Any], matrix: str, label: str) -> int:
+    """Decide the verdict of `report`'s steps, then write the JSON report and the summary."""
+    code = verdict(report["steps"])
+    report = {"verdict": VERDICT[code], "exit_code": code, **report}
+    write_json(reports / "judge-report.json", report)
     text = summary_markdown(report, matrix)
-    (j.reports / "judge-summary.md").write_text(text, "utf-8")
+    (reports / "judge-summary.md").write_text(text, "utf-8")
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(text)
-    where = j.reports / "judge-report.json"
-    print(f"judge: verdict {report['verdict']} (exit {code}); see {where}")
+    where = reports / "judge-report.json"
+    print(f"{label}: verdict {report['verdict']} (exit {code}); see {where}")
     return code
 
 
@@ -512,12 +556,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", type=Path, default=Path("."), help="the repository (default .)")
     p.add_argument("--reports", type=Path, default=Path("reports"), help="report folder")
     p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")
+    add_shard_arg(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    j = Judgment(repo=args.repo, reports=args.reports.resolve())
+    j = Judgment(repo=args.repo, reports=args.reports.resolve(), shard=args.shard)
     j.reports.mkdir(parents=True, exist_ok=True)
     matrix = ""
     try:

@@ -10,6 +10,7 @@ only when that provenance still matches.
 A recording that is an uncaught Python exception (a traceback on stderr) is a broken base, not a
 contract: it fails closed naming the case and the exception, unless the case says
 `expect_crash: true`. Such a recording is not saved, so `--reuse` never picks it up.
+With `--shard I/N` only the cases of that shard are recorded (scripts/_shard.py).
 Exit codes: 0 recorded (unstable fields, timeouts and signals are reported, not fatal),
 2 fail closed (bad cases.yaml, no merge base, the base does not build, an unexpected traceback).
 """
@@ -46,6 +47,7 @@ from _gate import (
     run_main,
     write_json,
 )
+from _shard import Shard, add_shard_arg
 
 RUNS = 2
 TRACEBACK = "Traceback (most recent call last):"
@@ -80,6 +82,10 @@ def traceback_line(run: Run) -> str | None:
         return None
     lines = [line.rstrip() for line in after.splitlines() if line.strip()]
     return next((line for line in lines if not line[0].isspace()), (lines or [TRACEBACK])[-1])
+
+
+def owned_cases(path: Path, timeout: float, shard: Shard) -> list[Case]:
+    return shard.pick(load_cases(path, timeout), lambda case: case.id)
 
 
 def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> dict[str, Any]:
@@ -166,7 +172,7 @@ def materialize(args: argparse.Namespace) -> Outcome:
             python = build_env(tree, Path(tmp) / "env", args.wheelhouse, tree / args.requirements)
             command = bin_dir(python.parent.parent) / config.command
             cases_file = tree / "oracle" / "cases.yaml"
-            cases = load_cases(cases_file, config.case_timeout)
+            cases = owned_cases(cases_file, config.case_timeout, args.shard)
             return write(record(command, cases, tree / "fixtures", base), out, cases_file)
         finally:
             remove_worktree(repo, tree)
@@ -192,7 +198,7 @@ def execute(args: argparse.Namespace) -> Outcome:
         return materialize(args)
     if not args.base or not args.out:
         raise FailClosed("--command needs --base SHA and --out FILE; or omit --command")
-    cases = load_cases(args.cases, args.timeout)
+    cases = owned_cases(args.cases, args.timeout, args.shard)
     existing = load_cassette(args.out) if args.reuse else None
     if existing and reusable(existing, args.base, cases):
         return write(existing, args.out, args.cases, reused=True)
@@ -212,6 +218,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
     p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")
     p.add_argument("--requirements", type=Path, default=Path("scripts/requirements-judge.txt"))
+    add_shard_arg(p)
     add_report_arg(p, "record")
     return p
 

@@ -9,6 +9,8 @@ while the judged base (--base, default the cassette's) starts with its `base`; a
 base is reported for clean-up, never applied, never fatal. A row missing a field, or a row of
 this base matching no mismatch (stale), fails closed so rows cannot accumulate. Unstable fields
 (differing between parent runs at record time) never block and are always reported.
+With `--shard I/N` only that shard's cases replay, and only the rows naming them are checked
+(scripts/_shard.py): every case and every row is judged by exactly one shard.
 Exit codes: 0 the surface is preserved, 1 block (a mismatch), 2 fail closed (drift, a bad or
 stale allowlist, a cassette whose provenance does not match the cases).
 """
@@ -35,14 +37,15 @@ from _gate import (
     add_report_arg,
     run_main,
 )
+from _shard import Shard, add_shard_arg
 from allow import Row, is_cassette_row, load_allowlist, other_base_note, split_by_base
 
 
-def cassette_rows(path: Path, base: str) -> tuple[list[Row], list[Row]]:
-    """(cassette rows of the judged base, of another base); the others belong to the assert
-    inventory and the crossrun."""
+def cassette_rows(path: Path, base: str, shard: Shard) -> tuple[list[Row], list[Row]]:
+    """(cassette rows of the judged base, of another base) naming cases of this shard; the
+    others belong to the assert inventory and the crossrun."""
     rows = [row for row in load_allowlist(path) if is_cassette_row(row)]
-    return split_by_base(rows, base)
+    return split_by_base(shard.pick(rows, lambda row: row.id), base)
 
 
 def judged_base(args: argparse.Namespace, cassette: dict[str, Any]) -> str:
@@ -115,14 +118,15 @@ def check_cassette(
 
 
 def execute(args: argparse.Namespace) -> Outcome:
-    cases = load_cases(args.cases, args.timeout)
+    every = load_cases(args.cases, args.timeout)
+    cases = args.shard.pick(every, lambda case: case.id)
     try:
         cassette = json.loads(args.cassette.read_bytes())
     except (OSError, ValueError):
         cassette = None
     cassette = check_cassette(cassette, cases, args.cassette)
     base = judged_base(args, cassette)
-    allow, other_base = cassette_rows(args.allowlist, base)
+    allow, other_base = cassette_rows(args.allowlist, base, args.shard)
     drift, mismatches, unstable = replay(
         cases, cassette, args.parent_command, args.patch_command, args.fixtures
     )
@@ -133,6 +137,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     review = os.environ.get("ORACLE_REVIEW") == "1"
     evidence = {
         "cases": len(cases),
+        "shard": args.shard.evidence(len(cases), len(every)),
         "base": base,
         "allowlist": str(args.allowlist),
         "allowlist_source": "patch (ORACLE_REVIEW=1)" if review else "base",
@@ -171,9 +176,9 @@ def execute(args: argparse.Namespace) -> Outcome:
             evidence,
         )
     allowed_note = f", {len(mismatches)} allowlisted" if mismatches else ""
-    return Outcome(
-        PASS, f"{len(cases)} cases replayed, surface preserved{allowed_note}{note}", evidence
-    )
+    scope = "" if args.shard.whole else f" of shard {args.shard}"
+    summary = f"{len(cases)} cases{scope} replayed, surface preserved{allowed_note}{note}"
+    return Outcome(PASS, summary, evidence)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -186,6 +191,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--base", help="the judged base commit (default: the cassette's base)")
     p.add_argument("--fixtures", type=Path, default=Path("fixtures"))
     p.add_argument("--timeout", type=float, default=10.0, help="default per-case timeout (s)")
+    add_shard_arg(p)
     add_report_arg(p, "replay-report")
     return p
 

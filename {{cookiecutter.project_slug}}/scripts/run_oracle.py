@@ -15,6 +15,8 @@ examples never get to an assert is incomplete, not evidence). On the patch, an o
 passed on the parent and now fails or errors may be a flake: the step is `deferred` and
 flake-budget, the last step, decides. Every other failure blocks here: a test missing or
 skipped on the patch, a failing id the parent never had, a truncated run.
+With `--shard I/N` both runs hold only the tests of that shard (scripts/_shard.py); a shard
+that holds none passes, and the merge checks that the shards add up.
 Exit codes: 0 pass, 1 block (or deferred, see the report's status), 2 fail closed (the oracle
 does not pass, or is incomplete, on the parent build).
 """
@@ -39,6 +41,7 @@ from _gate import (
     run_main,
     run_pytest,
 )
+from _shard import WHOLE, Shard, add_shard_arg
 
 PREFIX = "oracle/"
 RETRYABLE = ("failed", "error")
@@ -55,6 +58,7 @@ def run(
     timeout: float,
     targets: Sequence[str] = (".",),
     call_timeout: float = 60.0,
+    shard: Shard = WHOLE,
 ) -> PytestRun:
     return run_pytest(
         runner,
@@ -65,6 +69,7 @@ def run(
         trusted=True,
         subject=subject,
         subject_timeout=call_timeout,
+        options=() if shard.whole else (f"--oracle-shard={shard}",),
     )
 
 
@@ -169,12 +174,19 @@ def execute(args: argparse.Namespace) -> Outcome:
                 args.timeout,
                 (".",),
                 args.call_timeout,
+                args.shard,
             )
             for python in (args.parent_python, args.patch_python)
         ]
         parent_result, patch = (job.result() for job in jobs)
+    held = len(parent_result.outcomes or {})
+    owned = args.shard.evidence(held, held + parent_result.deselected)
+    if parent_result.outcomes == {} and parent_result.deselected:
+        summary = f"shard {args.shard} holds none of the {owned['total']} property oracles"
+        return Outcome(PASS, summary, {"shard": owned})
     parent = parent_baseline(parent_result)
     evidence: dict[str, Any] = {
+        "shard": owned,
         "parent": parent,
         "parent_hits": parent_result.hits,
         "patch": patch.outcomes,
@@ -198,6 +210,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--call-timeout", type=float, default=60.0, help="seconds one call into the build may take"
     )
+    add_shard_arg(p)
     add_report_arg(p, "oracle")
     return p
 

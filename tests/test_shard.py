@@ -1,0 +1,222 @@
+"""Sharding (issue 10): a judgment split across runners and merged gives the unsharded verdict.
+
+The replay step runs as the judge runs it (`Judgment.run`, a subprocess per step, the judge's
+own report), once whole and once per shard, on real executables: printf is the parent build,
+a shell script that answers differently for every case whose number ends in 7 is the patch.
+scripts/merge_shards.py then merges the shard folders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import SCRIPTS
+
+sys.path.insert(0, str(SCRIPTS))
+import merge_shards
+from _shard import parse_shard
+from judge import Args, Judgment, publish
+
+BASE, HEAD = "b" * 40, "c" * 40
+PRINTF = Path("/usr/bin/printf")
+PATCH = """#!/bin/sh
+case "$2" in
+  *7) printf '{"n": -1}\\n' ;;
+  *) exec printf "$@" ;;
+esac
+"""
+
+
+def write_cases(tmp: Path, count: int) -> Path:
+    cases = [
+        {"id": f"c{i}", "argv": ['{"n": %s}\\n', str(i)], "compare": ["exit_code", "stdout.json"]}
+        for i in range(count)
+    ]
+    path = tmp / f"cases-{count}.yaml"
+    path.write_text(yaml.safe_dump({"cases": cases}), "utf-8")
+    return path
+
+
+def allowlist(tmp: Path, *ids: str) -> Path:
+    rows = [
+        {"id": i, "field": "stdout.json", "base": BASE, "reason": "intended", "reviewer": "@r"}
+        for i in ids
+    ]
+    path = tmp / f"allow-{len(ids)}.yaml"
+    path.write_text(yaml.safe_dump({"allow": rows}), "utf-8")
+    return path
+
+
+@pytest.fixture
+def patch_cli(tmp_path: Path) -> Path:
+    path = tmp_path / "patch-bin" / "cli"
+    path.parent.mkdir()
+    path.write_text(PATCH, "utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def recorded(tmp: Path, cases: Path) -> Path:
+    """The whole parent cassette, recorded by the step script."""
+    out = tmp / f"{cases.stem}.cassette.json"
+    j = Judgment(repo=tmp, reports=tmp / f"record-{cases.stem}", parent=SCRIPTS.parent)
+    j.reports.mkdir()
+    args = ("--command", PRINTF, "--base", BASE, "--out", out, "--cases", cases)
+    assert j.run("record", "record_cassettes.py", *args, "--fixtures", tmp) == 0, j.steps
+    return out
+
+
+def replayed(
+    tmp: Path, name: str, cassette: Path, cases: Path, patch: Path, allow: Path, shard: str
+) -> Path:
+    """One runner's judgment: replay of its shard, reported as the judge reports it."""
+    j = Judgment(tmp, tmp / name, BASE, HEAD, SCRIPTS.parent, shard=parse_shard(shard))
+    j.reports.mkdir()
+    commands = ("--parent-command", PRINTF, "--patch-command", patch)
+    args: Args = ("--cassette", cassette, *commands, "--cases", cases, "--fixtures", tmp)
+    args += ("--allowlist", allow, "--base", BASE, "--shard", shard)
+    j.run("replay", "replay_cassettes.py", *args)
+    publish(j, "")
+    return j.reports
+
+
+def merged(tmp: Path, *folders: Path) -> tuple[int, dict[str, Any]]:
+    out = tmp / "merged"
+    code = merge_shards.main([*map(str, folders), "--out", str(out), "--repo", str(tmp)])
+    return code, json.loads((out / "judge-report.json").read_text("utf-8"))
+
+
+def findings(folder: Path) -> dict[str, list[tuple[str, str]]]:
+    evidence = json.loads((folder / "replay-report.json").read_text("utf-8"))["evidence"]
+    keys = ("mismatches", "allowed", "drift", "stale_allow_rows")
+    return {key: sorted((row["id"], row["field"]) for row in evidence[key]) for key in keys}
+
+
+@pytest.mark.e2e  # 60,000 processes: as heavy as a whole judge
+def test_ten_thousand_cases_in_four_shards_merge_to_the_unsharded_verdict_and_findings(
+    tmp_path: Path, patch_cli: Path
+) -> None:
+    cases = write_cases(tmp_path, 10_000)
+    cassette = recorded(tmp_path, cases)
+    # One reviewed row: the shard that owns c17 uses it, the three others must not call it stale.
+    allow = allowlist(tmp_path, "c17")
+    whole = replayed(tmp_path, "whole", cassette, cases, patch_cli, allow, "1/1")
+    shards = [
+        replayed(tmp_path, f"shard-{i}", cassette, cases, patch_cli, allow, f"{i}/4")
+        for i in range(1, 5)
+    ]
+    code, report = merged(tmp_path, *reversed(shards))
+    unsharded = json.loads((whole / "judge-report.json").read_text("utf-8"))
+
+    changed = sorted((f"c{i}", "stdout.json") for i in range(10_000) if i % 10 == 7)
+    assert (code, report["verdict"]) == (1, unsharded["verdict"]) == (1, "block")
+    assert findings(tmp_path / "merged") == findings(whole)
+    assert findings(whole)["mismatches"] == changed
+    assert findings(whole)["allowed"] == [("c17", "stdout.json")]
+    replay = next(step for step in report["steps"] if step["name"] == "replay")
+    assert replay["evidence"]["shard"] == {"count": 4, "owned": 10_000, "total": 10_000}
+    assert replay["evidence"]["cases"] == 10_000
+    assert sorted(replay["evidence"]["shards"]) == ["1/4", "2/4", "3/4", "4/4"]
+
+
+@pytest.fixture
+def small(tmp_path: Path, patch_cli: Path) -> dict[str, Any]:
+    cases = write_cases(tmp_path, 40)
+    return {
+        "cases": cases,
+        "cassette": recorded(tmp_path, cases),
+        "patch": patch_cli,
+        "allow": allowlist(tmp_path),
+    }
+
+
+def shard_folders(tmp: Path, small: dict[str, Any], count: int, prefix: str = "s") -> list[Path]:
+    args = (small["cassette"], small["cases"], small["patch"], small["allow"])
+    return [replayed(tmp, f"{prefix}{i}", *args, f"{i}/{count}") for i in range(1, count + 1)]
+
+
+def test_a_stale_row_fails_closed_in_the_one_shard_that_owns_its_case(
+    tmp_path: Path, small: dict[str, Any]
+) -> None:
+    small["allow"] = allowlist(tmp_path, "c3")  # c3 does not change: the row is stale
+    folders = shard_folders(tmp_path, small, 3)
+    statuses = [
+        json.loads((f / "replay-report.json").read_text("utf-8"))["status"] for f in folders
+    ]
+    code, report = merged(tmp_path, *folders)
+
+    assert statuses.count("fail-closed") == 1
+    assert (code, report["verdict"]) == (2, "fail-closed")
+    assert findings(tmp_path / "merged")["stale_allow_rows"] == [("c3", "stdout.json")]
+
+
+def test_a_missing_shard_fails_closed_naming_it(tmp_path: Path, small: dict[str, Any]) -> None:
+    folders = shard_folders(tmp_path, small, 3)
+    code, report = merged(tmp_path, folders[0], folders[2])
+
+    assert (code, report["verdict"]) == (2, "fail-closed")
+    assert report["steps"][-1]["summary"].startswith("no report of shard 2/3")
+
+
+def test_a_shard_given_twice_fails_closed(tmp_path: Path, small: dict[str, Any]) -> None:
+    folders = shard_folders(tmp_path, small, 2)
+    code, report = merged(tmp_path, folders[0], folders[0], folders[1])
+
+    assert code == 2
+    assert "shard 1/2 also in" in report["steps"][-1]["summary"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("head", "d" * 40), ("base", "e" * 40), ("run", "99.1")]
+)
+def test_shards_of_another_judgment_fail_closed(
+    tmp_path: Path, small: dict[str, Any], key: str, value: str
+) -> None:
+    folders = shard_folders(tmp_path, small, 2)
+    path = folders[1] / "judge-report.json"
+    report = json.loads(path.read_text("utf-8"))
+    path.write_text(json.dumps({**report, key: value}), "utf-8")
+    code, merged_report = merged(tmp_path, *folders)
+
+    assert code == 2
+    assert f"field {key!r}" in merged_report["steps"][-1]["summary"]
+
+
+def test_an_unsharded_report_is_not_a_shard(tmp_path: Path, small: dict[str, Any]) -> None:
+    args = (small["cassette"], small["cases"], small["patch"], small["allow"])
+    whole = replayed(tmp_path, "whole", *args, "1/1")
+    code, report = merged(tmp_path, whole)
+
+    assert code == 2
+    assert "names no shard of a split judgment" in report["steps"][-1]["summary"]
+
+
+def test_shards_split_from_different_cases_do_not_add_up(
+    tmp_path: Path, small: dict[str, Any]
+) -> None:
+    first = shard_folders(tmp_path, small, 2)[0]
+    fewer = write_cases(tmp_path, 39)  # the last case gone
+    args = (recorded(tmp_path, fewer), fewer, small["patch"], small["allow"])
+    second = replayed(tmp_path, "other", *args, "2/2")
+    code, report = merged(tmp_path, first, second)
+
+    assert code == 2
+    assert "replay: the shards hold" in report["steps"][-1]["summary"]
+
+
+def test_a_folder_without_a_report_fails_closed_with_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, report = merged(tmp_path, empty)
+
+    assert code == 2
+    assert report["steps"][-1]["summary"].startswith(f"{empty}/judge-report.json: not a shard")
+    assert "\n" not in report["steps"][-1]["summary"]
+    assert sorted(os.listdir(tmp_path / "merged")) == ["judge-report.json", "judge-summary.md"]
