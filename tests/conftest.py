@@ -7,13 +7,15 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tools.bakery import TEMPLATE, bake
+from tools.bakery import TEMPLATE, bake, git
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
+Built = Callable[[str, str], dict[str, Path]]  # (ref, side) -> {"tree": ..., "python": ...}
 
 
 def alive(pid: int, grace: float = 5.0) -> bool:
@@ -31,6 +33,17 @@ def alive(pid: int, grace: float = 5.0) -> bool:
         if time.monotonic() > deadline:
             return True
         time.sleep(0.05)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest first: pytest-xdist gives each worker whole modules in this order, and a module
+    of whole judges started last would finish alone. `e2e(heavy=True)` goes first of all."""
+
+    def weight(item: pytest.Item) -> int:
+        mark = item.get_closest_marker("e2e")
+        return 0 if mark is None else 2 if mark.kwargs.get("heavy") else 1
+
+    items.sort(key=weight, reverse=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -54,3 +67,25 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default bake, shared by a module whose tests each judge their own branch."""
     return bake(tmp_path_factory.mktemp("bake"))
+
+
+def builder(repo: Path, root: Path, wheelhouse: Path) -> Built:
+    """Worktree and build of a commit, as the judge makes them, each built once: a step's
+    script then runs on them (`main(argv)`) without a whole judge. `side` names the
+    environment's folder (parent or patch), which some tests read back."""
+    done: dict[tuple[str, str], dict[str, Path]] = {}
+    sys.path.insert(0, str(SCRIPTS))
+    from _gate import build_env
+
+    def built(ref: str, side: str) -> dict[str, Path]:
+        sha = git(repo, "rev-parse", ref).strip()
+        if (sha, side) not in done:
+            tree = root / sha[:12] / "tree"
+            if not tree.exists():
+                git(repo, "worktree", "add", "-q", "--detach", str(tree), sha)
+            requirements = tree / "scripts/requirements-judge.txt"
+            python = build_env(tree, root / sha[:12] / side, wheelhouse, requirements)
+            done[sha, side] = {"tree": tree, "python": python}
+        return done[sha, side]
+
+    return built

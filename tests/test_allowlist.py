@@ -1,8 +1,9 @@
 """An allowlist row amends one recording: it applies only while the judged base is its `base`.
 
 Replay runs on real small CLIs, the assert inventory on a real git repository, the `allow`
-command (and its nox session) on a clone of the bake, and one whole judge shows a row left on
-the base branch reported for clean-up instead of failing an unrelated patch closed.
+command (and its nox session) on a clone of the bake; on a clone's real builds, record, replay
+and the inventory (as the judge runs and records them) show a row left on the base branch
+reported for clean-up instead of failing an unrelated patch closed.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import SCRIPTS
-from tools.bakery import branch, edit, git, judge
+from tests.conftest import SCRIPTS, builder
+from tests.test_judge import decided, inventory_step, run_step, sha
+from tools.bakery import branch, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
 import allow
 import count_asserts
 import record_cassettes
 import replay_cassettes
-from _gate import FailClosed
+from _gate import FailClosed, bin_dir, default_base, load_config
 
 BASE = "3f2c9a1d" + "0" * 32
 MOVED = "9e8d7c6b" + "1" * 32
@@ -383,11 +385,12 @@ def test_nox_session_allow_writes_the_row(clone: dict[str, Any]) -> None:
     ]
 
 
-# --- the whole gate ----------------------------------------------------------------------------
+# --- the steps that read the rows, as the judge runs them -------------------------------------
 
 
-@pytest.mark.e2e
-def test_rows_left_on_the_base_are_reported_not_fatal(shop: Path, tmp_path: Path) -> None:
+def test_rows_left_on_the_base_are_reported_not_fatal(
+    shop: Path, wheelhouse: Path, tmp_path: Path
+) -> None:
     """Rows merged with the patch they amended: the next patch's base is newer, so they are
     clean-up notes, in replay and in the inventory, and the unrelated patch merges."""
     repo = tmp_path / "gate"
@@ -399,8 +402,26 @@ def test_rows_left_on_the_base_are_reported_not_fatal(shop: Path, tmp_path: Path
     git(repo, "commit", "-q", "--no-verify", "-am", "merged: a reviewed contract change")
     git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
     head = branch(repo, "unrelated", lambda r: (r / "NOTES.md").write_text("notes\n"))
-    verdict = judge(repo, "--head", head)
-    assert verdict.returncode == 0, verdict.output
-    for step, kept in (("replay", rows[:1]), ("assert-inventory", rows[1:])):
-        assert verdict.step(step)["evidence"]["other_base_rows"] == kept
-        assert "names another base and was not applied" in verdict.step(step)["summary"]
+    # The judge's default base (the merge base with origin/main), its worktree and builds.
+    base = default_base(repo, sha(repo, head), "main")
+    envs = builder(repo, tmp_path / "envs", wheelhouse)
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    tree = parent["tree"]
+    config = load_config(tree / "oracle/judge.yaml")
+    parent_cmd, patch_cmd = (
+        bin_dir(b["python"].parent.parent) / config.command for b in (parent, patch)
+    )
+    reports = tmp_path / "reports"
+    cases: tuple[str | Path, ...] = ("--cases", tree / "oracle/cases.yaml")
+    cases += ("--fixtures", tree / "fixtures", "--timeout", str(config.case_timeout))
+    cassette = tmp_path / "cassettes.json"
+    record = ("--command", parent_cmd, "--base", base, "--out", cassette, "--reuse", *cases)
+    commands = ("--parent-command", parent_cmd, "--patch-command", patch_cmd)
+    replay = ("--cassette", cassette, *commands, "--allowlist", tree / "oracle/allowlist.yaml")
+    recorded = run_step(reports, "record", record_cassettes.main, *record)
+    replayed = run_step(reports, "replay", replay_cassettes.main, *replay, "--base", base, *cases)
+    inventory = inventory_step(repo, envs, head, tmp_path, base=base)
+    assert decided([recorded, replayed, inventory]) == "merge", inventory["summary"]
+    for step, kept in ((replayed, rows[:1]), (inventory, rows[1:])):
+        assert step["evidence"]["other_base_rows"] == kept
+        assert "names another base and was not applied" in step["summary"]

@@ -1,7 +1,8 @@
 """The patch's code never runs where a verdict is made, and every process it runs in ends.
 
-Steps are called through their scripts' `main(argv)` on real bakes and real builds; one whole
-judge shows the headline attack (a package that rewrites pytest's reports at import).
+Steps are called through their scripts' `main(argv)` on real bakes and real builds, the
+headline attack (a package that rewrites pytest's reports at import) through every step that
+runs the build and decides, read as the judge records them.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from typing import Any
 import pytest
 
 from tests.conftest import SCRIPTS, alive
-from tools.bakery import bake, branch, edit, git, judge
+from tests.test_judge import as_judged, decided, report_file, sha, worktree
+from tools.bakery import bake, branch, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
+import crossrun
 import flake_budget
 import run_oracle
 import run_tests
-from _gate import PytestRun, build_env, tools_env
+from _gate import PytestRun, build_env, load_config, tools_env
 from judge import verdict
 
 DISCOUNTS = "src/shop/discounts.py"
@@ -97,7 +100,7 @@ def flake_step(
     empty = tmp / "quarantine.yaml"
     empty.write_text("quarantine: []\n")
     (tmp / "ledger.json").write_text("{}\n")
-    report = tmp / "flake.json"
+    report = tmp / "flake-budget.json"  # the name the judge gives it
     flake_budget.main(
         [
             *("--oracle-report", str(tmp / "oracle.json"), "--oracle", str(repo / "oracle")),
@@ -110,19 +113,34 @@ def flake_step(
     return data
 
 
-@pytest.mark.e2e
-def test_a_package_that_forges_pytest_reports_is_still_blocked(repo: Path) -> None:
+def test_a_package_that_forges_pytest_reports_is_still_blocked(
+    repo: Path, oracle_python: Path, parent_python: Path, wheelhouse: Path, tmp_path: Path
+) -> None:
     def attack(tree: Path) -> None:
         edit(tree / DISCOUNTS, INVERT_RETURN, "    return amount + 1\n")
         init = tree / "src/shop/__init__.py"
         init.write_text(init.read_text() + FORGE_REPORTS)
 
-    result = judge(repo, "--head", branch(repo, "forge-reports", attack))
-    assert result.returncode == 1, result.output
-    assert result.report["verdict"] == "block"
-    assert result.statuses["oracle"] == "deferred"
-    assert result.statuses["flake-budget"] == "block"
-    failing = {row["id"] for row in result.step("oracle")["evidence"]["failures"]}
+    patch = build_patch(repo, "forge-reports", attack, wheelhouse)
+    # The steps that judge the build, with judge.py's arguments: the oracle and the crossrun
+    # from the base tree, then the flake budget that decides what they deferred.
+    base = worktree(repo, "main", tmp_path / "parent")
+    code, _ = oracle_step(base / "oracle", oracle_python, parent_python, patch, tmp_path)
+    oracle = as_judged(tmp_path, "oracle", code)
+    config = load_config(base / "oracle/judge.yaml")
+    argv = ["--tree", str(base), "--tests", *config.tests]
+    argv += ["--parent-python", str(parent_python), "--patch-python", str(patch)]
+    argv += ["--allowlist", str(base / "oracle/allowlist.yaml"), "--base", sha(repo, "main")]
+    argv += ["--mode", config.crossrun, "--timeout", str(config.crossrun_timeout)]
+    code = crossrun.main([*argv, "--report", str(report_file(tmp_path, "crossrun"))])
+    crossran = as_judged(tmp_path, "crossrun", code)
+    crossrun_report = ("--crossrun-report", str(report_file(tmp_path, "crossrun")))
+    flake = flake_step(base, oracle_python, patch, tmp_path, *crossrun_report, "--tree", str(base))
+    budget = as_judged(tmp_path, "flake-budget", flake["exit_code"])
+    assert decided([oracle, crossran, budget]) == "block", budget["summary"]
+    assert (oracle["exit_code"], oracle["status"]) == (1, "deferred")
+    assert (budget["exit_code"], budget["status"]) == (1, "block")
+    failing = {row["id"] for row in oracle["evidence"]["failures"]}
     assert "oracle/test_properties.py::test_invert_is_a_right_inverse_below_the_amount" in failing
 
 

@@ -16,14 +16,16 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SCRIPTS
+from tests.conftest import SCRIPTS, Built, builder
 from tests.test_inventory import Change, edits
 from tools.bakery import bake, branch, edit, git, judge
 
 sys.path.insert(0, str(SCRIPTS))
 import crossrun
+import flake_budget
 import run_oracle
-from _gate import build_env, tools_env
+import run_tests
+from _gate import tools_env
 
 SRC = "src/shop/discounts.py"
 MESSAGE = 'raise ValueError(f"cap_cents must be >= 0, got {coupon.cap_cents}")'
@@ -64,7 +66,6 @@ def pytest_runtest_makereport(item, call):
 TOML = "pyproject.toml"
 # The same message, built another way: every parent test still passes.
 REFACTOR = edits((SRC, MESSAGE, MESSAGE.replace('f"cap_cents', '"cap_cents" + f"')))
-Built = Callable[[str, str], dict[str, Path]]
 
 
 @pytest.fixture(scope="module")
@@ -74,21 +75,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator
 
 @pytest.fixture(scope="module")
 def envs(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    """Worktree and environment of a commit, built once per commit."""
-    root = tmp_path_factory.mktemp("envs")
-    done: dict[str, dict[str, Path]] = {}
-
-    def built(ref: str, side: str) -> dict[str, Path]:
-        sha = git(repo, "rev-parse", ref).strip()
-        if sha not in done:
-            tree = root / sha[:12] / "tree"
-            git(repo, "worktree", "add", "-q", "--detach", str(tree), sha)
-            requirements = tree / "scripts/requirements-judge.txt"
-            python = build_env(tree, root / sha[:12] / side, wheelhouse, requirements)
-            done[sha] = {"tree": tree, "python": python}
-        return done[sha]
-
-    return built
+    return builder(repo, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 def step(
@@ -280,6 +267,29 @@ def test_tests_importing_the_package_from_the_tree_fail_closed(
     assert "imported shop (vendor/shop/" in report["summary"], report["summary"]
 
 
+def test_the_advisory_tests_read_the_crossruns_patch_run_instead_of_running_again(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    head = branch(repo, "crossrun/advisory-reuse", message_change)
+    _, crossran = step(repo, envs, head, tmp_path)
+    patch = envs(head, "patch")
+    argv = ["--tree", str(patch["tree"]), "--python", str(patch["python"])]
+    reused, ran = tmp_path / "reused.json", tmp_path / "ran.json"
+    crossrun_report = ["--crossrun-report", str(tmp_path / "crossrun.json")]
+    assert run_tests.main([*argv, *crossrun_report, "--report", str(reused)]) == 0
+    # A crossrun report without a patch run (it did not get that far) is no substitute.
+    (tmp_path / "empty.json").write_text(json.dumps({"evidence": {"patch": None}}), "utf-8")
+    empty = ["--crossrun-report", str(tmp_path / "empty.json")]
+    assert run_tests.main([*argv, *empty, "--report", str(ran)]) == 0
+    reused_report, ran_report = (json.loads(p.read_text("utf-8")) for p in (reused, ran))
+
+    assert reused_report["evidence"]["outcomes"] == crossran["evidence"]["patch"]
+    assert reused_report["evidence"]["counts"]["failed"] == 1
+    assert "as the crossrun ran them on the patch build" in reused_report["summary"]
+    assert ran_report["evidence"]["outcomes"] == crossran["evidence"]["patch"]
+    assert "crossrun" not in ran_report["summary"]
+
+
 # --- shards (issue 10): each id judged by exactly one shard, together the whole ------------
 
 
@@ -359,13 +369,35 @@ def test_the_judge_blocks_a_parent_test_the_patch_breaks(repo: Path) -> None:
     assert verdict.step("tests")["summary"].startswith("patch tests: ")
 
 
-@pytest.mark.e2e
-def test_a_flaky_parent_test_is_retried_within_the_budget(repo: Path) -> None:
+def test_a_flaky_parent_test_is_retried_within_the_budget(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
     base = branch(repo, "crossrun-base/flaky", add_file("tests/test_flaky.py", FLAKY))
-    verdict = judge(repo, "--base", base, "--head", base)
-    assert verdict.returncode == 0, verdict.output
-    assert verdict.statuses["crossrun"] == "deferred"
-    flaky = verdict.step("flake-budget")["evidence"]["flaky"]
+    code, report = step(repo, envs, base, tmp_path, base=base)
+    assert (code, report["status"]) == (1, "deferred"), report["summary"]
+    # Flake budget as the judge runs it last: an oracle that passed, an empty oracle ref.
+    oracle_report = tmp_path / "oracle.json"
+    oracle_report.write_text(json.dumps({"status": "pass", "evidence": {}}), "utf-8")
+    (tmp_path / "quarantine.yaml").write_text("quarantine: []\n", "utf-8")
+    (tmp_path / "ledger.json").write_text("{}", "utf-8")
+    parent, patch = envs(base, "parent"), envs(base, "patch")
+    argv = [
+        "--oracle-report",
+        str(oracle_report),
+        "--crossrun-report",
+        str(tmp_path / "crossrun.json"),
+    ]
+    argv += ["--tree", str(parent["tree"]), "--oracle", str(parent["tree"] / "oracle")]
+    argv += ["--oracle-python", str(parent["python"]), "--patch-python", str(patch["python"])]
+    argv += [
+        "--quarantine",
+        str(tmp_path / "quarantine.yaml"),
+        "--ledger",
+        str(tmp_path / "ledger.json"),
+    ]
+    budget = tmp_path / "flake-budget.json"
+    assert flake_budget.main([*argv, "--report", str(budget)]) == 0
+    flaky = json.loads(budget.read_text("utf-8"))["evidence"]["flaky"]
     test = "tests/test_flaky.py::test_flaky_on_the_patch_once"
     assert flaky == [{"id": test, "step": "crossrun", "passed_on_retry": 1}]
 

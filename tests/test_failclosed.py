@@ -1,4 +1,7 @@
-"""Bad input fails closed: one clear line naming the file and the fix, exit 2, no traceback."""
+"""Bad input fails closed: one clear line naming the file and the fix, exit 2, no traceback.
+
+Each judgment stops before anything is built, so the base checkout's scripts/judge.py runs as
+nox runs it, without nox (tests/test_exit_codes.py covers the session's exit)."""
 
 from __future__ import annotations
 
@@ -8,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.bakery import Verdict, git, judge
-
-pytestmark = pytest.mark.e2e  # every test here runs the whole judge
+from tools.bakery import Verdict, git
+from tools.bakery import judge_script as judge
 
 
 def clone(shop: Path, tmp_path: Path) -> Path:

@@ -1,16 +1,35 @@
-"""Flake control, last: quarantine and ledger on the oracle ref, retries only for old tests."""
+"""Flake control, last: quarantine and ledger on the oracle ref, retries only for old tests.
+
+One bake whose oracle holds a test that flakes once. check_quarantine.py, run_oracle.py and
+flake_budget.py run as the judge runs them (`main(argv)`, with the arguments judge.py's
+`dynamic_steps` passes) on a worktree of main and real builds of it: the parent build, the
+patch build (its environment named `patch`, which the flaky test reads back) and the oracle
+environment, which holds neither. The quarantine and the ledger are files the test writes,
+where the judge writes what it reads from the oracle ref. The variance session runs through nox.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from tools.bakery import bake, git, judge
+from tests.conftest import SCRIPTS, Built, builder
+from tools.bakery import bake, edit, git
+
+sys.path.insert(0, str(SCRIPTS))
+import check_quarantine
+import flake_budget
+import run_oracle
+from _gate import Config, load_config, resolve_oracle_ref, tools_env
 
 # Fails the first time it judges the patch build, passes on every other run: a deterministic
 # stand-in for a test that fails 1 in N on the wall clock. The build it judges is the
@@ -30,15 +49,8 @@ def test_flaky_on_first_patch_run(request: pytest.FixtureRequest) -> None:
     seen.touch()
     assert not (first and side == "patch")
 """
-
-
-def on_oracle_ref(repo: Path, name: str, content: str) -> None:
-    """Commit one file to the oracle ref, as a maintainer would."""
-    tree = repo.parent / "oracle-ref"
-    git(repo, "worktree", "add", "-q", str(tree), "oracle/main")
-    (tree / name).write_text(content)
-    git(tree, "commit", "-q", "-am", f"maintainer edits {name}")
-    git(repo, "worktree", "remove", str(tree))
+FLAKY_ID = "oracle/test_flaky.py::test_flaky_on_first_patch_run"
+Report = tuple[int, dict[str, Any]]  # a step's exit code and its JSON report
 
 
 def row(test_id: str, until: dt.date) -> str:
@@ -46,85 +58,174 @@ def row(test_id: str, until: dt.date) -> str:
     return yaml.safe_dump({"quarantine": rows})
 
 
-@pytest.fixture
-def flaky_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    repo = bake(tmp_path / "bake")
+def with_flaky_oracle(repo: Path) -> Path:
     (repo / "oracle/test_flaky.py").write_text(FLAKY)
     git(repo, "add", "--all")
     git(repo, "commit", "-q", "-m", "an oracle test that flakes once")
-    monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
     return repo
 
 
-@pytest.mark.e2e
-def test_expired_quarantine_row_blocks(shop: Path) -> None:
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One bake, its oracle holding the flaky test on main: base and head of every judgment."""
+    return with_flaky_oracle(bake(tmp_path_factory.mktemp("bake")))
+
+
+@pytest.fixture(scope="module")
+def envs(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
+    return builder(repo, tmp_path_factory.mktemp("envs"), wheelhouse)
+
+
+@pytest.fixture(scope="module")
+def tree(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A worktree of main, parent and patch tree at once (the judge judges main against
+    itself): all the quarantine check reads."""
+    path = tmp_path_factory.mktemp("worktree") / "main"
+    git(repo, "worktree", "add", "-q", "--detach", str(path), "main")
+    return path
+
+
+@pytest.fixture(scope="module")
+def oracle_python(envs: Built, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    """The oracle's own environment: the judge's tools, neither build."""
+    requirements = envs("main", "parent")["tree"] / "scripts/requirements-judge.txt"
+    return tools_env(tmp_path_factory.mktemp("oracle-env") / "oracle", wheelhouse, requirements)[0]
+
+
+@pytest.fixture
+def flaky_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the flaky test remembers its runs: fresh per test, so it flakes once in each."""
+    monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
+    return tmp_path
+
+
+def run(main: Callable[[list[str]], int], report: Path, *argv: str | Path) -> Report:
+    code = main([*map(str, argv), "--report", str(report)])
+    return code, json.loads(report.read_text("utf-8"))
+
+
+def from_oracle_ref(repo: Path, settings: Config, name: str, dest: Path) -> Path:
+    """The file as the judge writes it for the steps: read from the protected oracle ref."""
+    ref = resolve_oracle_ref(repo, settings.oracle_ref)
+    dest.write_text(git(repo, "show", f"{ref}:{name}") + "\n", "utf-8")
+    return dest
+
+
+def quarantine(tmp: Path, tree: Path, text: str) -> Report:
+    """check_quarantine.py with the judge's arguments: parent and patch tree are both main."""
+    file = tmp / "quarantine.yaml"
+    file.write_text(text, "utf-8")
+    argv = ("--file", file, "--parent", tree, "--patch", tree)
+    return run(check_quarantine.main, tmp / "quarantine.json", *argv)
+
+
+def zero_retries(tree: Path, tmp: Path) -> Config:
+    """The base's judge.yaml with `flake_max_retry: 0`, as the judge would read it."""
+    config = tmp / "judge.yaml"
+    shutil.copy(tree / "oracle/judge.yaml", config)
+    edit(config, "flake_max_retry: 1", "flake_max_retry: 0")
+    return load_config(config)
+
+
+def oracle_then_budget(
+    repo: Path,
+    envs: Built,
+    oracle_python: Path,
+    tmp: Path,
+    settings: Config | None = None,
+    quarantine_text: str | None = None,
+) -> tuple[Report, Report]:
+    """The oracle step, then the flake budget that decides what it deferred, each with the
+    arguments the judge passes: `settings` stand for the base's judge.yaml, `quarantine_text`
+    for quarantine.yaml on the oracle ref (default: what the ref holds)."""
+    parent, patch = envs("main", "parent"), envs("main", "patch")
+    base = parent["tree"]
+    settings = settings or load_config(base / "oracle/judge.yaml")
+    oracle: tuple[str | Path, ...] = ("--oracle", base / "oracle", "--oracle-python", oracle_python)
+    oracle += ("--call-timeout", str(settings.call_timeout))
+    builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
+    oracle_report = tmp / "oracle.json"
+    ran = run(run_oracle.main, oracle_report, *oracle, *builds)
+    file = tmp / "quarantine.yaml"
+    if quarantine_text is None:
+        from_oracle_ref(repo, settings, "quarantine.yaml", file)
+    else:
+        file.write_text(quarantine_text, "utf-8")
+    ledger = from_oracle_ref(repo, settings, "variance-ledger.json", tmp / "ledger.json")
+    flake: tuple[str | Path, ...] = ("--oracle-report", oracle_report, *oracle)
+    flake += ("--patch-python", patch["python"], "--quarantine", file, "--ledger", ledger)
+    flake += ("--max-retry", str(settings.flake_max_retry))
+    return ran, run(flake_budget.main, tmp / "flake-budget.json", *flake)
+
+
+def assert_deferred(oracle: Report) -> None:
+    """The flake failed the patch's oracle run: the oracle step left it to flake-budget."""
+    code, report = oracle
+    assert code == 1, report["summary"]
+    assert report["status"] == "deferred", report["summary"]
+    assert report["evidence"]["deferred_to"] == "flake-budget"
+    assert [failure["id"] for failure in report["evidence"]["failures"]] == [FLAKY_ID]
+
+
+def test_expired_quarantine_row_blocks(tmp_path: Path, tree: Path) -> None:
     yesterday = dt.date.today() - dt.timedelta(days=1)
-    on_oracle_ref(shop, "quarantine.yaml", row("tests/test_cli.py::test_help_exits_0", yesterday))
-    try:
-        verdict = judge(shop)
-        assert verdict.returncode == 1, verdict.output
-        assert verdict.statuses["quarantine"] == "block"
-        assert "expired" in verdict.step("quarantine")["summary"]
-    finally:
-        on_oracle_ref(shop, "quarantine.yaml", "quarantine: []\n")
+    code, report = quarantine(
+        tmp_path, tree, row("tests/test_cli.py::test_help_exits_0", yesterday)
+    )
+    assert code == 1, report["summary"]
+    assert report["status"] == "block"
+    assert "expired" in report["summary"]
 
 
-@pytest.mark.e2e
-def test_quarantine_row_naming_no_test_blocks(shop: Path) -> None:
+def test_quarantine_row_naming_no_test_blocks(tmp_path: Path, tree: Path) -> None:
     tomorrow = dt.date.today() + dt.timedelta(days=1)
-    on_oracle_ref(shop, "quarantine.yaml", row("tests/test_cli.py::test_renamed_away", tomorrow))
-    try:
-        verdict = judge(shop)
-        assert verdict.returncode == 1, verdict.output
-        assert verdict.step("quarantine")["evidence"]["unknown"] == [
-            "tests/test_cli.py::test_renamed_away"
-        ]
-    finally:
-        on_oracle_ref(shop, "quarantine.yaml", "quarantine: []\n")
+    code, report = quarantine(tmp_path, tree, row("tests/test_cli.py::test_renamed_away", tomorrow))
+    assert code == 1, report["summary"]
+    assert report["status"] == "block"
+    assert report["evidence"]["unknown"] == ["tests/test_cli.py::test_renamed_away"]
 
 
-@pytest.mark.e2e
-def test_pre_existing_flaky_oracle_passes_within_budget(flaky_repo: Path) -> None:
-    verdict = judge(flaky_repo)
-    assert verdict.returncode == 0, verdict.output
-    flake = verdict.step("flake-budget")["evidence"]
-    assert flake["flaky"] == [
-        {
-            "id": "oracle/test_flaky.py::test_flaky_on_first_patch_run",
-            "step": "oracle",
-            "passed_on_retry": 1,
-        }
+def test_pre_existing_flaky_oracle_passes_within_budget(
+    repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
+) -> None:
+    oracle, (code, budget) = oracle_then_budget(repo, envs, oracle_python, flaky_dir)
+    assert_deferred(oracle)
+    assert "flake-budget decides" in oracle[1]["summary"]
+    assert code == 0, budget["summary"]
+    assert budget["status"] == "pass"
+    assert budget["evidence"]["flaky"] == [{"id": FLAKY_ID, "step": "oracle", "passed_on_retry": 1}]
+
+
+def test_zero_retry_budget_blocks_the_same_flake(
+    repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
+) -> None:
+    settings = zero_retries(envs("main", "parent")["tree"], flaky_dir)
+    oracle, (code, budget) = oracle_then_budget(repo, envs, oracle_python, flaky_dir, settings)
+    assert_deferred(oracle)
+    assert code == 1, budget["summary"]
+    assert budget["status"] == "block"
+    assert budget["evidence"]["remaining"] == [
+        {"id": FLAKY_ID, "step": "oracle", "passed_on_retry": None}
     ]
-    assert verdict.statuses["oracle"] == "deferred"
-    assert "flake-budget decides" in verdict.step("oracle")["summary"]
-    assert verdict.statuses["flake-budget"] == "pass"
 
 
-@pytest.mark.e2e
-def test_zero_retry_budget_blocks_the_same_flake(flaky_repo: Path) -> None:
-    judge_yaml = flaky_repo / "oracle/judge.yaml"
-    judge_yaml.write_text(
-        judge_yaml.read_text().replace("flake_max_retry: 1", "flake_max_retry: 0")
+def test_live_quarantine_row_excludes_a_failing_oracle(
+    repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
+) -> None:
+    base = envs("main", "parent")["tree"]
+    settings = zero_retries(base, flaky_dir)
+    live = row(FLAKY_ID, dt.date.today())
+    # The judge checks the row itself first: live, and naming a test of the base's oracle.
+    checked, report = quarantine(flaky_dir, base, live)
+    assert checked == 0, report["summary"]
+    assert report["evidence"]["active"] == [FLAKY_ID]
+    oracle, (code, budget) = oracle_then_budget(
+        repo, envs, oracle_python, flaky_dir, settings, live
     )
-    git(flaky_repo, "commit", "-q", "-am", "no retries")
-    verdict = judge(flaky_repo)
-    assert verdict.returncode == 1, verdict.output
-    assert verdict.statuses["oracle"] == "deferred"
-    assert verdict.statuses["flake-budget"] == "block"
-
-
-@pytest.mark.e2e
-def test_live_quarantine_row_excludes_a_failing_oracle(flaky_repo: Path) -> None:
-    judge_yaml = flaky_repo / "oracle/judge.yaml"
-    judge_yaml.write_text(
-        judge_yaml.read_text().replace("flake_max_retry: 1", "flake_max_retry: 0")
-    )
-    git(flaky_repo, "commit", "-q", "-am", "no retries")
-    test_id = "oracle/test_flaky.py::test_flaky_on_first_patch_run"
-    on_oracle_ref(flaky_repo, "quarantine.yaml", row(test_id, dt.date.today()))
-    verdict = judge(flaky_repo)
-    assert verdict.returncode == 0, verdict.output
-    assert verdict.step("flake-budget")["evidence"]["excluded"] == [test_id]
+    assert_deferred(oracle)
+    assert code == 0, budget["summary"]
+    assert budget["status"] == "pass"
+    assert budget["evidence"]["excluded"] == [FLAKY_ID]
 
 
 SECOND_RUN_FAILS = """from __future__ import annotations
@@ -142,7 +243,14 @@ def test_fails_on_the_second_run() -> None:
 """
 
 
-@pytest.mark.e2e
+@pytest.fixture
+def flaky_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A bake of its own: the variance session moves its oracle ref."""
+    repo = with_flaky_oracle(bake(tmp_path / "bake"))
+    monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
+    return repo
+
+
 def test_variance_freezes_an_unstable_oracle_with_an_expiry(flaky_repo: Path) -> None:
     (flaky_repo / "oracle/test_flaky.py").write_text(SECOND_RUN_FAILS)
     git(flaky_repo, "commit", "-q", "-am", "an oracle test that fails on its second run")

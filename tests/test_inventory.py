@@ -2,7 +2,7 @@
 
 One bake; each patch is a real branch. The inventory step (scripts/count_asserts.py, as the
 judge runs it: base and head worktrees, git rename detection, `pytest --collect-only` in a
-real environment) judges each branch; a few branches also go through the whole judge.
+real environment) judges each branch; one branch also goes through the whole judge.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import SCRIPTS
+from tests.test_judge import as_judged, decided, report_file, static_steps, worktree
 from tools.bakery import bake, branch, edit, git, judge
 
 sys.path.insert(0, str(SCRIPTS))
-from _gate import build_env
+import run_tests
+from _gate import build_env, load_config
 
 D = "tests/test_discounts.py"
 U = "tests/test_unittest_style.py"
@@ -383,7 +385,7 @@ def run_inventory(
     for side, ref in (("parent", base), ("patch", head)):
         trees[side] = tmp / side
         git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
-    report = tmp / "inventory.json"
+    report = tmp / "assert-inventory.json"  # the name the judge gives it
     config = config or trees["parent"] / "oracle/judge.yaml"
     cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
     cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", base, "--head", head]
@@ -482,11 +484,14 @@ def test_allowlisted_finding_passes_and_stale_row_fails_closed(repo: Path, tmp_p
     assert code == 2 and "stale" in report["summary"]
 
 
+def judge_args(repo: Path, tmp: Path) -> tuple[str, ...]:
+    """What judge.py passes the inventory besides trees, refs and builds: the base's allowlist
+    (`repo` is checked out at main, the base) and a cache."""
+    return ("--allowlist", str(repo / "oracle/allowlist.yaml"), "--cache", str(tmp / "cache.json"))
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize(
-    ("name", "verdict", "inventory_status"),
-    [("skip-mark", "block", "block"), ("equality-to-truthiness", "block", "block")],
-)
+@pytest.mark.parametrize(("name", "verdict", "inventory_status"), [("skip-mark", "block", "block")])
 def test_whole_judge_blocks_an_inventory_attack(
     repo: Path, name: str, verdict: str, inventory_status: str
 ) -> None:
@@ -498,14 +503,34 @@ def test_whole_judge_blocks_an_inventory_attack(
     assert f"::error file={D},line=" in result.output
 
 
-@pytest.mark.e2e
-def test_whole_judge_merges_added_asserts(repo: Path) -> None:
-    result = judge(repo, "--head", branch(repo, "judge/add-asserts", BENIGN["add-asserts"]))
-    assert result.report["verdict"] == "merge", result.output
+def test_an_inventory_attack_blocks_and_reaches_the_log_as_annotations(
+    repo: Path, python: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = branch(repo, "annotated/equality-to-truthiness", ATTACKS["equality-to-truthiness"][0])
+    extra = (*collected_by(python), *judge_args(repo, tmp_path))
+    env = {"GITHUB_ACTIONS": "true"}
+    code, _, stdout = run_inventory(repo, "main", head, tmp_path, *extra, env=env)
+    capsys.readouterr()
+    step = as_judged(tmp_path, "assert-inventory", code, stdout.encode())
+    logged = capsys.readouterr().out
+    assert decided([step]) == "block", step["summary"]
+    assert (step["exit_code"], step["status"]) == (1, "block")
+    # Under Actions the findings reach the log as annotations, through the judge's output.
+    assert f"::error file={D},line=" in logged
 
 
-@pytest.mark.e2e
-def test_os_exit_in_the_suite_shows_as_suspicious_results(repo: Path) -> None:
+def test_added_asserts_merge(repo: Path, python: Path, tmp_path: Path) -> None:
+    head = branch(repo, "judge/add-asserts", BENIGN["add-asserts"])
+    steps = list(static_steps(repo, head, tmp_path / "static").values())
+    extra = (*collected_by(python), *judge_args(repo, tmp_path))
+    code, _, _ = run_inventory(repo, "main", head, tmp_path / "inventory", *extra)
+    steps.append(as_judged(tmp_path / "inventory", "assert-inventory", code))
+    assert decided(steps) == "merge", [step["summary"] for step in steps]
+
+
+def test_os_exit_in_the_suite_shows_as_suspicious_results(
+    repo: Path, python: Path, tmp_path: Path
+) -> None:
     exits = write(
         "tests/test_zz_exit.py",
         """\
@@ -516,8 +541,17 @@ def test_os_exit_in_the_suite_shows_as_suspicious_results(repo: Path) -> None:
             os._exit(0)
         """,
     )
-    result = judge(repo, "--head", branch(repo, "judge/os-exit", exits))
-    tests = result.step("tests")
+    head = branch(repo, "judge/os-exit", exits)
+    # As in the judge's lane: the inventory first, whose collected ids the tests step reads.
+    reports = tmp_path / "reports"
+    run_inventory(repo, "main", head, reports, *collected_by(python), *judge_args(repo, tmp_path))
+    tree = worktree(repo, head, tmp_path / "patch")
+    config = load_config(repo / "oracle/judge.yaml")
+    argv = ["--tree", str(tree), "--python", str(python), "--tests", *config.tests]
+    argv += ["--timeout", str(config.advisory_timeout)]
+    argv += ["--inventory-report", str(report_file(reports, "assert-inventory"))]
+    code = run_tests.main([*argv, "--report", str(report_file(reports, "tests"))])
+    tests = as_judged(reports, "tests", code, advisory=True)
     assert tests["status"] == "advisory"
     assert tests["evidence"]["suspicious"][0].startswith("no result report (exit 0)")
     assert "suspicious" in tests["summary"]

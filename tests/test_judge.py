@@ -1,7 +1,10 @@
-"""Branch patches judged for real: a baked repo, a branch per patch, `nox -s judge -- --head`.
+"""Branch patches judged for real: a baked repo, a branch per patch.
 
-Each patch is committed on its own branch and judged from the checkout of the base branch,
-the way the README tells users to run the judge on an untrusted branch.
+Each patch is committed on its own branch. The tests marked e2e judge it from the checkout of
+the base branch (`nox -s judge -- --head`), the way the README tells users to run the judge on
+an untrusted branch; the others run the steps that decide it, each through its script's
+`main(argv)` with the arguments `judge.py` passes, on worktrees (and builds) of the base and the
+branch, and read each step's report the way the judge records it (`Judgment.finish`).
 """
 
 from __future__ import annotations
@@ -9,23 +12,112 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.conftest import SCRIPTS, Built, builder
 from tools.bakery import Verdict, branch, edit, git, judge
 from tools.demo import clean_refactor
 
-pytestmark = pytest.mark.e2e  # every test here runs the whole judge
+sys.path.insert(0, str(SCRIPTS))
+import classify_write_set
+import count_asserts
+import lock_fixtures
+from judge import VERDICT, Judgment, Ran
+from judge import verdict as worst
 
 MARKER = "PATCHED-CODE-RAN"
+Step = dict[str, Any]  # one step as the judge records it, and the exit code of its script
+Main = Callable[[list[str]], int]  # a step script's main(argv)
 
 
 def judged(repo: Path, name: str, change: Callable[[Path], object]) -> Verdict:
     return judge(repo, "--head", branch(repo, name, change))
 
 
+# --- steps as the judge runs and records them ------------------------------------------------
+
+
+def report_file(reports: Path, name: str) -> Path:
+    """Where the judge reads the report of step `name` (replay's is replay-report.json)."""
+    return Judgment(repo=reports, reports=reports).report_file(name)
+
+
+def as_judged(
+    reports: Path, name: str, code: int, stdout: bytes = b"", advisory: bool = False
+) -> Step:
+    """Step `name` as the judge records it from its report in `reports`: status (advisory for
+    an advisory step), summary, the evidence the judge report keeps; the `::error` lines of the
+    step's `stdout` are forwarded to the judge's output. `exit_code` is the script's own."""
+    step = Judgment(repo=reports, reports=reports).finish(
+        name, Ran(code, stdout, [], 0.0), advisory
+    )
+    return {**step, "exit_code": code}
+
+
+def decided(steps: Sequence[Step]) -> str:
+    """The judge's verdict over these steps: merge, block or fail-closed."""
+    return VERDICT[worst(steps)]
+
+
+def sha(repo: Path, ref: str) -> str:
+    return git(repo, "rev-parse", ref).strip()
+
+
+def worktree(repo: Path, ref: str, dest: Path) -> Path:
+    git(repo, "worktree", "add", "-q", "--detach", str(dest), sha(repo, ref))
+    return dest
+
+
+def run_step(reports: Path, name: str, main: Main, *argv: str | Path) -> Step:
+    """Step `name` run through its script's `main(argv)`, its report where the judge reads it;
+    returns the step as the judge records it."""
+    code = main([*map(str, argv), "--report", str(report_file(reports, name))])
+    return as_judged(reports, name, code)
+
+
+def static_steps(repo: Path, head: str, tmp: Path, base: str = "main") -> dict[str, Step]:
+    """write-set and fixtures-lock of `head` against `base`, with judge.py's arguments: the
+    config and the lock are the base worktree's, the fixtures checked are the patch's."""
+    parent, patch = worktree(repo, base, tmp / "parent"), worktree(repo, head, tmp / "patch")
+    reports = tmp / "reports"
+    refs = ("--repo", repo, "--base", sha(repo, base), "--head", sha(repo, head))
+    config = ("--config", parent / "oracle/judge.yaml")
+    lock = ("--lock", parent / "fixtures.lock", "--base-root", parent)
+    return {
+        "write-set": run_step(reports, "write-set", classify_write_set.main, *refs, *config),
+        "fixtures-lock": run_step(
+            reports, "fixtures-lock", lock_fixtures.main, "--check", "--root", patch, *lock
+        ),
+    }
+
+
+def inventory_step(repo: Path, envs: Built, head: str, tmp: Path, base: str = "main") -> Step:
+    """assert-inventory of `head` against `base` with judge.py's arguments: both worktrees,
+    git refs, the base's judge.yaml and allowlist, both builds collecting, a cache."""
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    trees = ("--parent", parent["tree"], "--patch", patch["tree"], "--repo", repo)
+    refs = ("--base", sha(repo, base), "--head", sha(repo, head))
+    config = ("--config", parent["tree"] / "oracle/judge.yaml")
+    allowlist = ("--allowlist", parent["tree"] / "oracle/allowlist.yaml")
+    builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
+    cache = ("--cache", tmp / "inventory-cache.json")
+    argv = (*trees, *refs, *config, *allowlist, *builds, *cache)
+    return run_step(tmp / "reports", "assert-inventory", count_asserts.main, *argv)
+
+
+@pytest.fixture(scope="module")
+def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
+    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
+
+
+# --- the whole judge -------------------------------------------------------------------------
+
+
+@pytest.mark.e2e
 def test_fresh_repo_merges(shop: Path) -> None:
     verdict = judge(shop)
     assert verdict.returncode == 0, verdict.output
@@ -51,8 +143,11 @@ def test_fresh_repo_merges(shop: Path) -> None:
     assert all(isinstance(v, float) and v >= 0 for v in seconds.values()), seconds
     assert seconds["build"] > 0 and seconds["oracle"] > 0, seconds
     assert "| Step | Status | Seconds | Evidence |" in summary
+    # Tests the patch left alone are the crossrun's patch run, not run a third time.
+    assert "as the crossrun ran them on the patch build" in verdict.step("tests")["summary"]
 
 
+@pytest.mark.e2e
 def test_clean_refactor_merges(shop: Path) -> None:
     def refactor(repo: Path) -> None:
         clean_refactor(repo)
@@ -62,9 +157,12 @@ def test_clean_refactor_merges(shop: Path) -> None:
     assert verdict.returncode == 0, verdict.output
     assert verdict.report["verdict"] == "merge"
     assert verdict.step("assert-inventory")["status"] == "pass"
+    # A test file moved: the patch's own tests run on their own (advisory).
+    tests = verdict.step("tests")
+    assert tests["summary"].startswith("patch tests: ") and "crossrun" not in tests["summary"]
 
 
-def test_editing_cases_fails_closed(shop: Path) -> None:
+def test_editing_cases_fails_closed(shop: Path, tmp_path: Path) -> None:
     def drop_case(repo: Path) -> None:
         edit(
             repo / "oracle/cases.yaml",
@@ -72,12 +170,14 @@ def test_editing_cases_fails_closed(shop: Path) -> None:
             "  - id: empty-cart-renamed\n",
         )
 
-    verdict = judged(shop, "edit-cases", drop_case)
-    assert verdict.returncode == 2
-    assert verdict.step("write-set")["status"] == "fail-closed"
-    assert "oracle/cases.yaml" in verdict.step("write-set")["summary"]
+    steps = static_steps(shop, branch(shop, "edit-cases", drop_case), tmp_path)
+    assert decided(list(steps.values())) == "fail-closed"
+    write_set = steps["write-set"]
+    assert (write_set["exit_code"], write_set["status"]) == (2, "fail-closed")
+    assert "oracle/cases.yaml" in write_set["summary"]
 
 
+@pytest.mark.e2e
 def test_changed_output_blocks_whole_and_in_two_shards(shop: Path, tmp_path: Path) -> None:
     def copy_change(repo: Path) -> None:
         edit(repo / "src/shop/orders.py", '"cart has no items"', '"cart is empty"')
@@ -96,8 +196,8 @@ def test_changed_output_blocks_whole_and_in_two_shards(shop: Path, tmp_path: Pat
     folders = [tmp_path / f"shard-{i}" for i in (1, 2)]
     for index, folder in enumerate(folders, 1):
         shard = ["--head", "copy-change", "--shard", f"{index}/2", "--reports", str(folder)]
-        ran = subprocess.run(["nox", "-s", "judge", "--", *shard], cwd=shop, capture_output=True)
-        assert ran.returncode in (0, 1), ran.stdout[-2000:]
+        one = subprocess.run(["nox", "-s", "judge", "--", *shard], cwd=shop, capture_output=True)
+        assert one.returncode in (0, 1), one.stdout[-2000:]
     merged = tmp_path / "merged"
     cmd = ["nox", "-s", "merge", "--", *map(str, folders), "--out", str(merged)]
     ran = subprocess.run(cmd, cwd=shop, capture_output=True, text=True)
@@ -119,41 +219,43 @@ def findings(folder: Path, step: str) -> list[tuple[str, str]]:
     return sorted((row["id"], row.get("field") or row.get("outcome")) for row in rows)
 
 
-def test_deleted_test_file_blocks(shop: Path) -> None:
-    verdict = judged(
-        shop, "delete-tests", lambda repo: git(repo, "rm", "-q", "tests/test_orders.py")
-    )
-    assert verdict.returncode == 1, verdict.output
-    assert verdict.statuses["assert-inventory"] == "block"
-    assert verdict.step("assert-inventory")["evidence"]["deleted_files"] == ["tests/test_orders.py"]
+def test_deleted_test_file_blocks(shop: Path, envs: Built, tmp_path: Path) -> None:
+    head = branch(shop, "delete-tests", lambda repo: git(repo, "rm", "-q", "tests/test_orders.py"))
+    inventory = inventory_step(shop, envs, head, tmp_path)
+    steps = [*static_steps(shop, head, tmp_path / "static").values(), inventory]
+    assert decided(steps) == "block", [step["summary"] for step in steps]
+    assert (inventory["exit_code"], inventory["status"]) == (1, "block")
+    assert inventory["evidence"]["deleted_files"] == ["tests/test_orders.py"]
 
 
-def test_fixture_edit_without_lock_blocks(shop: Path) -> None:
+def test_fixture_edit_without_lock_blocks(shop: Path, tmp_path: Path) -> None:
     def touch_fixture(repo: Path) -> None:
         with (repo / "fixtures/carts.jsonl").open("a") as handle:
             handle.write(
                 '{"id": "cart-999", "subtotal_cents": 1, "coupons": [], "expected_cents": 1}\n'
             )
 
-    verdict = judged(shop, "fixture-only", touch_fixture)
-    assert verdict.returncode == 1, verdict.output
-    assert verdict.statuses["fixtures-lock"] == "block"
-    assert verdict.step("fixtures-lock")["evidence"]["changed"] == ["fixtures/carts.jsonl"]
+    steps = static_steps(shop, branch(shop, "fixture-only", touch_fixture), tmp_path)
+    assert decided(list(steps.values())) == "block", [step["summary"] for step in steps.values()]
+    lock = steps["fixtures-lock"]
+    assert (lock["exit_code"], lock["status"]) == (1, "block")
+    assert lock["evidence"]["changed"] == ["fixtures/carts.jsonl"]
 
 
-def test_fixture_and_lock_together_fail_closed(shop: Path) -> None:
+def test_fixture_and_lock_together_fail_closed(shop: Path, tmp_path: Path) -> None:
     def relock(repo: Path) -> None:
         edit(repo / "fixtures/carts.md", "cart-017", "cart-017 (regenerated)")
         lock = [sys.executable, "scripts/lock_fixtures.py", "--write", "--report", "/dev/null"]
         subprocess.run(lock, cwd=repo, check=True, capture_output=True)
 
-    verdict = judged(shop, "fixture-and-lock", relock)
-    assert verdict.returncode == 2
-    protected = [row["path"] for row in verdict.step("write-set")["evidence"]["protected"]]
+    steps = static_steps(shop, branch(shop, "fixture-and-lock", relock), tmp_path)
+    assert decided(list(steps.values())) == "fail-closed"
+    protected = [row["path"] for row in steps["write-set"]["evidence"]["protected"]]
     assert protected == ["fixtures.lock"]
-    assert verdict.statuses["fixtures-lock"] == "block"
+    assert steps["fixtures-lock"]["status"] == "block"
 
 
+@pytest.mark.e2e
 def test_patched_judge_is_not_what_runs(shop: Path) -> None:
     fake = (
         "import json, pathlib\n"
@@ -169,6 +271,7 @@ def test_patched_judge_is_not_what_runs(shop: Path) -> None:
     assert verdict.report["scripts_from"] == verdict.report["base"]
 
 
+@pytest.mark.e2e
 def test_patched_noxfile_is_not_what_runs(shop: Path) -> None:
     fake = (
         "import nox, pathlib\n"
@@ -191,6 +294,7 @@ def pytest_runtest_makereport(item, call):
 """
 
 
+@pytest.mark.e2e
 def test_root_conftest_cannot_rescue_a_broken_property(shop: Path) -> None:
     def cheat(repo: Path) -> None:
         (repo / "conftest.py").write_text(FORCE_PASS)

@@ -1,19 +1,36 @@
-"""The baked sessions beside the judge: record, lock, and the reviewed allowlist path."""
+"""The baked sessions beside the judge: record, lock, and the reviewed allowlist path.
+
+record and lock run as nox sessions. The allowlist path runs step by step: on real branches of
+the bake and real builds of them, classify_write_set.py, record_cassettes.py and
+replay_cassettes.py run as the judge runs them (`main(argv)`, with the arguments judge.py
+passes). One whole judge (scripts/judge.py, without nox) shows what only the judge decides:
+under ORACLE_REVIEW=1 it gives replay and the crossrun the patch's allowlist, and the reviewed
+change merges.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from tools.bakery import branch, edit, git, judge
+from tests.conftest import SCRIPTS, Built, builder
+from tools.bakery import branch, edit, git, judge_script
 
-pytestmark = pytest.mark.e2e  # every test here runs the whole judge
+sys.path.insert(0, str(SCRIPTS))
+import classify_write_set
+import record_cassettes
+import replay_cassettes
+from _gate import bin_dir, load_config
+
+Report = tuple[int, dict[str, Any]]  # a step's exit code and its JSON report
 
 
 def nox(repo: Path, session: str) -> None:
@@ -71,27 +88,111 @@ def copy_change_with_rows(reviewer: str, *fields: str) -> Callable[[Path], None]
 CHANGED = ("stdout.json", "stderr.sha256")  # the message shows on stdout and on stderr
 
 
-def test_allowlisted_contract_change_merges_after_review(shop: Path) -> None:
+@pytest.fixture(scope="module")
+def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
+    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
+
+
+def run(main: Callable[[list[str]], int], report: Path, *argv: str | Path) -> Report:
+    code = main([*map(str, argv), "--report", str(report)])
+    return code, json.loads(report.read_text("utf-8"))
+
+
+def cli(built: dict[str, Path], tree: Path) -> Path:
+    """The build's console script, named by the base's judge.yaml."""
+    command = load_config(tree / "oracle/judge.yaml").command
+    return bin_dir(built["python"].parent.parent) / command
+
+
+def cases(tree: Path) -> tuple[str | Path, ...]:
+    """The case arguments the judge passes record and replay: all from the base tree."""
+    timeout = load_config(tree / "oracle/judge.yaml").case_timeout
+    cases = ("--cases", tree / "oracle/cases.yaml", "--fixtures", tree / "fixtures")
+    return (*cases, "--timeout", str(timeout))
+
+
+@pytest.fixture(scope="module")
+def cassette(shop: Path, envs: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The parent's cassette, recorded from the build of main as the judge records it."""
+    parent = envs("main", "parent")
+    tmp = tmp_path_factory.mktemp("cassette")
+    out = tmp / "cassettes.json"
+    base = git(shop, "rev-parse", "main")
+    record = ("--command", cli(parent, parent["tree"]), "--base", base, "--out", out, "--reuse")
+    code, report = run(record_cassettes.main, tmp / "record.json", *record, *cases(parent["tree"]))
+    assert code == 0, report["summary"]
+    return out
+
+
+def replay(
+    shop: Path, envs: Built, cassette: Path, head: str, tmp: Path, allowlist: Path
+) -> Report:
+    """replay_cassettes.py on the builds of main (the base) and `head`, with `allowlist`: the
+    base's, or under ORACLE_REVIEW=1 the patch's, as the judge picks it."""
+    parent, patch = envs("main", "parent"), envs(head, "patch")
+    base = git(shop, "rev-parse", "main")
+    commands: tuple[str | Path, ...] = ("--parent-command", cli(parent, parent["tree"]))
+    commands += ("--patch-command", cli(patch, parent["tree"]))
+    argv = ("--cassette", cassette, *commands, "--allowlist", allowlist, "--base", base)
+    return run(replay_cassettes.main, tmp / "replay.json", *argv, *cases(parent["tree"]))
+
+
+def reviewed_replay(
+    shop: Path,
+    envs: Built,
+    cassette: Path,
+    head: str,
+    tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Report:
+    """Replay under ORACLE_REVIEW=1: the allowlist is the patch's own."""
+    monkeypatch.setenv("ORACLE_REVIEW", "1")
+    allowlist = envs(head, "patch")["tree"] / "oracle/allowlist.yaml"
+    return replay(shop, envs, cassette, head, tmp, allowlist)
+
+
+@pytest.mark.e2e  # the reviewed verdict comes from a whole judge (without nox)
+def test_allowlisted_contract_change_merges_after_review(
+    shop: Path, envs: Built, cassette: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     head = branch(shop, "reviewed-copy", copy_change_with_rows("@alice", *CHANGED))
-    unreviewed = judge(shop, "--head", head)
-    assert unreviewed.returncode == 2
-    assert unreviewed.statuses["replay"] == "block"  # the base allowlist has no row
-    reviewed = judge(shop, "--head", head, env={"ORACLE_REVIEW": "1"})
+    # Unreviewed: the patch edits the protected allowlist, so the write-set fails the judge
+    # closed (exit 2); and replay, given the base's allowlist, has no row for the change.
+    monkeypatch.delenv("ORACLE_REVIEW", raising=False)
+    base_tree = envs("main", "parent")["tree"]
+    refs: tuple[str | Path, ...] = ("--repo", shop, "--base", git(shop, "rev-parse", "main"))
+    refs += ("--head", git(shop, "rev-parse", head), "--config", base_tree / "oracle/judge.yaml")
+    code, write_set = run(classify_write_set.main, tmp_path / "write-set.json", *refs)
+    assert code == 2, write_set["summary"]
+    assert write_set["status"] == "fail-closed"
+    assert [hit["path"] for hit in write_set["evidence"]["protected"]] == ["oracle/allowlist.yaml"]
+    base_allowlist = base_tree / "oracle/allowlist.yaml"
+    code, unreviewed = replay(shop, envs, cassette, head, tmp_path, base_allowlist)
+    assert code == 1, unreviewed["summary"]
+    assert unreviewed["status"] == "block"  # the base allowlist has no row
+    # Reviewed: only the whole judge picks the patch's allowlist for replay and the crossrun.
+    reviewed = judge_script(shop, "--head", head, env={"ORACLE_REVIEW": "1"})
     assert reviewed.returncode == 0, reviewed.output
     allowed = reviewed.step("replay")["evidence"]["allowed"]
     assert [a["field"] for a in allowed] == list(CHANGED)
     assert reviewed.step("crossrun")["evidence"]["allowed"] == [PINNING_TEST]
 
 
-def test_allowlist_row_without_reviewer_fails_closed(shop: Path) -> None:
+def test_allowlist_row_without_reviewer_fails_closed(
+    shop: Path, envs: Built, cassette: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     head = branch(shop, "unsigned-row", copy_change_with_rows("", *CHANGED))
-    verdict = judge(shop, "--head", head, env={"ORACLE_REVIEW": "1"})
-    assert verdict.returncode == 2
-    assert "'reviewer' is required" in verdict.step("replay")["summary"]
+    code, report = reviewed_replay(shop, envs, cassette, head, tmp_path, monkeypatch)
+    assert code == 2
+    assert report["status"] == "fail-closed"
+    assert "'reviewer' is required" in report["summary"]
 
 
-def test_stale_allowlist_row_fails_closed(shop: Path) -> None:
+def test_stale_allowlist_row_fails_closed(
+    shop: Path, envs: Built, cassette: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     head = branch(shop, "stale-row", copy_change_with_rows("@alice", *CHANGED, "stderr.raw"))
-    verdict = judge(shop, "--head", head, env={"ORACLE_REVIEW": "1"})
-    assert verdict.returncode == 2
-    assert "stale" in verdict.step("replay")["summary"]
+    code, report = reviewed_replay(shop, envs, cassette, head, tmp_path, monkeypatch)
+    assert code == 2
+    assert report["status"] == "fail-closed"
+    assert "stale" in report["summary"]

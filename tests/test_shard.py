@@ -99,7 +99,7 @@ def findings(folder: Path) -> dict[str, list[tuple[str, str]]]:
     return {key: sorted((row["id"], row["field"]) for row in evidence[key]) for key in keys}
 
 
-@pytest.mark.e2e  # 60,000 processes: as heavy as a whole judge
+@pytest.mark.e2e(heavy=True)  # 60,000 processes: heavier than a whole judge
 def test_ten_thousand_cases_in_four_shards_merge_to_the_unsharded_verdict_and_findings(
     tmp_path: Path, patch_cli: Path
 ) -> None:

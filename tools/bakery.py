@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,8 +95,26 @@ def judge(
     return Verdict(proc.returncode, data, proc.stdout + proc.stderr)
 
 
-if __name__ == "__main__":
-    import sys
+def judge_script(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> Verdict:
+    """Run the checkout's own scripts/judge.py as `nox -s judge` runs it (offline, from the
+    shared wheelhouse), without nox: for what the judge decides before it builds anything."""
+    wheelhouse = os.environ.get("ORACLE_WHEELHOUSE", str(repo / ".oracle" / "wheelhouse"))
+    offline = {"JUDGE_OFFLINE": "1", "PIP_NO_INDEX": "1", "UV_OFFLINE": "1"}
+    reports = repo / "reports"
+    (reports / "judge-report.json").unlink(missing_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "scripts/judge.py", "--wheelhouse", wheelhouse, *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **offline, **(env or {})},
+        check=False,
+    )
+    report = reports / "judge-report.json"
+    data = json.loads(report.read_text("utf-8")) if report.is_file() else {}
+    return Verdict(proc.returncode, data, proc.stdout + proc.stderr)
 
+
+if __name__ == "__main__":
     # python -m tools.bakery DEST [answer=value ...]
     print(bake(Path(sys.argv[1]), **dict(arg.split("=", 1) for arg in sys.argv[2:])))

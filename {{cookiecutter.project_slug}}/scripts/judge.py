@@ -274,11 +274,13 @@ def forward_workflow_commands(stdout: bytes) -> None:
             print(line, flush=True)
 
 
-def build_all(j: Judgment, envs: Path, wheelhouse: Path) -> Builds | None:
-    """Build parent, patch and the oracle env side by side; the base not building is ours."""
+def build_all(j: Judgment, envs: Path, wheelhouse: Path, static: Sequence[Step]) -> Builds | None:
+    """Build parent, patch and the oracle env side by side, and beside them run the `static`
+    steps (which read trees only; reported first). The base not building is ours."""
     start = time.monotonic()
     requirements = j.parent / "scripts" / "requirements-judge.txt"
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        beside = pool.submit(lambda: [j.outcome(step) for step in static])
         jobs = {
             side: pool.submit(build_env, tree, envs / side, wheelhouse, requirements)
             for side, tree in (("parent", j.parent), ("patch", j.patch))
@@ -286,6 +288,8 @@ def build_all(j: Judgment, envs: Path, wheelhouse: Path) -> Builds | None:
         jobs["oracle"] = pool.submit(
             lambda: tools_env(envs / "oracle", wheelhouse, requirements)[0]
         )
+    for step in beside.result():
+        j.append(step)
     built: dict[str, Path] = {}
     for side, job in jobs.items():
         try:
@@ -311,26 +315,30 @@ def oracle_ref_files(j: Judgment, dest: Path) -> tuple[Path, Path]:
     return quarantine, ledger
 
 
-def static_steps(j: Judgment) -> bool:
-    """Steps that read trees only. False when the judgment cannot go on."""
+def static_steps(j: Judgment) -> list[Step] | None:
+    """Steps that read trees only, to run beside the build; None when preconditions fail and
+    the judgment cannot go on (nothing of the patch, its build included, may run then)."""
     if j.run("preconditions", "check_preconditions.py", "--tree", j.parent) != PASS:
-        return False
+        return None
+    if not j.leads:
+        return []
     # With ORACLE_REVIEW=1 a human has reviewed the patch's oracle edits, so they take effect.
     evidence = j.patch if os.environ.get("ORACLE_REVIEW") == "1" else j.parent
     config = j.parent / "oracle" / "judge.yaml"
     refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
-    if j.leads:
-        j.run("write-set", "classify_write_set.py", *refs, "--config", config)
-        lock = ("--lock", evidence / "fixtures.lock", "--base-root", j.parent)
-        j.run("fixtures-lock", "lock_fixtures.py", "--check", "--root", j.patch, *lock)
-    return True
+    lock = ("--lock", evidence / "fixtures.lock", "--base-root", j.parent)
+    return [
+        Step("write-set", "classify_write_set.py", (*refs, "--config", config)),
+        Step("fixtures-lock", "lock_fixtures.py", ("--check", "--root", j.patch, *lock)),
+    ]
 
 
 def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     """Steps that run the builds, side by side where they are independent (`jobs` in
-    judge.yaml): record then replay; the inventory then the advisory tests (which read its
-    collected ids); the oracle; the crossrun. Quarantine and flake budget come after all of
-    them, and the report lists every step in the order of the decision table."""
+    judge.yaml): the oracle; record then replay; the crossrun; the inventory then the advisory
+    tests (which read its collected ids); quarantine. Flake budget comes after all of them (it
+    decides what they deferred), then the advisory tests when they are the crossrun's (tests
+    unchanged by the patch); the report lists every step in the order of the decision table."""
     parent_py, patch_py = built.parent, built.patch
     review = os.environ.get("ORACLE_REVIEW") == "1"
     parent_cmd = bin_dir(parent_py.parent.parent) / j.settings.command
@@ -356,41 +364,68 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     tests += ("--timeout", str(j.settings.advisory_timeout))
     tests += ("--inventory-report", j.reports / "assert-inventory.json")
     crossrun = crossrun_args(j, allowlist, builds)
+    # Unchanged tests are the crossrun's: the advisory step reads its patch run, after it
+    # (a shard's crossrun ran only some of them).
+    reuse = crossrun is not None and j.shard.whole and tests_unchanged(j)
+    advised = Step("tests", "run_tests.py", tests, advisory=True)
+    unreadable = ""  # why the oracle ref's files cannot be read: flake budget cannot run
+    try:
+        quarantine, ledger = oracle_ref_files(j, tmp)
+    except FailClosed as exc:
+        unreadable, quarantine, ledger = str(exc), None, None
+    # The longest lanes first: `jobs` of them start at once.
     lanes: list[list[Step]] = [
+        [Step("oracle", "run_oracle.py", (*split, *builds))],
         [
             Step("record", "record_cassettes.py", (*record, *cases)),
             Step("replay", "replay_cassettes.py", (*replay, *cases), needs_pass=True),
         ],
+        [Step("crossrun", "crossrun.py", (*crossrun, *shard))] if crossrun is not None else [],
         [
             Step("assert-inventory", "count_asserts.py", (*trees, *refs, *config, *builds, *cache)),
-            Step("tests", "run_tests.py", tests, advisory=True),
+            *([] if reuse else [advised]),
         ]
         if j.leads
         else [],
-        [Step("oracle", "run_oracle.py", (*split, *builds))],
-        [Step("crossrun", "crossrun.py", (*crossrun, *shard))] if crossrun is not None else [],
+        [Step("quarantine", "check_quarantine.py", ("--file", quarantine, *trees))]
+        if j.leads and quarantine is not None
+        else [],
     ]
-    recorded, inventory, oracle_steps, crossran = j.lanes(lanes, j.settings.jobs)
-    advisory = inventory[1:]
-    for step in (*recorded, *inventory[:1], *oracle_steps, *crossran):
-        j.append(step)
-    if crossrun is None:
-        j.add("crossrun", "advisory", "off in judge.yaml: the parent's tests did not run", {})
-    try:
-        quarantine, ledger = oracle_ref_files(j, tmp)
-    except FailClosed as exc:
-        j.record("quarantine", FAIL_CLOSED, str(exc))
-    else:
-        if j.leads:
-            j.run("quarantine", "check_quarantine.py", "--file", quarantine, *trees)
+    done = {step["name"]: step for lane in j.lanes(lanes, j.settings.jobs) for step in lane}
+    for name in ("record", "replay", "assert-inventory", "oracle", "crossrun", "quarantine"):
+        if name in done:
+            j.append(done[name])
+        elif name == "crossrun" and crossrun is None:
+            j.add(name, "advisory", "off in judge.yaml: the parent's tests did not run", {})
+        elif name == "quarantine" and unreadable:
+            j.record(name, FAIL_CLOSED, unreadable)
+    if quarantine is not None and ledger is not None:
         flake: Args = ("--oracle-report", j.reports / "oracle.json", *oracle)
         flake += ("--patch-python", patch_py, "--quarantine", quarantine, "--ledger", ledger)
         flake += ("--max-retry", str(j.settings.flake_max_retry))
         if crossrun is not None:
             flake += ("--crossrun-report", j.report_file("crossrun"), "--tree", j.parent)
         j.run("flake-budget", "flake_budget.py", *flake)
-    for step in advisory:
-        j.append(step)
+    if reuse:
+        report = ("--crossrun-report", j.report_file("crossrun"))
+        done["tests"] = j.outcome(Step("tests", "run_tests.py", (*tests, *report), advisory=True))
+    if "tests" in done:
+        j.append(done["tests"])
+
+
+def tests_unchanged(j: Judgment) -> bool:
+    """Whether the patch left the test folders and every file that configures pytest at the
+    root as the base has them (the same git objects)."""
+    paths = (
+        *j.settings.tests,
+        "conftest.py",
+        "pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "pyproject.toml",
+    )
+    listed = [git(j.repo, "ls-tree", ref, "--", *paths, check=False) for ref in (j.base, j.head)]
+    return listed[0] == listed[1]
 
 
 def crossrun_args(j: Judgment, allowlist: Path, builds: Args) -> Args | None:
@@ -419,8 +454,9 @@ def judge(j: Judgment, args: argparse.Namespace) -> None:
         j.patch = add_worktree(j.repo, j.head, tmp / "patch")
         try:
             j.config = load_config(j.parent / "oracle" / "judge.yaml")
-            if static_steps(j):
-                built = build_all(j, tmp / "envs", args.wheelhouse.resolve())
+            static = static_steps(j)
+            if static is not None:
+                built = build_all(j, tmp / "envs", args.wheelhouse.resolve(), static)
                 if built:
                     dynamic_steps(j, tmp, built)
         finally:

@@ -6,6 +6,9 @@ These tests share an author with the patch, so a pass is no evidence and a failu
 signal only. Outcomes are read from the gate's evidence plugin and checked against the tests the
 inventory saw collected: a missing result, or an exit status the results contradict
 (`os._exit(0)`, a forged status, a forced outcome), is reported as suspicious.
+With `--crossrun-report` (the judge passes it when the patch left its test folders and pytest
+configuration as the base has them) the tests are the very ones the crossrun already ran on
+the patch build, so their outcomes are read from its report instead of running them again.
 Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arguments).
 """
 
@@ -48,13 +51,30 @@ def suspicions(result: PytestRun, collected: list[str]) -> list[str]:
     return found
 
 
+def crossran(report: Path | None) -> PytestRun | None:
+    """The crossrun's run on the patch build, when its report has one."""
+    try:
+        evidence = json.loads(report.read_bytes())["evidence"] if report else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    outcomes = evidence.get("patch") if isinstance(evidence, dict) else None
+    if not isinstance(outcomes, dict) or not outcomes:
+        return None
+    failed = any(v in ("failed", "error") for v in outcomes.values())
+    return PytestRun(int(failed), False, dict(outcomes), {}, {}, {}, "")
+
+
 def execute(args: argparse.Namespace) -> Outcome:
     folders = [f for f in args.tests if (args.tree / f).exists()]
     if not folders:
         return Outcome(PASS, "no test folder in the patch", {"outcomes": {}})
-    result = run_pytest(
-        args.python, args.tree, folders, prefix="", timeout=args.timeout, trusted=False
-    )
+    result = crossran(args.crossrun_report)
+    source = "; unchanged from the base, as the crossrun ran them on the patch build"
+    if result is None:
+        source = ""
+        result = run_pytest(
+            args.python, args.tree, folders, prefix="", timeout=args.timeout, trusted=False
+        )
     outcomes = result.outcomes or {}
     counts = {
         k: sum(1 for v in outcomes.values() if v == k)
@@ -62,7 +82,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     }
     shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no results"
     suspicious = suspicions(result, collected_ids(args.inventory_report))
-    note = f"; suspicious: {suspicious[0]}" if suspicious else ""
+    note = f"; suspicious: {suspicious[0]}" if suspicious else source
     evidence = {
         "exit_code": result.exit_code,
         "counts": counts,
@@ -82,6 +102,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tests", nargs="+", default=["tests"], help="test folders")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds (judge.yaml)")
     p.add_argument("--inventory-report", type=Path, help="assert-inventory.json (collected ids)")
+    p.add_argument(
+        "--crossrun-report",
+        type=Path,
+        help="crossrun.json: its patch run, when tests are unchanged",
+    )
     add_report_arg(p, "tests")
     return p
 
