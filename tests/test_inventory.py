@@ -390,6 +390,10 @@ def run_inventory(
     cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
     cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", base, "--head", head]
     cmd += ["--config", str(config), "--report", str(report)]
+    if "--cache" not in extra:
+        # One cache per bake, as a repository keeps .oracle/inventory-cache.json: the base's
+        # trees are analysed and collected once for all the patches judged against them.
+        cmd += ["--cache", str(repo.parent / f"{repo.name}.inventory-cache.json")]
     clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "PYTEST_ADDOPTS")}
     try:
         proc = subprocess.run(
