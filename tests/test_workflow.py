@@ -136,6 +136,11 @@ def test_shards_run_as_a_matrix_and_the_judge_job_merges_them(baked: Path) -> No
         s.get("run") for s in judge["steps"]
     ]
     assert not any("pr-head" in s.get("run", "") for s in judge["steps"])
+    # The verdict cannot be merge unless every shard's judge itself exited 0.
+    guard = next(
+        s for s in judge["steps"] if s.get("if") == "needs.judge-shard.result != 'success'"
+    )
+    assert guard["run"].rstrip().endswith("exit 1")
 
 
 def test_permissions_are_least_privilege(baked: Path) -> None:
