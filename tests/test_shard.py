@@ -8,6 +8,7 @@ scripts/merge_shards.py then merges the shard folders.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -21,7 +22,7 @@ from tests.conftest import SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
 import merge_shards
-from _shard import parse_shard
+from _shard import Shard, parse_shard
 from judge import Args, Judgment, publish
 
 BASE, HEAD = "b" * 40, "c" * 40
@@ -220,3 +221,18 @@ def test_a_folder_without_a_report_fails_closed_with_one_line(tmp_path: Path) ->
     assert report["steps"][-1]["summary"].startswith(f"{empty}/judge-report.json: not a shard")
     assert "\n" not in report["steps"][-1]["summary"]
     assert sorted(os.listdir(tmp_path / "merged")) == ["judge-report.json", "judge-summary.md"]
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "2/0", "a/b", "2", "-1/4", "1/4/2"])
+def test_a_shard_that_is_not_i_of_n_is_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="is not I/N"):
+        parse_shard(text)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 7])
+def test_every_id_belongs_to_exactly_one_shard(count: int) -> None:
+    ids = [f"tests/test_x.py::test_{i}[{i % 5}]" for i in range(500)] + ["é", "", "a::b"]
+    owners = [[i for i in range(1, count + 1) if Shard(i, count).owns(ident)] for ident in ids]
+    assert all(len(found) == 1 for found in owners)
+    if count > 1:
+        assert len({found[0] for found in owners}) == count
