@@ -37,6 +37,10 @@ class Shard:
         digest = hashlib.sha256(ident.encode("utf-8", "surrogatepass")).digest()
         return int.from_bytes(digest[:8], "big") % self.count == self.index - 1
 
+    def pytest_options(self) -> list[str]:
+        """What the gate's pytest plugin needs to deselect the tests other shards own."""
+        return [] if self.whole else [f"--oracle-shard={self}"]
+
     def pick(self, items: Iterable[T], ident: Callable[[T], str]) -> list[T]:
         return [item for item in items if self.owns(ident(item))]
 

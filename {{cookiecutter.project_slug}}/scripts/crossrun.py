@@ -129,8 +129,7 @@ def run(
     without the `hidden` modules (the build's own): pytest's default import mode puts the
     root on sys.path for a tests/ package, and a flat-layout package there would shadow the
     build."""
-    options = [arg for plugin in plugins for arg in ("-p", plugin)]
-    options += [] if shard.whole else [f"--oracle-shard={shard}"]
+    options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
     with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
         root = copy_tree(tree, Path(name) / "tree", hidden)
         return run_pytest(

@@ -69,7 +69,7 @@ def run(
         trusted=True,
         subject=subject,
         subject_timeout=call_timeout,
-        options=() if shard.whole else (f"--oracle-shard={shard}",),
+        options=shard.pytest_options(),
     )
 
 
