@@ -79,10 +79,16 @@ def envs(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path)
 
 
 def step(
-    repo: Path, envs: Built, head: str, tmp: Path, *extra: str, base: str = "main"
+    repo: Path,
+    envs: Built,
+    head: str,
+    tmp: Path,
+    *extra: str,
+    base: str = "main",
+    name: str = "crossrun.json",
 ) -> tuple[int, dict[str, Any]]:
     parent, patch = envs(base, "parent"), envs(head, "patch")
-    report = tmp / "crossrun.json"
+    report = tmp / name
     argv = ["--tree", str(parent["tree"]), "--tests", "tests", "--report", str(report)]
     argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
     code = crossrun.main([*argv, *extra])
@@ -309,10 +315,7 @@ def test_crossrun_shards_split_the_parent_tests_and_find_the_same_failure(
     _, whole = step(repo, envs, head, tmp_path)
 
     def run(extra: list[str], report: Path) -> int:
-        parent, patch = envs("main", "parent"), envs(head, "patch")
-        argv = ["--tree", str(parent["tree"]), "--report", str(report), *extra]
-        argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
-        return crossrun.main(argv)
+        return step(repo, envs, head, report.parent, *extra, name=report.name)[0]
 
     shards = shard_reports(run, tmp_path, 3)
     parents = [report["evidence"]["parent"] for report in shards]

@@ -24,6 +24,7 @@ sys.path.insert(0, str(SCRIPTS))
 import merge_shards
 from _shard import Shard, parse_shard
 from judge import Args, Judgment, publish
+from record_cassettes import cassette_path
 
 BASE, HEAD = "b" * 40, "c" * 40
 PRINTF = Path("/usr/bin/printf")
@@ -236,3 +237,11 @@ def test_every_id_belongs_to_exactly_one_shard(count: int) -> None:
     assert all(len(found) == 1 for found in owners)
     if count > 1:
         assert len({found[0] for found in owners}) == count
+
+
+def test_each_shard_keeps_its_own_cassette(tmp_path: Path) -> None:
+    """A shard's recording holds its cases only: it never stands where the whole one does."""
+    paths = [cassette_path(tmp_path, BASE, Shard(i, 4)) for i in range(1, 5)]
+    whole = cassette_path(tmp_path, BASE)
+    assert len({whole, *paths}) == 5
+    assert {path.parent for path in paths} == {whole.parent}

@@ -86,7 +86,8 @@ class Watch:
         self.proc, self.exited = proc, False
         self.selector = selectors.DefaultSelector()
         self.sinks = {pipe.fileno(): Sink(cap) for pipe in (proc.stdout, proc.stderr)}
-        for fd in self.sinks:
+        self.open = set(self.sinks)  # the pipes not at their end yet
+        for fd in self.open:
             self.selector.register(fd, selectors.EVENT_READ)
         self.pending = memoryview(stdin)
         if stdin:
@@ -108,7 +109,7 @@ class Watch:
         timed_out = not self.exited
         kill_group(self.proc)  # no daemonised grandchild outlives its command
         grace = time.monotonic() + DRAIN_GRACE
-        while self.sinks and self.wait(grace):
+        while self.open and self.wait(grace):
             pass
         self.close()
         return timed_out
@@ -122,7 +123,7 @@ class Watch:
             if key.fd == self.pidfd:
                 self.exited = True
                 self.selector.unregister(key.fd)
-            elif key.fd in self.sinks:
+            elif key.fd in self.open:
                 self.read(key.fd)
             else:
                 self.feed()
@@ -136,7 +137,7 @@ class Watch:
             self.sinks[fd].take(chunk)
             return
         self.selector.unregister(fd)
-        del self.sinks[fd]  # the open ones; run_group kept them all
+        self.open.discard(fd)
 
     def feed(self) -> None:
         assert self.proc.stdin is not None
@@ -198,8 +199,7 @@ def run_group(
     assert proc.stdout and proc.stderr
     out, err = (proc.stdout.fileno(), proc.stderr.fileno())
     watch = Watch(proc, stdin, cap)
-    sinks = dict(watch.sinks)
     timed_out = watch.run(timeout)
     code = proc.wait()
     seconds = time.perf_counter() - start
-    return Completed(code, timed_out, sinks[out].stream(), sinks[err].stream(), seconds)
+    return Completed(code, timed_out, watch.sinks[out].stream(), watch.sinks[err].stream(), seconds)

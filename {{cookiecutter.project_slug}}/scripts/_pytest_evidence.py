@@ -120,7 +120,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not option:
         return
     shard = parse_shard(option)
-    other = [item for item in items if not shard.owns(item.nodeid)]
+    kept: list[pytest.Item] = []
+    other: list[pytest.Item] = []
+    for item in items:
+        (kept if shard.owns(item.nodeid) else other).append(item)
     if other:
-        items[:] = [item for item in items if shard.owns(item.nodeid)]
+        items[:] = kept
         config.hook.pytest_deselected(items=other)

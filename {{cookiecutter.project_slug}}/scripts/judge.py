@@ -64,6 +64,7 @@ from _gate import (
     write_json,
 )
 from _shard import WHOLE, Shard, add_shard_arg
+from record_cassettes import cassette_path
 
 VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
 # "deferred": the step's failures are decided by the later step its evidence names.
@@ -343,8 +344,7 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     review = os.environ.get("ORACLE_REVIEW") == "1"
     parent_cmd = bin_dir(parent_py.parent.parent) / j.settings.command
     patch_cmd = bin_dir(patch_py.parent.parent) / j.settings.command
-    name = "cassettes" if j.shard.whole else f"cassettes-shard-{j.shard.index}-of-{j.shard.count}"
-    cassette = j.repo / ".oracle" / "cassettes" / j.base / f"{name}.json"
+    cassette = cassette_path(j.repo, j.base, j.shard)
     shard = ("--shard", str(j.shard))
     cases: Args = ("--cases", j.parent / "oracle/cases.yaml", "--fixtures", j.parent / "fixtures")
     cases += ("--timeout", str(j.settings.case_timeout), *shard)
@@ -408,8 +408,8 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
         j.run("flake-budget", "flake_budget.py", *flake)
     if reuse:
         report = ("--crossrun-report", j.report_file("crossrun"))
-        done["tests"] = j.outcome(Step("tests", "run_tests.py", (*tests, *report), advisory=True))
-    if "tests" in done:
+        j.run("tests", "run_tests.py", *tests, *report, advisory=True)
+    elif "tests" in done:
         j.append(done["tests"])
 
 
@@ -508,10 +508,10 @@ def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]]) -> list[str]:
 def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     steps = {s["name"]: s for s in report["steps"]}
     shard = report.get("shard") or {"count": 1}
-    scope = ""
-    if shard["count"] > 1:
-        scope = f" (shard {shard['index']}/{shard['count']})" if shard.get("index") else ""
-        scope = scope or f" ({shard['count']} shards merged)"
+    count, index = shard["count"], shard.get("index")
+    scope = (
+        "" if count == 1 else f" (shard {index}/{count})" if index else f" ({count} shards merged)"
+    )
     lines = [
         f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']}){scope}",
         "",

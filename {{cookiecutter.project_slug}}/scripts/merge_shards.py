@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -136,13 +136,13 @@ class Merge:
     shards: list[ShardRun]
     count: int
     out: Path
-    problems: list[str]
+    problems: list[str] = field(default_factory=list)  # what keeps the shards from adding up
 
     def step(self, name: str) -> dict[str, Any]:
         ran = [(s, step) for s in self.shards for step in s.report["steps"] if step["name"] == name]
-        worst_shard, worst = max(ran, key=lambda pair: RANK.get(pair[1]["status"], 3))
         parts = [shard.step_report(step) for shard, step in ran]
-        evidence = merge_evidence(parts, worst_shard.step_report(worst))
+        at = max(range(len(ran)), key=lambda i: RANK.get(ran[i][1]["status"], 3))
+        (worst_shard, worst), evidence = ran[at], merge_evidence(parts, parts[at])
         evidence["shards"] = {f"{s.index}/{self.count}": step["status"] for s, step in ran}
         self.check(name, evidence, len(ran))
         summary = worst["summary"]
@@ -205,7 +205,7 @@ def matrix_text(repo: Path, base: str) -> str:
 def merged_report(args: argparse.Namespace) -> dict[str, Any]:
     shards = [read_shard(folder) for folder in args.folders]
     shards.sort(key=lambda shard: shard.index)
-    merge = Merge(shards, check_set(shards), args.out, [])
+    merge = Merge(shards, check_set(shards), args.out)
     names = dict.fromkeys(step["name"] for s in shards for step in s.report["steps"])
     steps = [merge.step(name) for name in names]
     steps += [failed(problem) for problem in merge.problems]

@@ -47,7 +47,7 @@ from _gate import (
     run_main,
     write_json,
 )
-from _shard import Shard, add_shard_arg
+from _shard import WHOLE, Shard, add_shard_arg
 
 RUNS = 2
 TRACEBACK = "Traceback (most recent call last):"
@@ -62,8 +62,10 @@ def provenance(base: str, cases: Sequence[Case]) -> dict[str, Any]:
     }
 
 
-def cassette_path(repo: Path, base: str) -> Path:
-    return repo / ".oracle" / "cassettes" / base / "cassettes.json"
+def cassette_path(repo: Path, base: str, shard: Shard = WHOLE) -> Path:
+    """Where a base's recording is kept: one file per shard, so shards never share one."""
+    name = "cassettes" if shard.whole else f"cassettes-shard-{shard.index}-of-{shard.count}"
+    return repo / ".oracle" / "cassettes" / base / f"{name}.json"
 
 
 def load_cassette(path: Path) -> dict[str, Any] | None:
@@ -165,7 +167,7 @@ def materialize(args: argparse.Namespace) -> Outcome:
         if args.base
         else default_base(repo, resolve_commit(repo, "HEAD", "--head"), config.base_branch)
     )
-    out = args.out or cassette_path(repo, base)
+    out = args.out or cassette_path(repo, base, args.shard)
     with tempfile.TemporaryDirectory(prefix="oracle-record-") as tmp:
         tree = add_worktree(repo, base, Path(tmp) / "parent")
         try:
