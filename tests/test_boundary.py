@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SCRIPTS, alive
+from tests.conftest import SCRIPTS, alive, compiled
 from tests.test_judge import as_judged, decided, report_file, sha, worktree
 from tools.bakery import bake, branch, edit, git
 
@@ -65,7 +65,7 @@ def requirements(repo: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def oracle_python(repo: Path, envs: Path, wheelhouse: Path) -> Path:
-    return tools_env(envs / "oracle", wheelhouse, requirements(repo))[0]
+    return compiled(tools_env(envs / "oracle", wheelhouse, requirements(repo))[0])
 
 
 @pytest.fixture(scope="module")

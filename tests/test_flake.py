@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import SCRIPTS, Built, builder
+from tests.conftest import SCRIPTS, Built, builder, compiled
 from tools.bakery import bake, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
@@ -89,7 +89,8 @@ def tree(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def oracle_python(envs: Built, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
     """The oracle's own environment: the judge's tools, neither build."""
     requirements = envs("main", "parent")["tree"] / "scripts/requirements-judge.txt"
-    return tools_env(tmp_path_factory.mktemp("oracle-env") / "oracle", wheelhouse, requirements)[0]
+    env = tmp_path_factory.mktemp("oracle-env") / "oracle"
+    return compiled(tools_env(env, wheelhouse, requirements)[0])
 
 
 @pytest.fixture

@@ -7,22 +7,24 @@ real environment) judges each branch; one branch also goes through the whole jud
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import SCRIPTS
+from tests.conftest import SCRIPTS, compiled
 from tests.test_judge import as_judged, decided, report_file, static_steps, worktree
 from tools.bakery import bake, branch, edit, git, judge
 
 sys.path.insert(0, str(SCRIPTS))
+import count_asserts
 import run_tests
 from _gate import build_env, load_config
 
@@ -363,7 +365,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator
 def python(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
     """The example built once: patches here touch only tests, so both sides share it."""
     requirements = repo / "scripts/requirements-judge.txt"
-    return build_env(repo, tmp_path_factory.mktemp("env") / "env", wheelhouse, requirements)
+    return compiled(
+        build_env(repo, tmp_path_factory.mktemp("env") / "env", wheelhouse, requirements)
+    )
 
 
 def run_inventory(
@@ -375,7 +379,8 @@ def run_inventory(
     env: dict[str, str] | None = None,
     config: Path | None = None,
 ) -> tuple[int, dict[str, Any], str]:
-    """The inventory step on base and head worktrees, as the judge runs it, from any base.
+    """The inventory step on base and head worktrees, as the judge runs it, from any base:
+    `count_asserts.main(argv)` in this process (its collections are real processes).
 
     `config` defaults to the base tree's oracle/judge.yaml; the environment never carries the
     runner's own GITHUB_ACTIONS or PYTEST_ADDOPTS, which change what the step prints and finds.
@@ -387,26 +392,38 @@ def run_inventory(
         git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
     report = tmp / "assert-inventory.json"  # the name the judge gives it
     config = config or trees["parent"] / "oracle/judge.yaml"
-    cmd = [sys.executable, str(SCRIPTS / "count_asserts.py"), "--parent", str(trees["parent"])]
-    cmd += ["--patch", str(trees["patch"]), "--repo", str(repo), "--base", base, "--head", head]
-    cmd += ["--config", str(config), "--report", str(report)]
+    argv = ["--parent", str(trees["parent"]), "--patch", str(trees["patch"]), "--repo", str(repo)]
+    argv += ["--base", base, "--head", head, "--config", str(config), "--report", str(report)]
     if "--cache" not in extra:
         # One cache per bake, as a repository keeps .oracle/inventory-cache.json: the base's
         # trees are analysed and collected once for all the patches judged against them.
-        cmd += ["--cache", str(repo.parent / f"{repo.name}.inventory-cache.json")]
+        argv += ["--cache", str(repo.parent / f"{repo.name}.inventory-cache.json")]
     clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "PYTEST_ADDOPTS")}
+    out = io.StringIO()
     try:
-        proc = subprocess.run(
-            [*cmd, *extra],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**clean, **(env or {})},
-        )
+        with (
+            environ({**clean, **(env or {})}),
+            redirect_stdout(out),
+            redirect_stderr(io.StringIO()),
+        ):
+            code = count_asserts.main([*argv, *extra])
     finally:
         for path in trees.values():
             git(repo, "worktree", "remove", "--force", str(path))
-    return proc.returncode, json.loads(report.read_text()), proc.stdout
+    return code, json.loads(report.read_text()), out.getvalue()
+
+
+@contextmanager
+def environ(values: dict[str, str]) -> Iterator[None]:
+    """os.environ as `values` for one in-process step (each xdist worker is its own process)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def inventory(repo: Path, head: str, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:

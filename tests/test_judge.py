@@ -256,32 +256,31 @@ def test_fixture_and_lock_together_fail_closed(shop: Path, tmp_path: Path) -> No
 
 
 @pytest.mark.e2e
-def test_patched_judge_is_not_what_runs(shop: Path) -> None:
-    fake = (
+def test_a_patched_judge_and_noxfile_are_not_what_runs(shop: Path) -> None:
+    fake_judge = (
         "import json, pathlib\n"
-        f"pathlib.Path('{MARKER}').write_text('x')\n"
+        f"pathlib.Path('{MARKER}').write_text('judge')\n"
         "pathlib.Path('reports').mkdir(exist_ok=True)\n"
         "pathlib.Path('reports/judge-report.json').write_text(json.dumps("
         "{'verdict': 'merge', 'exit_code': 0, 'steps': []}))\n"
     )
-    verdict = judged(shop, "own-judge", lambda repo: (repo / "scripts/judge.py").write_text(fake))
-    assert verdict.returncode == 2
-    assert verdict.report["verdict"] == "fail-closed"
-    assert not (shop / MARKER).exists()
-    assert verdict.report["scripts_from"] == verdict.report["base"]
-
-
-@pytest.mark.e2e
-def test_patched_noxfile_is_not_what_runs(shop: Path) -> None:
-    fake = (
+    fake_noxfile = (
         "import nox, pathlib\n"
         "@nox.session(python=False)\n"
-        f"def judge(session):\n    pathlib.Path('{MARKER}').write_text('x')\n"
+        f"def judge(session):\n    pathlib.Path('{MARKER}').write_text('noxfile')\n"
     )
-    verdict = judged(shop, "own-noxfile", lambda repo: (repo / "noxfile.py").write_text(fake))
+
+    def own_gate(repo: Path) -> None:
+        (repo / "scripts/judge.py").write_text(fake_judge)
+        (repo / "noxfile.py").write_text(fake_noxfile)
+
+    verdict = judged(shop, "own-gate", own_gate)
     assert verdict.returncode == 2
-    assert [r["path"] for r in verdict.step("write-set")["evidence"]["protected"]] == ["noxfile.py"]
-    assert not (shop / MARKER).exists()
+    assert verdict.report["verdict"] == "fail-closed"
+    assert not (shop / MARKER).exists(), (shop / MARKER).read_text()
+    assert verdict.report["scripts_from"] == verdict.report["base"]
+    protected = [r["path"] for r in verdict.step("write-set")["evidence"]["protected"]]
+    assert sorted(protected) == ["noxfile.py", "scripts/judge.py"]
 
 
 FORCE_PASS = """import pytest

@@ -338,7 +338,7 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     """Steps that run the builds, side by side where they are independent (`jobs` in
     judge.yaml): the oracle; record then replay; the crossrun; the inventory then the advisory
     tests (which read its collected ids); quarantine. Flake budget comes after all of them (it
-    decides what they deferred), then the advisory tests when they are the crossrun's (tests
+    decides what they deferred), beside the advisory tests when they are the crossrun's (tests
     unchanged by the patch); the report lists every step in the order of the decision table."""
     parent_py, patch_py = built.parent, built.patch
     review = os.environ.get("ORACLE_REVIEW") == "1"
@@ -399,18 +399,23 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
             j.add(name, "advisory", "off in judge.yaml: the parent's tests did not run", {})
         elif name == "quarantine" and unreadable:
             j.record(name, FAIL_CLOSED, unreadable)
+    # The tail, side by side: flake budget reads the oracle and crossrun reports, the reused
+    # advisory tests the crossrun and inventory reports; neither reads the other's.
+    tail: list[list[Step]] = []
     if quarantine is not None and ledger is not None:
         flake: Args = ("--oracle-report", j.reports / "oracle.json", *oracle)
         flake += ("--patch-python", patch_py, "--quarantine", quarantine, "--ledger", ledger)
         flake += ("--max-retry", str(j.settings.flake_max_retry))
         if crossrun is not None:
             flake += ("--crossrun-report", j.report_file("crossrun"), "--tree", j.parent)
-        j.run("flake-budget", "flake_budget.py", *flake)
+        tail.append([Step("flake-budget", "flake_budget.py", flake)])
     if reuse:
         report = ("--crossrun-report", j.report_file("crossrun"))
-        j.run("tests", "run_tests.py", *tests, *report, advisory=True)
-    elif "tests" in done:
-        j.append(done["tests"])
+        tail.append([Step("tests", "run_tests.py", (*tests, *report), advisory=True)])
+    done.update({step["name"]: step for lane in j.lanes(tail, j.settings.jobs) for step in lane})
+    for name in ("flake-budget", "tests"):
+        if name in done:
+            j.append(done[name])
 
 
 def tests_unchanged(j: Judgment) -> bool:
