@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SCRIPTS, Built, builder
-from tools.bakery import Verdict, branch, edit, git, judge
+from tools.bakery import Verdict, branch, edit, git, judge, judge_script
 from tools.demo import clean_refactor
 
 sys.path.insert(0, str(SCRIPTS))
@@ -145,6 +145,7 @@ def test_fresh_repo_merges(shop: Path) -> None:
     assert "| Step | Status | Seconds | Evidence |" in summary
     # Tests the patch left alone are the crossrun's patch run, not run a third time.
     assert "as the crossrun ran them on the patch build" in verdict.step("tests")["summary"]
+    assert verdict.report["steps_inline"] is True  # the base's scripts are the checkout's
 
 
 @pytest.mark.e2e
@@ -160,6 +161,30 @@ def test_clean_refactor_merges(shop: Path) -> None:
     # A test file moved: the patch's own tests run on their own (advisory).
     tests = verdict.step("tests")
     assert tests["summary"].startswith("patch tests: ") and "crossrun" not in tests["summary"]
+
+
+@pytest.mark.parametrize(
+    ("base", "inline", "wording"),
+    [("HEAD~1", False, "for the judge"), ("HEAD", True, "before judging")],
+)
+def test_the_steps_that_run_are_the_bases_inline_or_not(
+    shop: Path, tmp_path: Path, base: str, inline: bool, wording: str
+) -> None:
+    """The checkout words a precondition anew; judged against the commit before, the base's
+    own step script runs (a process), against the checkout itself the same code runs inline."""
+    repo = tmp_path / "clone"
+    git(shop, "clone", "-q", str(shop), str(repo))
+    edit(
+        repo / "scripts/check_preconditions.py", "unset it for the judge", "unset it before judging"
+    )
+    git(repo, "commit", "-q", "-am", "the checkout's judge words it anew")
+    verdict = judge_script(repo, "--base", base, "--head", "HEAD", env={"MODEL_ENDPOINT": "x"})
+    assert verdict.returncode == 2
+    assert verdict.report["steps_inline"] is inline
+    assert (
+        f"model endpoint variable MODEL_ENDPOINT is set; unset it {wording}"
+        in verdict.step("preconditions")["summary"]
+    )
 
 
 def test_editing_cases_fails_closed(shop: Path, tmp_path: Path) -> None:

@@ -13,6 +13,31 @@ sys.path.insert(0, str(SCRIPTS))
 import judge
 from _gate import Progress
 
+# A step module, as judge.run_inline imports it by its script's name.
+INLINE_STEP = """
+import time
+from _gate import Progress, say
+
+def main(argv):
+    if argv == ["--slow"]:
+        time.sleep(0.5)
+        return 0
+    if argv == ["--bad-option"]:
+        raise SystemExit(2)  # what argparse does
+    Progress("replay", 2, "invocations", every=0).advance()
+    say("::error file=tests/test_x.py,line=3::an assertion went away")
+    say("replay: block: the step's own summary", error=True)
+    return 1
+"""
+
+
+@pytest.fixture
+def inline_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "inline_step.py").write_text(INLINE_STEP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "inline_step.py"
+
+
 CHATTY = """
 import sys, time
 print("replay: 1/2 invocations, 0 s", file=sys.stderr, flush=True)
@@ -53,3 +78,34 @@ def test_a_quiet_step_is_said_to_be_running(
     monkeypatch.setattr(judge, "HEARTBEAT", 0.1)
     judge.run_step("oracle", [sys.executable, "-c", "import time; time.sleep(0.5)"], tmp_path)
     assert "judge: oracle: running, 0 s" in capfd.readouterr().err.splitlines()
+
+
+def test_an_inline_step_passes_progress_and_annotations_through(
+    inline_step: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    ran = judge.run_inline("replay", inline_step, [])
+    out, err = capfd.readouterr()
+    assert err.splitlines() == ["judge: replay: 1/2 invocations, 0 s"]
+    assert out.splitlines() == ["::error file=tests/test_x.py,line=3::an assertion went away"]
+    assert (ran.returncode, ran.stdout, ran.stderr) == (1, b"", [])
+
+
+def test_a_quiet_inline_step_is_said_to_be_running(
+    inline_step: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(judge, "HEARTBEAT", 0.1)
+    ran = judge.run_inline("oracle", inline_step, ["--slow"])
+    assert "judge: oracle: running, 0 s" in capfd.readouterr().err.splitlines()
+    assert ran.returncode == 0 and ran.seconds >= 0.5
+
+
+def test_an_inline_step_that_exits_leaves_no_report_and_fails_closed(
+    inline_step: str, tmp_path: Path
+) -> None:
+    ran = judge.run_inline("replay", inline_step, ["--bad-option"])
+    assert (ran.returncode, ran.stderr) == (2, ["SystemExit: 2"])
+    step = judge.Judgment(repo=tmp_path, reports=tmp_path).finish("replay", ran)
+    assert (step["status"], step["summary"]) == (
+        "fail-closed",
+        "step left no report (SystemExit: 2)",
+    )

@@ -29,7 +29,8 @@ the irreducible work run bare with the same parallelism: the parent, patch and o
 environments built side by side, then the parent and patch oracle runs and every replay
 invocation (each case on both builds) on a pool of one worker per core. The crossrun (issue 9,
 after this target was set) runs the base's tests on both builds: the judge with it is compared
-with the irreducible work plus those two test runs, bare. The median of three runs each.
+with the irreducible work plus those two test runs, bare. The four are timed in turn, five
+rounds, and each is the median of its five.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ import dataclasses
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -54,6 +56,7 @@ from tools.bakery import TEMPLATE, bake, edit
 
 # The gate's own modules, exactly as a bake ships them.
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
+ROUNDS = 5  # of the judge benchmark
 sys.path.insert(0, str(SCRIPTS))
 from _cases import Case, load_cases  # noqa: E402
 from _collect import collect  # noqa: E402
@@ -289,7 +292,7 @@ def bake_inventory_ratio(repo: Path, python: Path, scratch: Path) -> tuple[float
 
 def judge_seconds(repo: Path, scratch: Path) -> tuple[float, float, float, float]:
     """Median wall seconds, warm, of the judge on a refactor with the crossrun and with it
-    off, of the irreducible work, and of it with the crossrun's test runs."""
+    off, of the irreducible work, and of it with the crossrun's test runs, over ROUNDS."""
     wheelhouse = Path(os.environ.get("ORACLE_WHEELHOUSE", repo / ".oracle" / "wheelhouse"))
     git(repo, "checkout", "-q", "-b", "bench-off")
     edit(repo / "oracle/judge.yaml", "crossrun: block", "crossrun: off")
@@ -317,11 +320,19 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, float, float, float
 
     for base in heads:  # warm: the cassette is recorded and the caches filled once
         judged(base)()
-    with_crossrun = sorted(timed(judged("main")) for _ in range(3))[1]
-    without = sorted(timed(judged("bench-off")) for _ in range(3))[1]
-    bare = sorted(timed(lambda: irreducible(repo, wheelhouse, scratch)) for _ in range(3))[1]
-    tests = [timed(lambda: irreducible(repo, wheelhouse, scratch, tests=True)) for _ in range(3)]
-    return with_crossrun, without, bare, sorted(tests)[1]
+    runs = (
+        judged("main"),
+        judged("bench-off"),
+        lambda: irreducible(repo, wheelhouse, scratch),
+        lambda: irreducible(repo, wheelhouse, scratch, tests=True),
+    )
+    # Interleaved rounds, so that a machine that slows down or speeds up meanwhile weighs on
+    # the judge and on the bare work alike; the median of each.
+    rounds = [[timed(run) for run in runs] for _ in range(ROUNDS)]
+    with_crossrun, without, bare, tests = (
+        statistics.median(times) for times in zip(*rounds, strict=True)
+    )
+    return with_crossrun, without, bare, tests
 
 
 def irreducible(repo: Path, wheelhouse: Path, scratch: Path, tests: bool = False) -> None:

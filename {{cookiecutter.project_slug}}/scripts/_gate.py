@@ -15,9 +15,11 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,31 @@ class Outcome:
     status: str | None = None
 
 
+Listener = Callable[[str, bool], None]
+# Where this thread's step lines go, when not to stdout and stderr: the judge's listener while
+# it runs the step's main() in one of its own threads (judge.py, `inline`).
+_step = threading.local()
+
+
+def say(text: str, error: bool = False) -> None:
+    """One line of a step: progress and failures to stderr (`error`), the rest to stdout."""
+    listener: Listener | None = getattr(_step, "listener", None)
+    if listener is not None:
+        listener(text, error)
+    else:
+        print(text, file=sys.stderr if error else sys.stdout, flush=True)
+
+
+@contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """The lines this thread says meanwhile go to `listener`."""
+    _step.listener = listener
+    try:
+        yield
+    finally:
+        _step.listener = None
+
+
 class Progress:
     """`label: done/total unit, N s` on stderr for a long run: first after `every` seconds, then
     at most every `every` seconds. The judge passes these lines through as they come."""
@@ -64,8 +91,10 @@ class Progress:
         now = time.monotonic()
         if now - self.shown >= self.every:
             self.shown = now
-            line = f"{self.label}: {self.done}/{self.total} {self.unit}, {now - self.start:.0f} s"
-            print(line, file=sys.stderr, flush=True)
+            say(
+                f"{self.label}: {self.done}/{self.total} {self.unit}, {now - self.start:.0f} s",
+                True,
+            )
 
 
 PROGRESS_LINE = r"^[a-z-]+: \d+/\d+ "  # what the judge forwards from a step's stderr
@@ -127,8 +156,7 @@ def run_main(
         "evidence": outcome.evidence,
     }
     write_json(report, payload)
-    stream = sys.stdout if outcome.code == PASS else sys.stderr
-    print(f"{name}: {payload['status']}: {outcome.summary}", file=stream)
+    say(f"{name}: {payload['status']}: {outcome.summary}", error=outcome.code != PASS)
     return outcome.code
 
 

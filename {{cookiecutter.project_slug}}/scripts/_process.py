@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -167,6 +168,25 @@ def pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
     except (AttributeError, OSError):
         return None
+
+
+def exits_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether `proc` exits within `timeout` seconds (then reaped). Its pidfd tells at once;
+    Popen.wait(timeout) polls, and notices an exit up to 50 ms late."""
+    fd = pidfd(proc.pid)
+    if fd is None:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        ready = select.select([fd], [], [], timeout)[0]
+    finally:
+        os.close(fd)
+    if ready:
+        proc.wait()
+    return bool(ready)
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -63,6 +63,7 @@ from _gate import (
     parse_name_status,
     resolve_commit,
     run_main,
+    say,
     write_json,
 )
 from allow import Row, load_allowlist, other_base_note, split_by_base
@@ -1098,7 +1099,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     blocking, allowed, other_base = apply_allowlist(findings, args.allowlist, base)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for found in blocking:
-            print(annotate(found))
+            say(annotate(found))
     rows = test_rows(parent, patch, cmp.pairs)
     evidence = {
         "parent_total": parent_total,

@@ -25,6 +25,7 @@ Exit codes: 0 merge, 1 block, 2 fail closed.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -54,6 +55,7 @@ from _gate import (
     build_env,
     default_base,
     git,
+    listening,
     load_config,
     remove_worktree,
     repo_root,
@@ -63,6 +65,7 @@ from _gate import (
     tools_env,
     write_json,
 )
+from _process import exits_within
 from _shard import WHOLE, Shard, add_shard_arg
 from record_cassettes import cassette_path
 
@@ -80,6 +83,10 @@ EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge 
 Args = tuple[str | Path, ...]
 MATRIX_STEP = re.compile(r"\(`([a-z-]+)`\)")
 HEARTBEAT = 5.0  # seconds between two "still running" lines of a quiet step
+OWN_SCRIPTS = Path(__file__).resolve().parent
+# Steps that stay processes even inline: the inventory's AST work, in a process pool when
+# cold, would hold the judge's GIL (and fork it) while the other lanes wait on their cases.
+OWN_PROCESS = frozenset({"count_asserts.py"})
 
 
 @dataclass
@@ -94,6 +101,9 @@ class Judgment:
     patch: Path = Path()
     config: Config | None = None
     shard: Shard = WHOLE
+    # The base's scripts are the judge's own, byte for byte: each step's main(argv) runs in
+    # this process (the same code a step process would run, without starting Python again).
+    inline: bool = False
     steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -165,8 +175,11 @@ class Judgment:
     def invoke(self, name: str, script: str, *args: str | Path) -> Ran:
         report = self.report_file(name)
         report.unlink(missing_ok=True)
-        cmd = [sys.executable, str(self.parent / "scripts" / script), *map(str, args)]
-        return run_step(name, [*cmd, "--report", str(report)], self.repo)
+        argv = [*map(str, args), "--report", str(report)]
+        if self.inline and script not in OWN_PROCESS:
+            return run_inline(name, script, argv)
+        cmd = [sys.executable, str(self.parent / "scripts" / script), *argv]
+        return run_step(name, cmd, self.repo)
 
     def report_file(self, name: str) -> Path:
         return self.reports / REPORT_FILES.get(name, f"{name}.json")
@@ -219,23 +232,71 @@ class Ran:
     seconds: float
 
 
+class Quiet:
+    """Says every HEARTBEAT seconds that a step which has reported nothing since is running."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.start = self.heard = time.monotonic()
+
+    def passed(self, line: str) -> bool:
+        """Pass a progress line through (True); any other line is the caller's."""
+        if not re.match(PROGRESS_LINE, line):
+            return False
+        print(f"judge: {line}", file=sys.stderr, flush=True)
+        self.heard = time.monotonic()
+        return True
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if now - self.heard >= HEARTBEAT:
+            print(f"judge: {self.name}: running, {now - self.start:.0f} s", file=sys.stderr)
+            self.heard = now
+
+
+def run_inline(name: str, script: str, argv: list[str]) -> Ran:
+    """Run a step's main(argv) in a thread of this process, watched as `run_step` watches a
+    step process: progress passes through, GitHub annotations too (stdout), the step's own
+    summary line does not (the judge prints its own), and a quiet step is said to be running."""
+    quiet = Quiet(name)
+    ended: list[int | str] = []
+
+    def hear(line: str, error: bool) -> None:
+        if error:
+            quiet.passed(line)
+        elif line.startswith("::error "):
+            print(line, flush=True)
+
+    def body() -> None:
+        try:
+            with listening(hear):
+                ended.append(importlib.import_module(script.removesuffix(".py")).main(argv))
+        except BaseException as exc:  # argparse's SystemExit too: the step left no report
+            ended.append(f"{type(exc).__name__}: {exc}")
+
+    thread = threading.Thread(target=body, name=f"step {name}", daemon=True)
+    thread.start()
+    thread.join(HEARTBEAT)
+    while thread.is_alive():
+        quiet.tick()
+        thread.join(HEARTBEAT)
+    seconds, code = time.monotonic() - quiet.start, ended[0]
+    return Ran(code, b"", [], seconds) if isinstance(code, int) else Ran(2, b"", [code], seconds)
+
+
 def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
     """Run a step, passing its progress lines through as they come, and saying every few
     seconds that a step which reports nothing is still running."""
-    start = time.monotonic()
+    quiet = Quiet(name)
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     kept: list[str] = []
-    heard = [start]
     out: list[bytes] = []
 
     def read_stderr() -> None:
         assert proc.stderr is not None
         for raw in proc.stderr:
             line = raw.decode("utf-8", "backslashreplace").rstrip("\n")
-            if re.match(PROGRESS_LINE, line):
-                print(f"judge: {line}", file=sys.stderr, flush=True)
-                heard[0] = time.monotonic()
-            else:
+            if not quiet.passed(line):
                 kept.append(line)
 
     def read_stdout() -> None:
@@ -245,18 +306,11 @@ def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
     readers = [threading.Thread(target=f, daemon=True) for f in (read_stderr, read_stdout)]
     for reader in readers:
         reader.start()
-    while True:
-        try:
-            proc.wait(timeout=HEARTBEAT)
-            break
-        except subprocess.TimeoutExpired:
-            now = time.monotonic()
-            if now - heard[0] >= HEARTBEAT:
-                print(f"judge: {name}: running, {now - start:.0f} s", file=sys.stderr, flush=True)
-                heard[0] = now
+    while not exits_within(proc, HEARTBEAT):
+        quiet.tick()
     for reader in readers:
         reader.join()
-    return Ran(proc.returncode, b"".join(out), kept[-50:], time.monotonic() - start)
+    return Ran(proc.returncode, b"".join(out), kept[-50:], time.monotonic() - quiet.start)
 
 
 @dataclass(frozen=True)
@@ -348,7 +402,8 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     shard = ("--shard", str(j.shard))
     cases: Args = ("--cases", j.parent / "oracle/cases.yaml", "--fixtures", j.parent / "fixtures")
     cases += ("--timeout", str(j.settings.case_timeout), *shard)
-    record = ("--command", parent_cmd, "--base", j.base, "--out", cassette, "--reuse")
+    record: Args = ("--command", parent_cmd, "--repo", j.repo, "--base", j.base, "--reuse")
+    record += ("--out", cassette)
     allowlist = (j.patch if review else j.parent) / "oracle/allowlist.yaml"
     commands = ("--parent-command", parent_cmd, "--patch-command", patch_cmd)
     replay = ("--cassette", cassette, *commands, "--allowlist", allowlist, "--base", j.base)
@@ -457,6 +512,7 @@ def judge(j: Judgment, args: argparse.Namespace) -> None:
         tmp = Path(name)
         j.parent = add_worktree(j.repo, j.base, tmp / "parent")
         j.patch = add_worktree(j.repo, j.head, tmp / "patch")
+        j.inline = same_files(j.parent / "scripts", OWN_SCRIPTS)
         try:
             j.config = load_config(j.parent / "oracle" / "judge.yaml")
             static = static_steps(j)
@@ -467,6 +523,15 @@ def judge(j: Judgment, args: argparse.Namespace) -> None:
         finally:
             remove_worktree(j.repo, j.parent)
             remove_worktree(j.repo, j.patch)
+
+
+def same_files(one: Path, other: Path) -> bool:
+    """Whether two folders hold the same files (not looking into subfolders), byte for byte."""
+
+    def files(folder: Path) -> dict[str, bytes]:
+        return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+
+    return files(one) == files(other)
 
 
 def verdict(steps: Sequence[dict[str, Any]]) -> int:
@@ -565,6 +630,7 @@ def publish(j: Judgment, matrix: str) -> int:
         "base": j.base,
         "head": j.head,
         "scripts_from": j.base if j.config else "",
+        "steps_inline": j.inline,
         "shard": {"index": j.shard.index, "count": j.shard.count},
         "run": run_id(),
         "steps": j.steps,
