@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ import pytest
 import yaml
 
 from tests.conftest import SCRIPTS, alive
+
+sys.path.insert(0, str(SCRIPTS))
+import _process
 
 
 @dataclass
@@ -424,3 +428,26 @@ def test_invalid_cases_fail_closed_with_the_case_id(
     assert result.code == 2
     assert "case 'a'" in result.report["summary"] and message in result.report["summary"]
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+SPAN = "import time; start = time.time(); time.sleep(0.6); print(start, time.time())"
+
+
+@pytest.mark.parametrize("cores", [1, 2])
+def test_commands_share_the_cores_they_are_given(cores: int) -> None:
+    """The judge runs steps in its own threads and gives their commands `jobs` slots: with one,
+    two commands started at once run one after the other; with two, side by side."""
+    _process.share_cores(cores)
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            runs = list(
+                pool.map(
+                    lambda _: _process.run_group([sys.executable, "-c", SPAN], timeout=60), range(2)
+                )
+            )
+    finally:
+        _process.share_cores(os.cpu_count() or 1)
+    (start_a, end_a), (start_b, end_b) = sorted(
+        tuple(map(float, run.stdout.head.split())) for run in runs
+    )
+    assert (end_a <= start_b) is (cores == 1), (start_a, end_a, start_b, end_b)

@@ -65,7 +65,7 @@ from _gate import (
     tools_env,
     write_json,
 )
-from _process import exits_within
+from _process import exits_within, share_cores
 from _shard import WHOLE, Shard, add_shard_arg
 from record_cassettes import cassette_path
 
@@ -515,6 +515,7 @@ def judge(j: Judgment, args: argparse.Namespace) -> None:
         j.inline = same_files(j.parent / "scripts", OWN_SCRIPTS)
         try:
             j.config = load_config(j.parent / "oracle" / "judge.yaml")
+            share_cores(j.config.jobs)
             static = static_steps(j)
             if static is not None:
                 built = build_all(j, tmp / "envs", args.wheelhouse.resolve(), static)
