@@ -91,10 +91,8 @@ class Progress:
         now = time.monotonic()
         if now - self.shown >= self.every:
             self.shown = now
-            say(
-                f"{self.label}: {self.done}/{self.total} {self.unit}, {now - self.start:.0f} s",
-                True,
-            )
+            line = f"{self.label}: {self.done}/{self.total} {self.unit}, {now - self.start:.0f} s"
+            say(line, error=True)
 
 
 PROGRESS_LINE = r"^[a-z-]+: \d+/\d+ "  # what the judge forwards from a step's stderr

@@ -250,7 +250,8 @@ class Quiet:
     def tick(self) -> None:
         now = time.monotonic()
         if now - self.heard >= HEARTBEAT:
-            print(f"judge: {self.name}: running, {now - self.start:.0f} s", file=sys.stderr)
+            line = f"judge: {self.name}: running, {now - self.start:.0f} s"
+            print(line, file=sys.stderr, flush=True)
             self.heard = now
 
 
@@ -527,12 +528,16 @@ def judge(j: Judgment, args: argparse.Namespace) -> None:
 
 
 def same_files(one: Path, other: Path) -> bool:
-    """Whether two folders hold the same files (not looking into subfolders), byte for byte."""
+    """Whether two folders hold the same files (not looking into subfolders), byte for byte;
+    False when either cannot be read (the steps then run as processes, and say what is wrong)."""
 
     def files(folder: Path) -> dict[str, bytes]:
         return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
 
-    return files(one) == files(other)
+    try:
+        return files(one) == files(other)
+    except OSError:
+        return False
 
 
 def verdict(steps: Sequence[dict[str, Any]]) -> int:
