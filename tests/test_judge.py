@@ -25,7 +25,9 @@ from tools.demo import clean_refactor
 sys.path.insert(0, str(SCRIPTS))
 import classify_write_set
 import count_asserts
+import judge as judge_module
 import lock_fixtures
+from _gate import load_config
 from judge import VERDICT, Judgment, Ran
 from judge import verdict as worst
 
@@ -118,8 +120,15 @@ def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path)
 
 
 @pytest.mark.e2e
-def test_fresh_repo_merges(shop: Path) -> None:
-    verdict = judge(shop)
+def test_a_fresh_repo_merges_a_clean_refactor(shop: Path) -> None:
+    """The bake's first judgment (its cassette recorded on the way): a refactor that also moves
+    a test file merges, every step reported in the order of the decision table."""
+
+    def refactor(repo: Path) -> None:
+        clean_refactor(repo)
+        git(repo, "mv", "tests/test_orders.py", "tests/test_order_store.py")
+
+    verdict = judged(shop, "refactor", refactor)
     assert verdict.returncode == 0, verdict.output
     assert verdict.report["verdict"] == "merge"
     names = [s["name"] for s in verdict.report["steps"]]
@@ -137,30 +146,42 @@ def test_fresh_repo_merges(shop: Path) -> None:
         "flake-budget",
         "tests",
     ]
+    assert "recorded" in verdict.step("record")["summary"]
+    assert verdict.step("assert-inventory")["status"] == "pass"
     summary = (shop / "reports" / "judge-summary.md").read_text()
     assert summary.startswith("## Oracle judge: **merge**")
     seconds = {s["name"]: s["seconds"] for s in verdict.report["steps"]}
     assert all(isinstance(v, float) and v >= 0 for v in seconds.values()), seconds
     assert seconds["build"] > 0 and seconds["oracle"] > 0, seconds
     assert "| Step | Status | Seconds | Evidence |" in summary
-    # Tests the patch left alone are the crossrun's patch run, not run a third time.
-    assert "as the crossrun ran them on the patch build" in verdict.step("tests")["summary"]
-    assert verdict.report["steps_inline"] is True  # the base's scripts are the checkout's
-
-
-@pytest.mark.e2e
-def test_clean_refactor_merges(shop: Path) -> None:
-    def refactor(repo: Path) -> None:
-        clean_refactor(repo)
-        git(repo, "mv", "tests/test_orders.py", "tests/test_order_store.py")
-
-    verdict = judged(shop, "refactor", refactor)
-    assert verdict.returncode == 0, verdict.output
-    assert verdict.report["verdict"] == "merge"
-    assert verdict.step("assert-inventory")["status"] == "pass"
     # A test file moved: the patch's own tests run on their own (advisory).
     tests = verdict.step("tests")
     assert tests["summary"].startswith("patch tests: ") and "crossrun" not in tests["summary"]
+    assert verdict.report["steps_inline"] is True  # the base's scripts are the checkout's
+
+
+@pytest.mark.parametrize(
+    ("change", "unchanged"),
+    [
+        ("src/shop/__init__.py", True),
+        ("tests/test_orders.py", False),
+        ("tests/conftest.py", False),
+        ("conftest.py", False),
+        ("pyproject.toml", False),
+    ],
+)
+def test_the_advisory_tests_are_the_crossruns_only_while_tests_and_config_are_the_bases(
+    shop: Path, change: str, unchanged: bool
+) -> None:
+    def touch(repo: Path) -> None:
+        with (repo / change).open("a", encoding="utf-8") as out:
+            out.write("\n# touched\n")
+
+    head = branch(shop, f"touch/{change}", touch)
+    j = Judgment(repo=shop, reports=shop, base=git(shop, "rev-parse", "main").strip())
+    j.head = git(shop, "rev-parse", head).strip()
+    j.config = load_config(shop / "oracle/judge.yaml")
+    assert judge_module.tests_unchanged(j) is unchanged
 
 
 @pytest.mark.parametrize(
