@@ -27,10 +27,10 @@ cassette, inventory and collection caches kept from a first, untimed run), on a 
 example bake, with `crossrun: off` and with `crossrun: block` in the base's judge.yaml; against
 the irreducible work run bare with the same parallelism: the parent, patch and oracle
 environments built side by side, then the parent and patch oracle runs and every replay
-invocation (each case on both builds) on a pool of one worker per core (the installs and
-pytest runs go through the gate's run_group, which, as in the judge, runs one per core at once). The crossrun (issue 9,
-after this target was set) runs the base's tests on both builds: the judge with it is compared
-with the irreducible work plus those two test runs, bare. The four are timed in turn, five
+invocation (each case on both builds) on a pool of one worker per core (installs and pytest
+runs go through the gate's run_group, which runs one per core at once, as in the judge). The
+crossrun (issue 9, after this target was set) runs the base's tests on both builds: the judge
+with it is compared with the irreducible work plus those two test runs, bare. The four are timed in turn, five
 rounds, and each is the median of its five.
 """
 
