@@ -30,8 +30,8 @@ environments built side by side, then the parent and patch oracle runs and every
 invocation (each case on both builds) on a pool of one worker per core (installs and pytest
 runs go through the gate's run_group, which runs one per core at once, as in the judge). The
 crossrun (issue 9, after this target was set) runs the base's tests on both builds: the judge
-with it is compared with the irreducible work plus those two test runs, bare. The four are timed in turn, five
-rounds, and each is the median of its five.
+with it is compared with the irreducible work plus those two test runs, bare. The four are
+timed in turn, five rounds, and each is the median of its five.
 """
 
 from __future__ import annotations
