@@ -430,7 +430,7 @@ def test_invalid_cases_fail_closed_with_the_case_id(
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
-SPAN = "import time; start = time.time(); time.sleep(0.6); print(start, time.time())"
+SPAN = "import time; start = time.time(); time.sleep(1.0); print(start, time.time())"
 
 
 @pytest.mark.parametrize("cores", [1, 2])
