@@ -439,12 +439,10 @@ def test_commands_share_the_cores_they_are_given(cores: int) -> None:
     two commands started at once run one after the other; with two, side by side."""
     _process.share_cores(cores)
     try:
+        cmd = [sys.executable, "-c", SPAN]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            runs = list(
-                pool.map(
-                    lambda _: _process.run_group([sys.executable, "-c", SPAN], timeout=60), range(2)
-                )
-            )
+            jobs = [pool.submit(_process.run_group, cmd, timeout=60) for _ in range(2)]
+        runs = [job.result() for job in jobs]
     finally:
         _process.share_cores(os.cpu_count() or 1)
     (start_a, end_a), (start_b, end_b) = sorted(

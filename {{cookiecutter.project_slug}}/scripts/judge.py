@@ -282,7 +282,9 @@ def run_inline(name: str, script: str, argv: list[str]) -> Ran:
         quiet.tick()
         thread.join(HEARTBEAT)
     seconds, code = time.monotonic() - quiet.start, ended[0]
-    return Ran(code, b"", [], seconds) if isinstance(code, int) else Ran(2, b"", [code], seconds)
+    if isinstance(code, int):
+        return Ran(code, b"", [], seconds)
+    return Ran(FAIL_CLOSED, b"", [code], seconds)
 
 
 def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
@@ -585,9 +587,12 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     steps = {s["name"]: s for s in report["steps"]}
     shard = report.get("shard") or {"count": 1}
     count, index = shard["count"], shard.get("index")
-    scope = (
-        "" if count == 1 else f" (shard {index}/{count})" if index else f" ({count} shards merged)"
-    )
+    if count == 1:
+        scope = ""
+    elif index:
+        scope = f" (shard {index}/{count})"
+    else:
+        scope = f" ({count} shards merged)"
     lines = [
         f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']}){scope}",
         "",

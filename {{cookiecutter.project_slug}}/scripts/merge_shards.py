@@ -142,7 +142,8 @@ class Merge:
         ran = [(s, step) for s in self.shards for step in s.report["steps"] if step["name"] == name]
         parts = [shard.step_report(step) for shard, step in ran]
         at = max(range(len(ran)), key=lambda i: RANK.get(ran[i][1]["status"], 3))
-        (worst_shard, worst), evidence = ran[at], merge_evidence(parts, parts[at])
+        worst_shard, worst = ran[at]
+        evidence = merge_evidence(parts, parts[at])
         evidence["shards"] = {f"{s.index}/{self.count}": step["status"] for s, step in ran}
         self.check(name, evidence, len(ran))
         summary = worst["summary"]

@@ -71,11 +71,9 @@ def execute(args: argparse.Namespace) -> Outcome:
     result = crossran(args.crossrun_report)
     source = "; unchanged from the base, as the crossrun ran them on the patch build"
     if result is None:
-        source, result = (
-            "",
-            run_pytest(
-                args.python, args.tree, folders, prefix="", timeout=args.timeout, trusted=False
-            ),
+        source = ""
+        result = run_pytest(
+            args.python, args.tree, folders, prefix="", timeout=args.timeout, trusted=False
         )
     outcomes = result.outcomes or {}
     counts = {
