@@ -2,6 +2,7 @@
 
     python3 dev.py demo       # bake the example and judge two patches
     python3 dev.py tests      # the template's test suite (extra args go to pytest)
+    python3 dev.py adopt PATH # add the gate to an existing repository, on a branch
 
 Needs only Python 3.10+ and git. Every session then runs in its own fresh environment.
 """
@@ -49,7 +50,8 @@ def main(argv: list[str]) -> int:
     ensure_venv()
     session, rest = argv[0], argv[1:]
     cmd = [str(bin_path("nox")), "-f", str(ROOT / "noxfile.py"), "-s", session]
-    return subprocess.run([*cmd, "--", *rest] if rest else cmd, cwd=ROOT, check=False).returncode
+    # From where the user stands: nox moves to the noxfile itself and keeps this as invoked_from.
+    return subprocess.run([*cmd, "--", *rest] if rest else cmd, check=False).returncode
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ nox -s demo     # bake the example, judge a clean refactor and an agent patch
 nox -s tests    # the template's test suite: real bakes, real git, real nox
 nox -s lint     # ruff and mypy over the template and a bake; zizmor over the bake's workflow
 nox -s bench    # speed ratios, measured side by side in one run
+nox -s adopt -- PATH   # add the gate to an existing repository, on a branch for review
 """
 
 from __future__ import annotations
@@ -116,3 +117,12 @@ def demo(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     install(session, "cookiecutter", "nox", "uv", "PyYAML")
     session.run("python", "-m", "tools.bench", *session.posargs, env=env())
+
+
+@nox.session
+def adopt(session: nox.Session) -> None:
+    """Add the gate to the existing repository PATH on a branch for review (tools/adopt.py)."""
+    # tomli reads pyproject.toml on Python 3.10 (tomllib is 3.11+).
+    install(session, "cookiecutter", "PyYAML", "uv", "tomli; python_version < '3.11'")
+    session.chdir(session.invoked_from)  # PATH is relative to where the user stands
+    session.run("python", "-m", "tools.adopt", *session.posargs, env={"PYTHONPATH": str(ROOT)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from cookiecutter.main import cookiecutter
@@ -32,6 +34,15 @@ def bake(output_dir: Path, **answers: Any) -> Path:
             str(TEMPLATE), no_input=True, output_dir=str(output_dir), extra_context=context
         )
     )
+
+
+def load_hook(name: str) -> ModuleType:
+    """A hook of the template as plain Python: its rules and helpers without a bake."""
+    spec = importlib.util.spec_from_file_location(name, TEMPLATE / "hooks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def git(repo: Path, *args: str) -> str:

@@ -7,6 +7,7 @@ worktree trusts that worktree.
     nox -s judge -- --head agent/branch      # exit 0 merge, 1 block, 2 fail closed
     nox -s judge -- --head B --shard 2/4 --reports reports-2   # one CI runner of four
     nox -s merge -- reports-1 reports-2 reports-3 reports-4   # their verdict, exit as judge
+    nox -s case -- --stdin TEXT -- ARG ...   # add a case from a command line
     nox -s record | lock | variance | tests | wheelhouse | allow
 """
 
@@ -141,6 +142,20 @@ def record(session: nox.Session) -> None:
     session.run(
         "python",
         "scripts/record_cassettes.py",
+        "--wheelhouse",
+        WHEELHOUSE,
+        *session.posargs,
+        env=offline_env(),
+    )
+
+
+@nox.session(requires=["wheelhouse"])
+def case(session: nox.Session) -> None:
+    """Add a case to oracle/cases.yaml from a command line: `nox -s case -- -- ARG ...`."""
+    install_offline(session)
+    session.run(
+        "python",
+        "scripts/add_case.py",
         "--wheelhouse",
         WHEELHOUSE,
         *session.posargs,

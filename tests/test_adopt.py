@@ -1,0 +1,153 @@
+"""Adopting the gate in an existing repository (tools/adopt.py), then judging its real history.
+
+tests/data/slugify-slice.bundle holds 14 first-parent commits of un33k/python-slugify, made as
+tests/test_history.py describes for its slices: a root commit with the tree of d968ca7c0b5a
+(2022-02-22), then every first-parent commit of d968ca7c0b5a..499112d (2023-10-25) with its
+original tree, author, dates and message and an `Original-commit:` trailer. The project has a
+setup.py (no pyproject.toml), a `slugify` console script from its second commit on, and its
+tests in a root `test.py` of unittest classes: the layout pytest does not collect by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tools import adopt, adopted_history
+from tools.bakery import TEMPLATE, git
+
+SLICE = TEMPLATE / "tests" / "data" / "slugify-slice.bundle"
+CASES = ['"Hello World"', "--separator _ \"C'est déjà l'été\"", "--max-length 9 one two three"]
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "adopter",
+    "GIT_AUTHOR_EMAIL": "adopter@localhost",
+    "GIT_COMMITTER_NAME": "adopter",
+    "GIT_COMMITTER_EMAIL": "adopter@localhost",
+}
+
+
+@pytest.fixture(autouse=True)
+def identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Who commits: the adopted projects' git runs as the user's would, with no -c options."""
+    for name, value in IDENTITY.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(scope="module")
+def wheelhouse() -> Path:
+    """The adopted projects' own wheelhouse (their backends and dependencies), kept between
+    runs beside the judges' one."""
+    return Path(os.environ["ORACLE_WHEELHOUSE"]).parent / "wheelhouse-adopted"
+
+
+@pytest.mark.e2e
+def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    argv = [str(SLICE), "--start", "master~12", "--count", "6", "--work", str(tmp_path)]
+    argv += ["--wheelhouse", str(wheelhouse), "--json", str(tmp_path / "rows.json")]
+    for case in CASES:
+        argv += ["--case", case]
+    assert adopted_history.main(argv) == 0
+    repo = tmp_path / "repo"
+    judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
+    assert 'command: "slugify"' in judge_yaml
+    assert 'tests: ["test.py"]' in judge_yaml
+    assert 'base_branch: "base"' in judge_yaml
+    pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
+    assert "text-unidecode==" in pins and "setuptools==" in pins and "--hash=sha256:" in pins
+    assert git(repo, "show", "oracle/main:quarantine.yaml").startswith("#")
+    cases = git(repo, "show", f"{adopt.BRANCH}~0:oracle/cases.yaml")  # the gate starts empty
+    assert "cases: []" in cases
+    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
+    verdicts = [(row["subject"], row["verdict"]) for row in rows]
+    # A reviewer's verdicts, from each diff: "merge sandbox" bumps the CI matrix in
+    # .github/workflows and setup.cfg (a code owner must look); the rest touch the README,
+    # the changelog, the version, and the import order of two transliteration modules.
+    assert verdicts == [
+        ("merge sandbox", "needs-review"),
+        ("SemVer Table", "merge"),
+        ("Merge branch 'sandbox' into development", "merge"),
+        ("Update import order for unidecode vs text_unidecode (#126)", "merge"),
+        ("By default, prefer unidecode if installed", "merge"),
+        ("Legal Notice / Readme", "merge"),
+    ]
+    assert rows[0]["why"].startswith("write-set: ")
+    assert ".github/workflows/ci.yml" in rows[0]["why"]
+
+    # Adopting again, once the gate has landed and its branch is gone, adds nothing.
+    git(repo, "branch", "-D", adopt.BRANCH)
+    head = git(repo, "rev-parse", "HEAD")
+    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 0
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "status", "--porcelain") == ""
+
+
+PYPROJECT = """\
+[build-system]
+requires = ["flit_core>=3.9,<5"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "tally"
+version = "1.0"
+description = "Counts words."
+dependencies = []
+
+[project.scripts]
+tally = "tally:main"
+"""
+TALLY = '''"""Counts words."""
+
+import sys
+
+
+def main() -> int:
+    print(len(sys.argv[1:]))
+    return 0
+'''
+
+
+@pytest.mark.e2e
+def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: Path) -> None:
+    repo = tmp_path / "tally"
+    mine = {
+        "pyproject.toml": PYPROJECT,
+        "tally.py": TALLY,
+        "checks/test_tally.py": "import tally\n\n\ndef test_it():\n    assert tally.main() == 0\n",
+        "noxfile.py": "import nox\n\n\n@nox.session\ndef tests(s):\n    s.run('pytest')\n",
+        "CODEOWNERS": "* @me\n/noxfile.py @me\n",
+        ".gitignore": "/.venv/\n/.nox/\n",
+        "README.md": "# tally\n",
+        ".github/workflows/ci.yml": "on: push\njobs: {}\n",
+    }
+    for rel, text in mine.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    git(tmp_path, "init", "-q", "-b", "trunk", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "tally")
+    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/gate"]) == 0
+    assert git(repo, "branch", "--show-current") == adopt.BRANCH
+    for rel in set(mine) - {"CODEOWNERS", ".gitignore"}:
+        assert (repo / rel).read_text() == mine[rel], rel
+    codeowners = (repo / "CODEOWNERS").read_text()
+    assert codeowners.startswith(mine["CODEOWNERS"])
+    rules = [line.split() for line in codeowners.splitlines()]
+    assert ["/noxfile_oracle.py", "@org/gate"] in rules
+    assert ["/noxfile.py", "@org/gate"] not in rules  # the project's own noxfile stays its own
+    assert (repo / ".gitignore").read_text().startswith(mine[".gitignore"])
+    assert "/.oracle/" in (repo / ".gitignore").read_text()
+    workflow = (repo / ".github/workflows/oracle.yml").read_text()
+    assert "nox -f noxfile_oracle.py -s judge" in workflow
+    assert "nox -s " not in workflow
+    judge_yaml = (repo / "oracle/judge.yaml").read_text()
+    assert 'command: "tally"' in judge_yaml
+    assert 'tests: ["checks"]' in judge_yaml
+    assert "  - /noxfile_oracle.py\n" in judge_yaml
+    assert "def judge(" in (repo / "noxfile_oracle.py").read_text()
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "log", "-1", "--format=%s") == "Adopt the oracle gate"

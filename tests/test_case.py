@@ -1,0 +1,114 @@
+"""`nox -s case` (scripts/add_case.py): a case from a command line, run twice on a real build."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SCRIPTS
+from tools.bakery import branch, edit, git
+
+sys.path.insert(0, str(SCRIPTS))
+import add_case
+from _cases import load_cases
+
+CART = '{"items": [{"sku": "MUG", "qty": 2, "price_cents": 1250}]}'
+
+
+@pytest.fixture
+def repo(shop: Path) -> Iterator[Path]:
+    """The module's bake on main with its cases.yaml as committed, after each test too."""
+    yield shop
+    git(shop, "checkout", "--quiet", "--force", "main")
+
+
+def add(repo: Path, tmp_path: Path, *argv: str) -> tuple[int, dict[str, Any]]:
+    report = tmp_path / "case.json"
+    code = add_case.main(["--repo", str(repo), "--report", str(report), *argv])
+    return code, json.loads(report.read_text())
+
+
+def cases_file(repo: Path) -> Path:
+    return repo / "oracle/cases.yaml"
+
+
+def test_a_command_line_becomes_a_case_comparing_what_it_showed(repo: Path, tmp_path: Path) -> None:
+    before = cases_file(repo).read_text()
+    code, report = add(repo, tmp_path, "--stdin", CART, "--", "order", "create", "--cart", "-")
+    assert (code, report["status"]) == (0, "saved"), report["summary"]
+    after = cases_file(repo).read_text()
+    assert after.startswith(before.rstrip("\n")), "the file's comments and cases are kept"
+    case = load_cases(cases_file(repo))[-1]
+    assert case.id == "order-create-cart"
+    assert case.argv == ("order", "create", "--cart", "-")
+    assert case.stdin == CART.encode()
+    # The example CLI prints JSON, so stdout is compared as JSON, not as text.
+    assert case.compare == ("exit_code", "stdout.json", "stderr.sha256")
+    assert report["evidence"]["seen"]["stdout.json"]["order"]["total_cents"] == 2500
+    assert report["evidence"]["suspicious"] == []
+
+
+def test_a_run_that_looks_wrong_is_shown_and_saved_only_when_confirmed(
+    repo: Path, tmp_path: Path
+) -> None:
+    before = cases_file(repo).read_text()
+    code, report = add(repo, tmp_path, "--", "order", "frobnicate")
+    assert (code, report["status"]) == (1, "not-saved")
+    found = report["evidence"]["suspicious"]
+    assert found[0] == "it exits 2"
+    assert "it prints a usage or argument error" in found
+    assert cases_file(repo).read_text() == before
+    code, report = add(repo, tmp_path, "--yes", "--id", "unknown-action", "--", "order", "x")
+    assert (code, report["status"]) == (0, "saved")
+    assert load_cases(cases_file(repo))[-1].id == "unknown-action"
+
+
+def test_a_field_that_differs_between_the_runs_is_left_out(repo: Path, tmp_path: Path) -> None:
+    def clock(tree: Path) -> None:
+        edit(
+            tree / "src/shop/cli.py",
+            "def main(argv: Sequence[str] | None = None) -> int:\n",
+            "def main(argv: Sequence[str] | None = None) -> int:\n"
+            "    import time\n\n    print(time.time_ns())\n",
+        )
+
+    git(repo, "checkout", "--quiet", branch(repo, "clock", clock))
+    code, report = add(repo, tmp_path, "--stdin", CART, "--", "order", "create", "--cart", "-")
+    assert code == 0, report["summary"]
+    assert load_cases(cases_file(repo))[-1].compare == ("exit_code", "stderr.sha256")
+    assert list(report["evidence"]["unstable"]) == ["stdout.raw"]
+    assert "left out as unstable: stdout.raw" in report["summary"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["--id", "empty-cart-rejects", "--", "order"], "'empty-cart-rejects' is already in use"),
+        ([], "no command line given"),
+    ],
+)
+def test_bad_arguments_fail_closed_and_write_nothing(
+    repo: Path, tmp_path: Path, argv: list[str], why: str
+) -> None:
+    before = cases_file(repo).read_text()
+    code, report = add(repo, tmp_path, *argv)
+    assert (code, report["status"]) == (2, "fail-closed")
+    assert why in report["summary"]
+    assert cases_file(repo).read_text() == before
+
+
+def test_a_case_that_cannot_go_last_is_refused_and_the_file_restored(
+    repo: Path, tmp_path: Path
+) -> None:
+    path = cases_file(repo)
+    flow = 'cases: [{id: help, argv: ["--help"], compare: [exit_code]}]\n'
+    path.write_text(flow)
+    code, report = add(repo, tmp_path, "--stdin", CART, "--", "order", "create", "--cart", "-")
+    assert code == 2
+    assert "add it by hand" in report["summary"]
+    assert path.read_text() == flow

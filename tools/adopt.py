@@ -1,0 +1,322 @@
+"""Adopt the oracle gate in an existing repository, on a new branch for review.
+
+    python3 dev.py adopt PATH [--owners "@org/team"] [--command NAME] [--tests P ...]
+        [--branch oracle-gate] [--ci github|none] [--wheelhouse DIR]
+
+Reads the project as pip sees it: a wheel built in a temporary folder gives the console scripts
+(the cassettes' `command`), the runtime dependencies and the package, whatever the build
+backend (pyproject.toml or a setup.py); `[build-system] requires` gives the backend. Compiles
+scripts/requirements-judge.txt with hashes (the judge's tools, the backend and the runtime
+dependencies; `uv pip compile --universal --generate-hashes`) and fills the wheelhouse, the
+only two steps that use the package index. Builds the project from that wheelhouse as the judge
+does and asks pytest what it collects (with root files such as `test.py` named explicitly,
+since pytest's default `python_files` skips them): the folders and root files it collects from
+are judge.yaml's `tests:`. Bakes the template without its example using these answers and adds
+the gate's files that are missing; a file that exists is never overwritten (CODEOWNERS and
+.gitignore get only their missing lines; an existing noxfile.py is kept and the gate's sessions
+go to noxfile_oracle.py). Writes fixtures.lock, creates the oracle ref and commits everything on
+`--branch`. Rerunning finds nothing to add and changes nothing.
+
+Exit codes: 0 adopted, or nothing left to add; 2 cannot adopt (one line says why: not a clean
+git repository, no console script, a build or a collection that fails).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from email.parser import Parser
+from pathlib import Path
+
+from tools.bakery import TEMPLATE, bake, load_hook
+
+SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+from _gate import build_env  # noqa: E402  the judge's own build, so adopt sees what it will see
+
+BRANCH = "oracle-gate"
+GATE_NOXFILE = "noxfile_oracle.py"
+JUDGE_TOOLS = ("pyyaml", "pytest", "hypothesis", "uv")  # what the judge's envs always hold
+LEGACY_BACKEND = ("setuptools>=40.8.0",)  # PEP 517's fallback for a project without one
+# What the bake brings that an existing project already has, or that is the example's own.
+NOT_ADOPTED = ("src", "tests", "pyproject.toml", "README.md", "Makefile", "fixtures.lock")
+MERGED = ("CODEOWNERS", ".gitignore")  # missing lines appended, never rewritten
+ROOT_TESTS = ("test*.py", "*_test.py", "tests.py")
+
+
+class AdoptError(Exception):
+    """Cannot adopt: one line, exit 2."""
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    package: str
+    commands: tuple[str, ...]
+    dependencies: tuple[str, ...]
+    backend: tuple[str, ...]
+
+
+def run(cmd: Sequence[str], cwd: Path, what: str) -> str:
+    proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        lines = [line for line in lines if not line.startswith("hint:")]  # uv's advice
+        raise AdoptError(f"{what} failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
+def git(repo: Path, *args: str) -> str:
+    return run(["git", *args], repo, f"git {args[0]}").strip()
+
+
+def clean_branch(repo: Path) -> str:
+    if not (repo / ".git").exists():
+        raise AdoptError(f"{repo}: not the top of a git repository")
+    if git(repo, "status", "--porcelain"):
+        raise AdoptError(f"{repo}: uncommitted changes; commit or stash them first")
+    branch = git(repo, "branch", "--show-current")
+    if not branch:
+        raise AdoptError(f"{repo}: HEAD is detached; check out the branch patches merge into")
+    return branch
+
+
+def export(repo: Path, dest: Path) -> Path:
+    dest.mkdir()
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=repo, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
+def read_project(repo: Path, tmp: Path) -> Project:
+    """What the project's own build says: console scripts, dependencies, top-level package."""
+    out = tmp / "wheel"
+    run(["uv", "build", "--wheel", "--out-dir", str(out), str(repo)], repo, "building a wheel")
+    wheel = next(out.glob("*.whl"))
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/METADATA"))
+        metadata = Parser().parsestr(zf.read(f"{info}/METADATA").decode())
+        entry_points = (
+            zf.read(f"{info}/entry_points.txt").decode()
+            if (f"{info}/entry_points.txt" in names)
+            else ""
+        )
+    packages = sorted({n.split("/")[0] for n in names if "/" in n and ".dist-info" not in n})
+    return Project(
+        name=metadata["Name"],
+        package=(packages or [metadata["Name"].replace("-", "_")])[0],
+        commands=console_scripts(entry_points),
+        dependencies=tuple(
+            r for r in metadata.get_all("Requires-Dist") or [] if "extra ==" not in r
+        ),
+        backend=build_requires(repo),
+    )
+
+
+def console_scripts(entry_points: str) -> tuple[str, ...]:
+    section, found = "", []
+    for line in entry_points.splitlines():
+        if line.startswith("["):
+            section = line.strip("[] ")
+        elif section == "console_scripts" and "=" in line:
+            found.append(line.split("=", 1)[0].strip())
+    return tuple(found)
+
+
+def build_requires(repo: Path) -> tuple[str, ...]:
+    pyproject = repo / "pyproject.toml"
+    if not pyproject.exists():
+        return LEGACY_BACKEND
+    # tomllib is 3.11+; the adopt session installs tomli on 3.10.
+    toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    data = toml.loads(pyproject.read_text("utf-8"))
+    return tuple(data.get("build-system", {}).get("requires", LEGACY_BACKEND))
+
+
+def pick_command(project: Project, wanted: str | None) -> str:
+    if wanted:
+        return wanted
+    if not project.commands:
+        raise AdoptError(
+            f"{project.name} has no console script; the cassettes run one: add one to "
+            "[project.scripts] (or entry_points), or pass --command"
+        )
+    same = [c for c in project.commands if c.replace("_", "-") == project.name.lower()]
+    return (same or list(project.commands))[0]
+
+
+def compile_requirements(project: Project, dest: Path, tmp: Path) -> None:
+    """Hash-pinned: the judge installs only these, from the wheelhouse."""
+    wanted = tmp / "judge.in"
+    wanted.write_text("\n".join([*JUDGE_TOOLS, *project.backend, *project.dependencies]) + "\n")
+    cmd = ["uv", "pip", "compile", "--universal", "--generate-hashes", "--python-version"]
+    cmd += ["3.10", "--no-header", "--quiet", str(wanted), "-o", str(dest)]
+    run(cmd, tmp, "compiling scripts/requirements-judge.txt")
+    note = (
+        "# Hash-pinned tools, build backend and runtime dependencies of the judge's environments,\n"
+        f"# installed only from the local wheelhouse. Compiled by oracle-template's adopt from:\n"
+        f"#   {' '.join([*JUDGE_TOOLS, *project.backend, *project.dependencies])}\n"
+    )
+    dest.write_text(note + dest.read_text())
+
+
+def fill_wheelhouse(bake_dir: Path, wheelhouse: Path, tmp: Path) -> None:
+    cmd = [sys.executable, str(bake_dir / "scripts/wheelhouse.py"), "--dest", str(wheelhouse)]
+    cmd += ["--requirements", str(bake_dir / "scripts/requirements-judge.txt")]
+    run([*cmd, "--report", str(tmp / "wheelhouse.json")], bake_dir, "filling the wheelhouse")
+
+
+def collected_tests(repo: Path, bake_dir: Path, wheelhouse: Path, tmp: Path) -> list[str]:
+    """Folders and root files pytest collects tests from, on a build made as the judge makes
+    it: the layout as pytest sees it, not as a naming convention guesses it."""
+    python = build_env(repo, tmp / "env", wheelhouse, bake_dir / "scripts/requirements-judge.txt")
+    roots = sorted({p.name for pattern in ROOT_TESTS for p in repo.glob(pattern) if p.is_file()})
+    found: set[str] = set()
+    for targets in ([], roots) if roots else ([],):
+        cmd = [str(python), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.run(
+            [*cmd, *targets], cwd=repo, env=env, capture_output=True, text=True, check=False
+        )
+        found.update(line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line)
+    layout = sorted({path.split("/")[0] for path in found})
+    if not layout:
+        raise AdoptError(f"{repo}: pytest collects no tests; pass --tests with their folders")
+    return layout
+
+
+def render(bake_dir: Path, tests: Sequence[str], gate_noxfile: str) -> None:
+    """The two settings a bake cannot know: the tests' layout and where the sessions live."""
+    replace_once(bake_dir / "oracle/judge.yaml", "tests: [tests]", f"tests: {json.dumps(tests)}")
+    if gate_noxfile == "noxfile.py":
+        return
+    (bake_dir / "noxfile.py").rename(bake_dir / gate_noxfile)
+    replace_once(bake_dir / "oracle/judge.yaml", "- /noxfile.py\n", f"- /{gate_noxfile}\n")
+    replace_once(bake_dir / "CODEOWNERS", "/noxfile.py ", f"/{gate_noxfile} ")
+    workflow = bake_dir / ".github/workflows/oracle.yml"
+    if workflow.exists():
+        text = workflow.read_text("utf-8").replace("nox -s ", f"nox -f {gate_noxfile} -s ")
+        workflow.write_text(text, "utf-8")
+
+
+def replace_once(path: Path, old: str, new: str) -> None:
+    text = path.read_text("utf-8")
+    if text.count(old) != 1:
+        raise AdoptError(f"{path.name}: the template changed; expected one {old!r}")
+    path.write_text(text.replace(old, new), "utf-8")
+
+
+def bake_files(bake_dir: Path) -> Iterable[Path]:
+    for path in sorted(bake_dir.rglob("*")):
+        rel = path.relative_to(bake_dir)
+        if path.is_file() and rel.parts[0] not in (".git", *NOT_ADOPTED):
+            yield rel
+
+
+def add_files(bake_dir: Path, repo: Path) -> list[str]:
+    """Copy what is missing; merge line lists; never overwrite. Returns what changed."""
+    changed = []
+    for rel in bake_files(bake_dir):
+        source, target = bake_dir / rel, repo / rel
+        if str(rel) in MERGED and target.exists():
+            have = set(target.read_text("utf-8").splitlines())
+            missing = [line for line in source.read_text("utf-8").splitlines() if line not in have]
+            if missing:
+                text = target.read_text("utf-8").rstrip("\n")
+                target.write_text(text + "\n\n" + "\n".join(missing) + "\n", "utf-8")
+                changed.append(str(rel))
+        elif not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+            changed.append(str(rel))
+    readme = repo / "oracle/README.md"  # the gate's manual, kept away from the project's own
+    if not readme.exists():
+        shutil.copy2(bake_dir / "README.md", readme)
+        changed.append("oracle/README.md")
+    return changed
+
+
+def adopt(args: argparse.Namespace) -> str:
+    repo = args.path.resolve()
+    base_branch = clean_branch(repo)
+    if git(repo, "branch", "--list", args.branch):
+        return f"branch {args.branch} exists already: review and merge it (nothing changed)"
+    with tempfile.TemporaryDirectory(prefix="oracle-adopt-") as name:
+        tmp = Path(name)
+        # The project as committed, in a copy: builds and collection write nothing into it.
+        source = export(repo, tmp / "source")
+        project = read_project(source, tmp)
+        gate_noxfile = GATE_NOXFILE if (repo / "noxfile.py").exists() else "noxfile.py"
+        answers = {
+            "project_name": project.name,
+            "project_slug": re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-"),
+            "package_name": project.package,
+            "cli_command": pick_command(project, args.command),
+            "owners": args.owners,
+            "base_branch": base_branch,
+            "oracle_ref": args.oracle_ref,
+            "include_example": "no",
+            "ci": args.ci or ("github" if (repo / ".github").exists() else "none"),
+        }
+        bake_dir = bake(tmp / "bake", **answers)
+        compile_requirements(project, bake_dir / "scripts/requirements-judge.txt", tmp)
+        fill_wheelhouse(bake_dir, args.wheelhouse, tmp)
+        tests = args.tests or collected_tests(source, bake_dir, args.wheelhouse, tmp)
+        render(bake_dir, tests, gate_noxfile)
+        changed = add_files(bake_dir, repo)
+        if not changed:
+            return "the gate's files are all there: nothing to add (nothing changed)"
+        lock = [sys.executable, "scripts/lock_fixtures.py", "--write"]
+        run([*lock, "--report", str(tmp / "lock.json")], repo, "writing fixtures.lock")
+    git(repo, "checkout", "--quiet", "-b", args.branch)
+    git(repo, "add", "--", "fixtures.lock", *changed)
+    git(repo, "commit", "--quiet", "--no-verify", "-m", "Adopt the oracle gate")
+    load_hook("post_gen_project").make_oracle_ref(repo, args.oracle_ref)
+    sessions = "nox" if gate_noxfile == "noxfile.py" else f"nox -f {gate_noxfile}"
+    return (
+        f"adopted: {len(changed) + 1} files on branch {args.branch} (command "
+        f"{answers['cli_command']!r}, tests {tests}, oracle ref {args.oracle_ref}); left to "
+        f"do: add cases with `{sessions} -s case -- -- ARG ...`, review and merge "
+        f"{args.branch} into {base_branch}, protect {args.oracle_ref} and require code owner "
+        "review (see oracle/README.md)"
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("path", type=Path, help="the repository to adopt the gate in")
+    p.add_argument("--owners", default="@org/maintainers", help="CODEOWNERS of the gate")
+    p.add_argument("--command", help="console script the cases run (default: the project's)")
+    p.add_argument("--tests", nargs="+", help="test folders or files (default: pytest's)")
+    p.add_argument("--branch", default=BRANCH, help=f"branch to commit on (default {BRANCH})")
+    p.add_argument("--oracle-ref", default="oracle/main", help="protected ref of flake state")
+    p.add_argument("--ci", choices=("github", "none"), help="default: github if .github exists")
+    p.add_argument("--wheelhouse", type=Path, default=Path(".oracle/wheelhouse"))
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if not args.wheelhouse.is_absolute():
+        args.wheelhouse = args.path.resolve() / args.wheelhouse
+    try:
+        print(f"adopt: {adopt(args)}")
+    except AdoptError as exc:
+        print(f"adopt: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Add a case to oracle/cases.yaml from a command line: run it twice, keep what is stable.
+
+    python scripts/add_case.py [--id ID] [--stdin TEXT | --stdin-file F] [--cwd DIR] -- ARG...
+
+The case runs as `record` runs it (fresh HOME and working directory, fixed environment), twice,
+on a build of --ref (default HEAD: the base the case is added to). It compares the exit code,
+stdout (as JSON when both runs print JSON, else as text) and stderr's SHA-256; a field that
+differs between the two runs is left out and reported. A run that looks wrong (a non-zero exit,
+a Python traceback, a usage message, a timeout) is shown before anything is saved, and saved
+only with --yes or a yes at the prompt: a case records what the base does, mistakes included.
+The case is appended to the end of cases.yaml, comments kept, and the file is read back.
+Exit codes: 0 saved, 1 not saved (not confirmed), 2 fail closed (bad arguments, an id already
+in use, a base that does not build, a cases.yaml the case cannot be appended to).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from _cases import Case, Run, load_cases, observe, parse_case, run_many
+from _gate import (
+    PASS,
+    WHEELHOUSE,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+    add_worktree,
+    bin_dir,
+    build_env,
+    load_config,
+    remove_worktree,
+    repo_root,
+    resolve_commit,
+    run_main,
+    say,
+)
+from record_cassettes import RUNS, traceback_line
+
+NOT_SAVED = 1
+USAGE = re.compile(rb"^(usage|error):", re.IGNORECASE | re.MULTILINE)
+ID_TAKEN_LIMIT = 100
+
+
+def case_id(argv: Sequence[str], taken: set[str]) -> str:
+    """A readable id from the command line, made unique with -2, -3, ..."""
+    stem = re.sub(r"[^a-z0-9]+", "-", " ".join(argv).lower()).strip("-")[:60] or "case"
+    for n in range(1, ID_TAKEN_LIMIT):
+        candidate = stem if n == 1 else f"{stem}-{n}"
+        if candidate not in taken:
+            return candidate
+    raise FailClosed(f"ids {stem!r} to {stem}-{ID_TAKEN_LIMIT} are taken; pass --id")
+
+
+def draft(args: argparse.Namespace, taken: set[str], compare: Sequence[str]) -> dict[str, Any]:
+    """The case as it will be written: only the fields the author gave, plus compare."""
+    raw: dict[str, Any] = {"id": args.id or case_id(args.argv, taken), "argv": list(args.argv)}
+    if args.stdin_file is not None:
+        raw["stdin"] = args.stdin_file.read_text("utf-8")
+    elif args.stdin is not None:
+        raw["stdin"] = args.stdin
+    if args.cwd:
+        raw["cwd"] = args.cwd
+    raw["compare"] = list(compare)
+    return raw
+
+
+def stdout_spec(runs: Sequence[Run]) -> str:
+    try:
+        for run in runs:
+            json.loads(run.stdout.head.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return "stdout.raw"
+    return "stdout.json"
+
+
+def suspicious(runs: Sequence[Run]) -> list[str]:
+    """What an author should look at before the run becomes the contract."""
+    run = runs[0]
+    found = []
+    if any(r.timed_out for r in runs):
+        found.append("it timed out")
+    elif run.exit_code != 0:
+        found.append(f"it exits {run.exit_code}")
+    if exception := traceback_line(run):
+        found.append(f"stderr holds a Python traceback ({exception})")
+    if USAGE.search(run.stderr.head) or USAGE.search(run.stdout.head):
+        found.append("it prints a usage or argument error")
+    return found
+
+
+def confirmed(args: argparse.Namespace, found: Sequence[str]) -> bool:
+    if not found or args.yes:
+        return True
+    for line in found:
+        say(f"case: look first: {line}", error=True)
+    if not sys.stdin.isatty():
+        return False
+    return input("case: save it anyway? [y/N] ").strip().lower() in ("y", "yes")
+
+
+def append_case(path: Path, raw: dict[str, Any], timeout: float) -> None:
+    """Append as YAML flow values (JSON), keep the file's comments, and read it back: a file
+    the case does not land at the end of is restored and fails closed."""
+    before = path.read_text("utf-8") if path.exists() else "cases:\n"
+    text = re.sub(r"^cases:\s*\[\s*\]\s*$", "cases:", before, count=1, flags=re.MULTILINE)
+    lines = [f"  - id: {json.dumps(raw['id'])}"]
+    lines += [f"    {key}: {json.dumps(value)}" for key, value in raw.items() if key != "id"]
+    path.write_text(text.rstrip("\n") + "\n" + "\n".join(lines) + "\n", "utf-8")
+    try:
+        cases = load_cases(path, timeout)
+        landed = bool(cases) and cases[-1].id == raw["id"]
+    except FailClosed:
+        landed = False
+    if not landed:
+        path.write_text(before, "utf-8")
+        raise FailClosed(
+            f"{path}: the case could not be appended after the last case ('cases:' must be the "
+            f"file's last key); add it by hand: {json.dumps(raw)}"
+        )
+
+
+def try_case(
+    args: argparse.Namespace, command: Path, fixtures: Path, taken: set[str]
+) -> tuple[Case, list[Run], list[dict[str, Any]]]:
+    """Run the case twice; return it with the fields to compare, its runs and what each saw."""
+    probe = draft(args, taken, ["exit_code", "stdout.raw", "stderr.sha256"])
+    case = parse_case(probe, 0, args.cases, args.timeout)
+    runs = run_many([(command, case)] * RUNS, fixtures, "case")
+    compare = ["exit_code", stdout_spec(runs), "stderr.sha256"]
+    case = parse_case(draft(args, taken, compare), 0, args.cases, args.timeout)
+    return case, runs, [observe(case, run) for run in runs]
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    if not args.argv:
+        raise FailClosed("no command line given: pass the CLI's arguments after --")
+    repo = repo_root(args.repo)
+    config = load_config(repo / args.config)
+    args.cases = repo / args.cases
+    args.timeout = args.timeout or config.case_timeout
+    taken = {c.id for c in load_cases(args.cases, args.timeout)} if args.cases.exists() else set()
+    if args.id in taken:
+        raise FailClosed(f"{args.cases}: case id {args.id!r} is already in use; pick another --id")
+    sha = resolve_commit(repo, args.ref, "--ref")
+    with tempfile.TemporaryDirectory(prefix="oracle-case-") as tmp:
+        tree = add_worktree(repo, sha, Path(tmp) / "base")
+        try:
+            python = build_env(tree, Path(tmp) / "env", args.wheelhouse, tree / args.requirements)
+            command = bin_dir(python.parent.parent) / config.command
+            case, runs, seen = try_case(args, command, repo / "fixtures", taken)
+        finally:
+            remove_worktree(repo, tree)
+    stable = [spec for spec in case.compare if all(s[spec] == seen[0][spec] for s in seen)]
+    unstable = {spec: [s[spec] for s in seen] for spec in case.compare if spec not in stable}
+    found = suspicious(runs)
+    evidence = {"case": case.id, "ref": sha, "seen": seen[0], "unstable": unstable}
+    evidence["suspicious"] = found
+    if not stable:
+        raise FailClosed(f"case {case.id!r}: no field was the same in both runs; nothing to save")
+    if not confirmed(args, found):
+        why = f"case {case.id!r} not saved: {found[0]}; rerun with --yes to save it anyway"
+        return Outcome(NOT_SAVED, why, evidence, status="not-saved")
+    raw = draft(args, taken, stable)
+    append_case(args.cases, raw, args.timeout)
+    left_out = f"; left out as unstable: {', '.join(unstable)}" if unstable else ""
+    saved = f"case {case.id!r} saved to {args.cases}, comparing {', '.join(stable)}{left_out}"
+    return Outcome(PASS, saved, evidence, status="saved")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="exit codes: 0 saved, 1 not saved (not confirmed), 2 fail closed",
+    )
+    p.add_argument("argv", nargs="*", help="the CLI's arguments (after --)")
+    p.add_argument("--id", help="case id (default: made from the arguments)")
+    stdin = p.add_mutually_exclusive_group()
+    stdin.add_argument("--stdin", help="text given on standard input")
+    stdin.add_argument("--stdin-file", type=Path, help="file whose text is given on stdin")
+    p.add_argument("--cwd", help="folder under fixtures/ copied fresh as the working directory")
+    p.add_argument("--yes", action="store_true", help="save even when the run looks wrong")
+    p.add_argument("--ref", default="HEAD", help="commit whose build runs the case (default HEAD)")
+    p.add_argument("--timeout", type=float, help="seconds (default: case_timeout in judge.yaml)")
+    p.add_argument("--repo", type=Path, default=Path("."))
+    p.add_argument("--cases", type=Path, default=Path("oracle/cases.yaml"))
+    p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
+    p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")
+    p.add_argument("--requirements", type=Path, default=Path("scripts/requirements-judge.txt"))
+    add_report_arg(p, "case")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main("case", parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
