@@ -48,6 +48,7 @@ def tests(session: nox.Session) -> None:
         "ruff",
         "mypy",
         "types-PyYAML",
+        "pre-commit",
     )
     # A module per worker (its bake and builds are module fixtures); `-n 0` runs serially.
     session.run("pytest", "-q", "-n", "auto", "--dist", "loadscope", *session.posargs, env=env())
