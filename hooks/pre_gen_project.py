@@ -143,39 +143,39 @@ def validate(answers: Mapping[str, Any]) -> list[str]:
     return errors
 
 
-def template_paths(answers: Mapping[str, Any]) -> list[str]:
+def template_paths(answers: Mapping[str, Any]) -> list[str] | None:
     """The project's paths a bake writes: the template's files with their names rendered, and
-    the fixture lock the post-gen hook writes. Known only where cookiecutter names the template
-    folder (`_repo_dir`; cruft's bakes do not)."""
-    paths = ["fixtures.lock"]
+    the fixture lock the post-gen hook writes. None where cookiecutter names no template folder
+    (`_repo_dir`: cruft's bakes)."""
     if not answers.get("_repo_dir"):
-        return paths
+        return None
     # The project folder is the one whose name is a template (cookiecutter.json is a file).
     source = next(
         p for p in Path(answers["_repo_dir"]).iterdir() if p.is_dir() and "cookiecutter" in p.name
     )
+    paths = ["fixtures.lock"]
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
         name = path.relative_to(source).as_posix()
         paths.append(jinja2.Template(name).render(cookiecutter=answers))
     return paths
 
 
-def save_work(root: Path, paths: Sequence[str]) -> None:
-    """Snapshot the user's files before the bake writes over them: a private index holding every
-    file git sees as it is on disk (committed, edited or untracked) and the ignored files at
-    paths the bake writes, and beside it the list of tracked files the user deleted. The index
-    is a copy of the user's, whose stat cache spares hashing every file that is not edited."""
+def save_work(root: Path, paths: Sequence[str] | None) -> None:
+    """Snapshot the user's files before the bake writes over them, in a private index: the files
+    at `paths` as they are on disk, ignored ones too; with no paths known, every file git sees
+    (from a copy of the user's index, whose stat cache spares hashing unedited files). Beside it,
+    the list of tracked files the user deleted."""
     state = root / git(root, "rev-parse", "--git-path", STATE).decode().strip()
     shutil.rmtree(state, ignore_errors=True)
     state.mkdir(parents=True)
-    index = root / git(root, "rev-parse", "--git-path", "index").decode().strip()
-    if index.is_file():
-        shutil.copyfile(index, state / "index")
     private = {"GIT_INDEX_FILE": str(state / "index"), "GIT_LITERAL_PATHSPECS": "1"}
-    git(root, "add", "--all", env=private)
-    ignored = [p for p in paths if (root / p).is_file() or (root / p).is_symlink()]
-    if ignored:
-        git(root, "add", "--force", "--", *ignored, env=private)
+    if paths is None:
+        index = root / git(root, "rev-parse", "--git-path", "index").decode().strip()
+        if index.is_file():
+            shutil.copyfile(index, state / "index")
+        git(root, "add", "--all", env=private)
+    elif present := [p for p in paths if (root / p).is_file() or (root / p).is_symlink()]:
+        git(root, "add", "--force", "--", *present, env=private)
     (state / "deleted").write_bytes(git(root, "ls-files", "--deleted", "-z"))
 
 

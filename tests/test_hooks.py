@@ -110,6 +110,6 @@ def test_template_paths_are_the_bakes_files_named_as_in_the_project() -> None:
     assert [p for p in paths if "{" in p or "cookiecutter" in p] == []
 
 
-def test_without_the_template_folder_only_the_lock_is_known() -> None:
-    """cruft names no template folder; its bakes go to fresh folders, where nothing is saved."""
-    assert PRE.template_paths(GOOD) == ["fixtures.lock"]
+def test_without_the_template_folder_no_path_is_known() -> None:
+    """cruft names no template folder: over a repository, every file git sees is saved."""
+    assert PRE.template_paths(GOOD) is None

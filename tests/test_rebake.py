@@ -41,27 +41,35 @@ def files(repo: Path) -> dict[str, bytes]:
     return {p.relative_to(repo).as_posix(): p.read_bytes() for p in paths}
 
 
-def leave_user_work(repo: Path) -> list[str]:
+def status_lines(repo: Path) -> list[str]:
+    """`git status --porcelain`, each line whole (the branch line first: no space stripped)."""
+    return git(repo, "status", "--porcelain", "--branch").splitlines()
+
+
+def leave_user_work(repo: Path, ignored: bool = True) -> list[str]:
     """Commit COMMITTED, then leave work that is not in HEAD: a tracked file edited, an untracked
-    and an ignored file where the template writes, a tracked file deleted. Returns the paths a
+    (and an ignored) file where the template writes, a tracked file deleted. Returns the paths a
     re-bake changes and must put back (or remove again, for the deleted file)."""
     for rel, text in COMMITTED.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
         git(repo, "add", rel)
-    # Out of the index, so that they are left untracked and ignored below.
+    # Out of the index, so that they are left untracked (and ignored) below.
     git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "oracle/test_replay_corpus.py")
-    git(repo, "rm", "-q", "--cached", "oracles/MATRIX.md")
-    (repo / ".git/info/exclude").write_text("/oracles/MATRIX.md\n")
+    if ignored:
+        git(repo, "rm", "-q", "--cached", "oracles/MATRIX.md")
+        (repo / ".git/info/exclude").write_text("/oracles/MATRIX.md\n")
     git(repo, "commit", "-q", "--no-verify", "-m", "our work")
     with (repo / "Makefile").open("a") as makefile:
         makefile.write("# our uncommitted target\n")
     (repo / "oracle/test_replay_corpus.py").write_text('"""Untracked, ours."""\n')
-    (repo / "oracles/MATRIX.md").write_text("Ignored notes, ours.\n")
+    if ignored:
+        (repo / "oracles/MATRIX.md").write_text("Ignored notes, ours.\n")
+        assert git(repo, "check-ignore", "oracles/MATRIX.md") == "oracles/MATRIX.md"
     (repo / "CODEOWNERS").unlink()
     changed = [rel for rel in COMMITTED if not rel.startswith(".github/")]
-    left = ["Makefile", "oracle/test_replay_corpus.py", "oracles/MATRIX.md", "CODEOWNERS"]
-    return sorted([*changed, *left])
+    left = ["Makefile", "oracle/test_replay_corpus.py", "CODEOWNERS"]
+    return sorted([*changed, *left, *(["oracles/MATRIX.md"] if ignored else [])])
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -71,8 +79,7 @@ def test_replay_over_the_repository_keeps_every_user_file(tmp_path: Path, varian
     assert first.returncode == 0, first.stdout + first.stderr
     repo = tmp_path / "out" / "shop"
     put_back = leave_user_work(repo)
-    before, status, refs = files(repo), git(repo, "status", "--porcelain"), git(repo, "show-ref")
-    assert git(repo, "check-ignore", "oracles/MATRIX.md") == "oracles/MATRIX.md"  # untracked
+    before, status, refs = files(repo), status_lines(repo), git(repo, "show-ref")
 
     again = cookiecutter_cli(tmp_path, "--replay", "-f", str(TEMPLATE))
 
@@ -80,7 +87,7 @@ def test_replay_over_the_repository_keeps_every_user_file(tmp_path: Path, varian
     after = files(repo)
     assert {rel: after.get(rel) for rel in before} == before
     assert "CODEOWNERS" not in after  # the user's uncommitted deletion stands
-    assert git(repo, "status", "--porcelain") == status
+    assert status_lines(repo) == status
     assert git(repo, "show-ref") == refs
     assert not (repo / ".git" / "oracle-template").exists()
     line = f"put back yours it changed or removed ({', '.join(put_back)}); take template changes"
@@ -136,3 +143,24 @@ def test_cruft_update_brings_a_template_change_and_keeps_user_work(tmp_path: Pat
     assert git(repo, "ls-files", "--others") == ""  # no .rej file, nothing of a bake's .git
     state = json.loads((repo / ".cruft.json").read_text())
     assert state["commit"] == git(template, "rev-parse", "HEAD")
+
+
+def test_cruft_create_over_the_repository_keeps_every_file_git_sees(tmp_path: Path) -> None:
+    """cruft names no template folder to the hooks, so the pre-gen hook saves every file git
+    sees (an ignored file where the template writes is the one it cannot know of)."""
+    template = template_repository(tmp_path / "template")
+    create = ("create", "--no-input", "--output-dir", "out", str(template))
+    assert cruft(tmp_path, *create).returncode == 0
+    repo = tmp_path / "out" / "shop"
+    (repo / ".cruft.json").unlink()
+    put_back = leave_user_work(repo, ignored=False)
+    before, status = files(repo), status_lines(repo)
+
+    again = cruft(tmp_path, *create, "--overwrite-if-exists")
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = files(repo)
+    assert {rel: after.get(rel) for rel in before} == before
+    assert "CODEOWNERS" not in after
+    assert sorted(status_lines(repo)) == sorted([*status, "?? .cruft.json"])
+    assert f"put back yours it changed or removed ({', '.join(put_back)})" in again.stdout
