@@ -147,12 +147,12 @@ def template_paths(answers: Mapping[str, Any]) -> list[str] | None:
     """The project's paths a bake writes: the template's files with their names rendered, and
     the fixture lock the post-gen hook writes. None where cookiecutter names no template folder
     (`_repo_dir`: cruft's bakes)."""
-    if not answers.get("_repo_dir"):
-        return None
+    repo = answers.get("_repo_dir")
     # The project folder is the one whose name is a template (cookiecutter.json is a file).
-    source = next(
-        p for p in Path(answers["_repo_dir"]).iterdir() if p.is_dir() and "cookiecutter" in p.name
-    )
+    folders = Path(repo).iterdir() if repo and Path(repo).is_dir() else ()
+    source = next((p for p in folders if p.is_dir() and "cookiecutter" in p.name), None)
+    if source is None:
+        return None
     paths = ["fixtures.lock"]
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
         name = path.relative_to(source).as_posix()
