@@ -1,20 +1,25 @@
 """Finish the bake: drop the example if asked, lock fixtures, make the git repo and oracle ref.
 
-Idempotent: over an existing repository (--overwrite-if-exists, cruft update) it never re-inits,
-never commits over the user's work and never moves an existing oracle ref.
+Over an existing repository (`cookiecutter --replay -f`) the bake only adds files: it never
+re-inits, never commits, never moves an existing oracle ref, and every file of the user's it
+changed or removed is put back as pre_gen_project.py saved it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 ANSWERS = r"""{{ cookiecutter | tojson }}"""
+# Where pre_gen_project.py saved the user's files, under the repository's git dir.
+STATE = "oracle-template"
 
 # Baking must work on a machine with no git config: every commit names its own identity and
 # ignores signing and hooks the user may have configured globally.
@@ -38,8 +43,9 @@ EXAMPLE = (
     "oracle/test_replay_corpus.py",
     "fixtures/carts.jsonl",
     "fixtures/carts.md",
-    "fixtures/cwd",
+    "fixtures/cwd/existing-order/.orders/ord_1.json",
 )
+CI = (".github/workflows/oracle.yml", ".github/requirements-ci.txt")
 MINIMAL = {
     "src/{pkg}/cli.py": '''"""Command-line entry point: the public surface the cassettes record."""
 
@@ -83,20 +89,38 @@ ORACLE_FILES = {
 }
 
 
-def git(root: Path, *args: str, stdin: bytes | None = None) -> str:
-    proc = subprocess.run(["git", *IDENTITY, *args], cwd=root, input=stdin, capture_output=True)
+def run_git(
+    root: Path, *args: str, stdin: bytes | None = None, env: Mapping[str, str] | None = None
+) -> bytes:
+    proc = subprocess.run(
+        ["git", *IDENTITY, *args],
+        cwd=root,
+        input=stdin,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"git {args[0]} failed: {proc.stderr.decode(errors='replace').strip()}")
-    return proc.stdout.decode().strip()
+    return proc.stdout
+
+
+def git(root: Path, *args: str, stdin: bytes | None = None) -> str:
+    return run_git(root, *args, stdin=stdin).decode().strip()
+
+
+def drop(root: Path, paths: Iterable[str]) -> None:
+    """Remove the template's own files and the folders that leaves empty, never a folder whole:
+    over an existing repository a folder may hold the user's files too."""
+    for rel in paths:
+        path = root / rel
+        path.unlink(missing_ok=True)
+        for parent in path.parents[: len(Path(rel).parts) - 1]:
+            with contextlib.suppress(OSError):  # not empty: the user's files stay
+                parent.rmdir()
 
 
 def drop_example(root: Path, pkg: str) -> None:
-    for rel in EXAMPLE:
-        path = root / rel.format(pkg=pkg)
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
+    drop(root, (rel.format(pkg=pkg) for rel in EXAMPLE))
     for rel, text in MINIMAL.items():
         (root / rel.format(pkg=pkg)).write_text(text.replace("{pkg}", pkg), "utf-8")
 
@@ -122,36 +146,61 @@ def make_oracle_ref(root: Path, ref: str) -> None:
 
 
 def init_repo(root: Path, answers: Mapping[str, Any]) -> None:
-    if (root / ".git").exists():
-        print("oracle-template: existing git repository kept; review and commit the changes")
-    else:
-        git(root, "init", "--quiet")
-        git(root, "symbolic-ref", "HEAD", f"refs/heads/{answers['base_branch']}")
-        git(root, "add", "--all")
-        title = " ".join(str(answers["project_name"]).split())
-        git(root, "commit", "--quiet", "--no-verify", "-m", f"Bake {title} from oracle-template")
+    git(root, "init", "--quiet")
+    git(root, "symbolic-ref", "HEAD", f"refs/heads/{answers['base_branch']}")
+    git(root, "add", "--all")
+    title = " ".join(str(answers["project_name"]).split())
+    git(root, "commit", "--quiet", "--no-verify", "-m", f"Bake {title} from oracle-template")
+
+
+def restore_work(root: Path) -> list[str]:
+    """Put back every saved file the bake changed or removed, and remove again each tracked file
+    the user had deleted and the bake wrote anew; returns their paths."""
+    state = root / git(root, "rev-parse", "--git-path", STATE)
+    if not (state / "index").is_file():
+        return []
+    private = {"GIT_INDEX_FILE": str(state / "index"), "GIT_LITERAL_PATHSPECS": "1"}
+    run_git(root, "update-index", "-q", "--refresh", env=private)
+    changed = run_git(root, "diff-files", "--name-only", "-z", env=private)
+    if changed:
+        run_git(root, "checkout-index", "--force", "-z", "--stdin", stdin=changed, env=private)
+    deleted = (state / "deleted").read_bytes().decode().split("\0")
+    recreated = [rel for rel in deleted if rel and os.path.lexists(root / rel)]
+    for rel in recreated:
+        (root / rel).unlink()
+    shutil.rmtree(state)
+    return sorted({*changed.decode().split("\0"), *recreated} - {""})
+
+
+def finish(root: Path, answers: Mapping[str, Any], fresh: bool) -> None:
+    if answers["include_example"] == "no":
+        drop_example(root, str(answers["package_name"]))
+    if answers["ci"] == "none":
+        drop(root, CI)
+    write_lock(root)
+    if fresh:
+        init_repo(root, answers)
     make_oracle_ref(root, str(answers["oracle_ref"]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     answers = json.loads(ANSWERS)
     root = Path.cwd()
-    if shutil.which("git") is None:
-        print(
-            "oracle-template: git is required to bake (git init, oracle ref); install git",
-            file=sys.stderr,
-        )
-        return 1
-    if answers["include_example"] == "no":
-        drop_example(root, str(answers["package_name"]))
-    if answers["ci"] == "none":
-        shutil.rmtree(root / ".github", ignore_errors=True)
+    fresh = not (root / ".git").exists()
     try:
-        write_lock(root)
-        init_repo(root, answers)
+        try:
+            finish(root, answers, fresh)
+        finally:
+            kept = [] if fresh else restore_work(root)
     except (RuntimeError, OSError) as exc:
         print(f"oracle-template: {exc}", file=sys.stderr)
         return 1
+    if not fresh:
+        print(
+            "oracle-template: existing repository: the bake only added files and put back yours"
+            f" it changed or removed ({', '.join(kept) or 'none'}); take template changes with"
+            " `cruft update`"
+        )
     return 0
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from noxfile import LINTS, VARIANTS
 from tools.bakery import TEMPLATE, bake, git, judge, judge_script
 
 if sys.version_info >= (3, 11):
@@ -36,10 +37,13 @@ def test_default_bake_leaves_no_template_syntax(shop: Path) -> None:
     assert (shop / "src" / "shop" / "cli.py").is_file()
 
 
-def test_default_bake_is_lint_clean(shop: Path) -> None:
-    for cmd in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
-        proc = subprocess.run(cmd, cwd=shop, capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, f"{cmd}: {proc.stdout}{proc.stderr}"
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_bakes_lint_clean(tmp_path: Path, variant: str) -> None:
+    """What the root noxfile's lint_bake runs, with this suite's own ruff and mypy."""
+    repo = bake(tmp_path, **VARIANTS[variant])
+    for cmd in LINTS:
+        proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, f"{variant}: {cmd}: {proc.stdout}{proc.stderr}"
 
 
 def test_bake_commits_the_tree_and_makes_the_oracle_ref(shop: Path) -> None:
@@ -145,6 +149,8 @@ def run_bake(
         ("owners=maintainers", "CODEOWNERS handles"),
         ("base_branch=main..x", "'..'"),
         ("base_branch=feature.lock", ".lock"),
+        ("base_branch=HEAD", "not HEAD"),
+        ("oracle_ref=@{-1}", "'@{'"),
         ("oracle_ref=oracle main", "no spaces"),
         ("oracle_ref=main/flakes", "nest inside it"),
         ("variance_runs=1", "from 2 to 50"),
@@ -161,6 +167,26 @@ def test_invalid_answer_fails_the_bake_with_its_rule(
     lines = [line for line in proc.stderr.splitlines() if line.startswith("oracle-template: ")]
     # A derived default (package_name from project_slug) may fail too; the answer's own line leads.
     assert lines and f"answer {name}=" in lines[0] and rule in lines[0], proc.stderr
+    assert not (tmp_path / "shop").exists()
+
+
+def test_refused_answer_is_our_line_and_cookiecutters_stop(tmp_path: Path) -> None:
+    """stderr holds our line alone. cookiecutter's own lines go to stdout: its stop message and,
+    between them, the call stack it logs for any failed hook (see the README)."""
+    proc = run_bake(tmp_path, "base_branch=HEAD")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "oracle-template: answer base_branch='HEAD' is invalid: must be a branch name git accepts"
+        " (`git check-ref-format --branch`: no spaces, control characters, ~ ^ : ? * [ \\, '..',"
+        " '@{' or '//'; no leading '-'; no component starting with '.' or ending in '.lock'; no"
+        " trailing '/' or '.'), and not HEAD or '@'"
+    ]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == (
+        "ERROR: Stopping generation because pre_gen_project hook script didn't exit successfully"
+    )
+    assert lines[-1] == "Hook script failed (exit status: 1)"
+    assert "oracle-template" not in proc.stdout
     assert not (tmp_path / "shop").exists()
 
 
