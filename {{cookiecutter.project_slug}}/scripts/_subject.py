@@ -160,6 +160,27 @@ class Subject:
 
 # --- the pytest side (trusted) ----------------------------------------------------------------
 
+# Hypothesis settings of every oracle run, whether or not a property remembers a decorator:
+# derandomized (a verdict never depends on the draw), no example database (nothing carries
+# over between runs or from the patch's tree), no deadline (a slow worker call is not a
+# failure: --subject-timeout bounds it), bounded. A property's own @settings still applies on
+# top: the oracle is the base's code, reviewed.
+ORACLE_PROFILE: dict[str, Any] = {
+    "derandomize": True,
+    "database": None,
+    "deadline": None,
+    "max_examples": 100,
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        from hypothesis import settings
+    except ImportError:  # an oracle without properties: nothing to set
+        return
+    settings.register_profile("oracle-gate", **ORACLE_PROFILE)
+    settings.load_profile("oracle-gate")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("oracle subject")
