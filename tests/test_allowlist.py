@@ -276,6 +276,7 @@ def test_allow_writes_a_row_for_the_merge_base(tmp_path: Path, clone: dict[str, 
     text = clone["allowlist"].read_text()
     assert text.startswith(header) and f'    base: "{fork}"\n' in text
     assert report["evidence"] == expected.as_dict()
+    assert report["schema_version"] == 1
     code, report = add(tmp_path, clone, *ROW_ARGS, "--field", "stdout.json")
     assert code == 2 and "already allows empty-cart-rejects stdout.json" in report["summary"]
     code, _ = add(tmp_path, clone, *ROW_ARGS, "--field", "stderr.sha256", "--base", "HEAD")

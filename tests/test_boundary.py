@@ -310,10 +310,10 @@ def step(name: str, status: str, **evidence: str) -> dict[str, Any]:
 
 def test_a_deferred_step_with_nothing_after_it_to_decide_fails_closed() -> None:
     deferred = step("oracle", "deferred", deferred_to="flake-budget")
-    assert verdict([deferred]) == 2
-    assert verdict([deferred, step("flake-budget", "pass")]) == 0
-    assert verdict([deferred, step("flake-budget", "block")]) == 1
-    assert verdict([step("oracle", "block"), step("flake-budget", "pass")]) == 1
+    assert verdict([deferred]) == (2, "error")
+    assert verdict([deferred, step("flake-budget", "pass")]) == (0, "merge")
+    assert verdict([deferred, step("flake-budget", "block")]) == (1, "block")
+    assert verdict([step("oracle", "block"), step("flake-budget", "pass")]) == (1, "block")
 
 
 def vendored_wheel(tree: Path) -> Path:

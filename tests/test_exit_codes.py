@@ -3,7 +3,8 @@
 Never read back from a report on disk: a report left by an earlier run must not decide, whether
 the new run writes elsewhere (--reports), stops in argparse, or only prints --help. A wheelhouse
 that cannot be filled fails closed with 2, not nox's 1. `make judge` (make exits 2 for every
-failing recipe) names the verdict and the judge's code in its last line.
+failing recipe) names the verdict and the judge's code in its last line, for exit 2 the verdict
+the judge wrote: needs-review or error.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def test_unknown_option_fails_closed(shop: Path) -> None:
     proc = run(shop, "nox", "-s", "judge", "--", "--haed", "x")
     assert proc.returncode == 2, proc.stdout
     assert "judge.py: error: unrecognized arguments: --haed x" in proc.stdout
-    assert lines(proc.stdout)[-1] == "nox > judge: fail-closed (exit 2)"
+    assert lines(proc.stdout)[-1] == "nox > judge: error (exit 2)"
 
 
 def test_help_exits_0_and_claims_no_verdict(shop: Path) -> None:
@@ -117,17 +118,26 @@ def test_empty_wheelhouse_without_index_fails_closed(shop: Path, tmp_path: Path)
         proc = run(shop, "nox", "-s", "judge", env=env)
     assert proc.returncode == 2, proc.stdout
     last = lines(proc.stdout)[-1]
-    assert last.startswith("nox > judge: fail-closed (exit 2): wheelhouse: pip download failed")
+    assert last.startswith("nox > judge: error (exit 2): wheelhouse: pip download failed")
     assert last.endswith("the wheelhouse needs the package index once")
     assert "judge: preconditions" not in proc.stdout  # the judge itself never started
     assert list(empty.iterdir()) == []
 
 
+def bump_ci(repo: Path) -> None:
+    """A CI matrix bump: a protected path, the rest of the patch judged as usual."""
+    workflow = repo / ".github/workflows/oracle.yml"
+    workflow.write_text(workflow.read_text("utf-8").replace('"3.12"', '"3.13"'), "utf-8")
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
-def test_make_judge_names_the_verdict_and_the_judges_code(shop: Path, blocked: str) -> None:
-    proc = run(shop, "make", "judge", f"ARGS=--head {blocked}")
+def test_make_judge_names_the_verdict_and_the_judges_code(shop: Path) -> None:
+    proc = run(shop, "make", "judge", f"ARGS=--head {branch(shop, 'bump-ci', bump_ci)}")
     assert proc.returncode == 2, proc.stdout  # make's own status for any failing recipe
     ours, makes = lines(proc.stdout)[-2:]
-    assert ours == "make judge: block (exit 1)"
+    # Exit 2 alone cannot say which; the recipe names the verdict the judge wrote.
+    assert ours == "make judge: needs-review (exit 2)"
     # make's own closing line, which the recipe cannot suppress, carries the same code.
-    assert re.fullmatch(r"make: \*\*\* \[Makefile:\d+: judge\] Error 1", makes), makes
+    assert re.fullmatch(r"make: \*\*\* \[Makefile:\d+: judge\] Error 2", makes), makes
+    assert "judge: write-set: needs-review: " in proc.stdout
+    assert "nox > judge: needs-review (exit 2)" in proc.stdout

@@ -1,18 +1,26 @@
 """Bad input fails closed: one clear line naming the file and the fix, exit 2, no traceback.
 
 Each judgment stops before anything is built, so the base checkout's scripts/judge.py runs as
-nox runs it, without nox (tests/test_exit_codes.py covers the session's exit)."""
+nox runs it, without nox (tests/test_exit_codes.py covers the session's exit), or, for a base
+that has no gate yet, its main(argv) in this process."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.conftest import SCRIPTS
 from tools.bakery import Verdict, git
 from tools.bakery import judge_script as judge
+
+sys.path.insert(0, str(SCRIPTS))
+import judge as judge_module
 
 
 def clone(shop: Path, tmp_path: Path) -> Path:
@@ -30,9 +38,9 @@ def commit_on_base(repo: Path, message: str) -> None:
 
 
 def fail_line(verdict: Verdict) -> str:
-    """The single line the judge prints for the step that failed closed."""
+    """The single line the judge prints for the step that failed closed with an error."""
     assert "Traceback" not in verdict.output
-    lines = [line for line in verdict.output.splitlines() if ": fail-closed: " in line]
+    lines = [line for line in verdict.output.splitlines() if ": error: " in line]
     assert lines, verdict.output
     return lines[0]
 
@@ -54,7 +62,7 @@ def test_missing_matrix(shop: Path, tmp_path: Path) -> None:
     verdict = judge(repo)
     assert verdict.returncode == 2
     assert "oracles/MATRIX.md is missing" in fail_line(verdict)
-    assert verdict.statuses == {"preconditions": "fail-closed"}
+    assert verdict.statuses == {"preconditions": "error"}
 
 
 def test_not_a_git_repository(shop: Path, tmp_path: Path) -> None:
@@ -96,3 +104,91 @@ def test_shallow_clone_without_merge_base(shop: Path, tmp_path: Path) -> None:
     verdict = judge(shallow, "--head", "origin/agent")
     assert verdict.returncode == 2
     assert "no merge base" in fail_line(verdict)
+
+
+# --- a base without the gate: a project adopting it --------------------------------------------
+
+
+def adopting(shop: Path, tmp_path: Path) -> tuple[Path, str]:
+    """A project adopting the gate: its upstream branch (origin/main) has no gate yet, and the
+    checkout (main) is the branch that adds it. Returns the repository and the upstream."""
+    repo = clone(shop, tmp_path)
+    git(repo, "checkout", "-q", "--orphan", "upstream")
+    git(repo, "rm", "-rqf", ".")
+    (repo / "UPSTREAM.md").write_text("the project before the gate\n")
+    git(repo, "add", "UPSTREAM.md")
+    git(repo, "commit", "-q", "--no-verify", "-m", "upstream")
+    upstream = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--allow-unrelated-histories", "-m", "adopt the gate", "upstream")
+    git(repo, "update-ref", "refs/remotes/origin/main", upstream)
+    return repo, upstream
+
+
+def judged_in_process(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], *argv: str
+) -> tuple[int, dict[str, Any], str]:
+    """scripts/judge.py's main(argv) on `repo`: its exit code, its report and its output."""
+    reports = tmp_path / "reports"
+    code = judge_module.main(["--repo", str(repo), "--reports", str(reports), *argv])
+    report = json.loads((reports / "judge-report.json").read_text("utf-8"))
+    return code, report, capsys.readouterr().out
+
+
+FIX = "merge the branch that adds it into main first, or pass --base REF of a commit that has it"
+
+
+@pytest.mark.parametrize("where", ["origin/main", "main"])
+def test_a_base_branch_without_the_gate_says_so_and_how_to_fix_it(
+    shop: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    repo, upstream = adopting(shop, tmp_path)
+    if where == "main":  # no remote: the local branch is the base
+        git(repo, "checkout", "-q", "-b", "adopt-the-gate")
+        git(repo, "branch", "-f", "main", upstream)
+        git(repo, "update-ref", "-d", "refs/remotes/origin/main")
+    code, report, out = judged_in_process(repo, tmp_path, capsys)
+    why = (
+        f"base {where} ({upstream[:12]}) has no oracle gate yet (oracle/judge.yaml and scripts/ "
+        f"missing): {FIX}"
+    )
+    assert (code, report["verdict"]) == (2, "error")
+    assert [(s["name"], s["status"], s["summary"]) for s in report["steps"]] == [
+        ("setup", "error", why)
+    ]
+    assert f"judge: setup: error: {why}" in out.splitlines()
+    assert "file is missing" not in out
+
+
+def test_a_merge_base_older_than_the_gate_names_the_branch_that_has_it(
+    shop: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, upstream = adopting(shop, tmp_path)
+    git(repo, "update-ref", "refs/remotes/origin/main", "main")  # the gate is merged upstream
+    git(repo, "checkout", "-q", "-b", "agent", upstream)  # a branch forked before it was
+    (repo / "AGENT.md").write_text("the agent's work\n")
+    git(repo, "add", "AGENT.md")
+    git(repo, "commit", "-q", "--no-verify", "-m", "agent work")
+    git(repo, "checkout", "-q", "main")
+    code, report, _ = judged_in_process(repo, tmp_path, capsys, "--head", "agent")
+    assert code == 2
+    assert report["steps"][0]["summary"] == (
+        f"base {upstream[:12]} (the merge base of agent and origin/main) has no oracle gate yet "
+        "(oracle/judge.yaml and scripts/ missing): origin/main has it: merge origin/main into "
+        "agent, or pass --base REF of a commit that has it"
+    )
+
+
+def test_a_base_missing_a_step_script_names_it(
+    shop: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = clone(shop, tmp_path)
+    git(repo, "rm", "-q", "scripts/crossrun.py")
+    git(repo, "commit", "-q", "--no-verify", "-m", "an older gate, before the crossrun")
+    older = git(repo, "rev-parse", "HEAD")
+    code, report, _ = judged_in_process(repo, tmp_path, capsys, "--base", "HEAD")
+    assert code == 2
+    assert report["steps"][0]["summary"] == (
+        f"base HEAD ({older[:12]}) has no oracle gate yet (scripts/crossrun.py missing): pass "
+        "--base REF of a commit that has it"
+    )

@@ -262,6 +262,8 @@ def test_variance_freezes_an_unstable_oracle_with_an_expiry(flaky_repo: Path) ->
     report = json.loads((flaky_repo / "reports/inventory.variance.json").read_text())
     test_id = "oracle/test_flaky.py::test_fails_on_the_second_run"
     assert report["k"] == 5
+    runs = json.loads((flaky_repo / "reports/variance-runs.json").read_text())
+    assert report["schema_version"] == runs["schema_version"] == 1
     assert report["tests"][test_id]["pass_count"] == 4
     assert (
         report["tests"]["oracle/test_replay_corpus.py::test_corpus_is_present_and_ids_are_unique"][

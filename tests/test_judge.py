@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ import count_asserts
 import judge as judge_module
 import lock_fixtures
 from _gate import load_config
-from judge import VERDICT, Judgment, Ran
+from judge import Judgment, Ran
 from judge import verdict as worst
 
 MARKER = "PATCHED-CODE-RAN"
@@ -61,8 +62,34 @@ def as_judged(
 
 
 def decided(steps: Sequence[Step]) -> str:
-    """The judge's verdict over these steps: merge, block or fail-closed."""
-    return VERDICT[worst(steps)]
+    """The judge's verdict over these steps: merge, block, needs-review or error."""
+    return worst(steps)[1]
+
+
+def made(name: str, status: str, **evidence: object) -> Step:
+    return {"name": name, "status": status, "summary": "", "evidence": evidence, "seconds": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("statuses", "expected"),
+    [
+        (["pass", "needs-review", "block", "advisory"], (2, "needs-review")),
+        (["needs-review", "error"], (2, "error")),
+        (["error", "pass", "needs-review"], (2, "error")),
+        (["pass", "block", "advisory"], (1, "block")),
+        (["pass", "advisory"], (0, "merge")),
+        ([], (2, "error")),
+    ],
+)
+def test_exit_2_needs_review_only_when_a_review_is_all_it_waits_for(
+    statuses: list[str], expected: tuple[int, str]
+) -> None:
+    assert worst([made(f"step-{i}", status) for i, status in enumerate(statuses)]) == expected
+
+
+def test_a_deferred_step_nothing_decides_is_an_error_beside_a_review() -> None:
+    steps = [made("write-set", "needs-review"), made("oracle", "deferred", deferred_to="later")]
+    assert worst(steps) == (2, "error")
 
 
 def sha(repo: Path, ref: str) -> str:
@@ -158,6 +185,11 @@ def test_a_fresh_repo_merges_a_clean_refactor(shop: Path) -> None:
     tests = verdict.step("tests")
     assert tests["summary"].startswith("patch tests: ") and "crossrun" not in tests["summary"]
     assert verdict.report["steps_inline"] is True  # the base's scripts are the checkout's
+    # Every report of the judgment says which version of its fields it holds.
+    reports = judged_reports(shop / "reports", verdict)
+    assert len(reports) == len(names) - 1  # all but the build, which the judge runs itself
+    for path in [shop / "reports/judge-report.json", *reports]:
+        assert json.loads(path.read_text("utf-8"))["schema_version"] == 1, path.name
 
 
 @pytest.mark.parametrize(
@@ -208,7 +240,10 @@ def test_the_steps_that_run_are_the_bases_inline_or_not(
     )
 
 
-def test_editing_cases_fails_closed(shop: Path, tmp_path: Path) -> None:
+def test_editing_cases_needs_review(shop: Path, tmp_path: Path) -> None:
+    """A protected path is no error: the write-set names it and its rule for a code owner, and
+    how to judge again once they approved it; the exit is still 2."""
+
     def drop_case(repo: Path) -> None:
         edit(
             repo / "oracle/cases.yaml",
@@ -217,10 +252,12 @@ def test_editing_cases_fails_closed(shop: Path, tmp_path: Path) -> None:
         )
 
     steps = static_steps(shop, branch(shop, "edit-cases", drop_case), tmp_path)
-    assert decided(list(steps.values())) == "fail-closed"
+    assert decided(list(steps.values())) == "needs-review"
     write_set = steps["write-set"]
-    assert (write_set["exit_code"], write_set["status"]) == (2, "fail-closed")
-    assert "oracle/cases.yaml" in write_set["summary"]
+    assert (write_set["exit_code"], write_set["status"]) == (2, "needs-review")
+    assert "oracle/cases.yaml (rule /oracle/)" in write_set["summary"]
+    assert "a code owner must review" in write_set["summary"]
+    assert "judge again with ORACLE_REVIEW=1" in write_set["summary"]
 
 
 @pytest.mark.e2e
@@ -288,14 +325,14 @@ def test_fixture_edit_without_lock_blocks(shop: Path, tmp_path: Path) -> None:
     assert lock["evidence"]["changed"] == ["fixtures/carts.jsonl"]
 
 
-def test_fixture_and_lock_together_fail_closed(shop: Path, tmp_path: Path) -> None:
+def test_fixture_and_lock_together_need_review(shop: Path, tmp_path: Path) -> None:
     def relock(repo: Path) -> None:
         edit(repo / "fixtures/carts.md", "cart-017", "cart-017 (regenerated)")
         lock = [sys.executable, "scripts/lock_fixtures.py", "--write", "--report", "/dev/null"]
         subprocess.run(lock, cwd=repo, check=True, capture_output=True)
 
     steps = static_steps(shop, branch(shop, "fixture-and-lock", relock), tmp_path)
-    assert decided(list(steps.values())) == "fail-closed"
+    assert decided(list(steps.values())) == "needs-review"  # the lock's block waits behind it
     protected = [row["path"] for row in steps["write-set"]["evidence"]["protected"]]
     assert protected == ["fixtures.lock"]
     assert steps["fixtures-lock"]["status"] == "block"
@@ -322,11 +359,25 @@ def test_a_patched_judge_and_noxfile_are_not_what_runs(shop: Path) -> None:
 
     verdict = judged(shop, "own-gate", own_gate)
     assert verdict.returncode == 2
-    assert verdict.report["verdict"] == "fail-closed"
+    assert verdict.report["verdict"] == "needs-review"
     assert not (shop / MARKER).exists(), (shop / MARKER).read_text()
     assert verdict.report["scripts_from"] == verdict.report["base"]
     protected = [r["path"] for r in verdict.step("write-set")["evidence"]["protected"]]
     assert sorted(protected) == ["noxfile.py", "scripts/judge.py"]
+    # What a code owner looks at, and what runs once they approved it: in the report, the
+    # summary, the judge's last line and nox's.
+    review = verdict.report["review"]
+    rules = {row["path"]: row["rule"] for row in review["protected"]}
+    assert rules == {"noxfile.py": "/noxfile.py", "scripts/judge.py": "/scripts/"}
+    base, head = verdict.report["base"], verdict.report["head"]
+    assert review["rerun"] == f"ORACLE_REVIEW=1 nox -s judge -- --base {base} --head {head}"
+    summary = (shop / "reports/judge-summary.md").read_text("utf-8")
+    assert "### Needs review" in summary and "- `scripts/judge.py` (rule `/scripts/`)" in summary
+    lines = verdict.output.splitlines()
+    said = next(line for line in lines if line.startswith("judge: verdict "))
+    assert said.startswith("judge: verdict needs-review (exit 2): a code owner reviews protected")
+    assert review["rerun"] in said
+    assert "nox > judge: needs-review (exit 2)" in lines
 
 
 FORCE_PASS = """import pytest
@@ -346,10 +397,27 @@ def test_root_conftest_cannot_rescue_a_broken_property(shop: Path) -> None:
         edit(repo / "src/shop/discounts.py", "    return amount\n", "    return amount + 1\n")
 
     verdict = judged(shop, "force-pass", cheat)
-    assert verdict.returncode != 0
+    assert verdict.returncode == 2
     # Parent-passing oracles that fail are left to flake control, which cannot excuse them.
     assert verdict.statuses["oracle"] == "deferred"
     assert verdict.statuses["flake-budget"] == "block"
     failing = {row["id"] for row in verdict.step("oracle")["evidence"]["failures"]}
     assert any("round_trip" in node or "invert" in node for node in failing), failing
-    assert verdict.statuses["write-set"] == "fail-closed"
+    assert verdict.statuses["write-set"] == "needs-review"
+    assert verdict.report["verdict"] == "needs-review"  # the block waits behind the review
+    # Failures name the files they happened in by tree, never by the judge's temporary folders.
+    messages = [row["message"] for row in verdict.step("crossrun")["evidence"]["failures"]]
+    assert any("\nbase:tests/test_discounts.py:" in message for message in messages), messages
+    tail = json.loads((shop / "reports/oracle.json").read_text("utf-8"))["evidence"]["output_tail"]
+    assert "base:oracle/test_properties.py" in tail
+    reports = shop / "reports"
+    for path in [reports / "judge-report.json", *judged_reports(reports, verdict)]:
+        text = path.read_text("utf-8")
+        for folder in (tempfile.gettempdir(), str(shop), "oracle-judge-", "crossrun-"):
+            assert folder not in text, (path.name, text[text.find(folder) - 200 :][:400])
+
+
+def judged_reports(reports: Path, verdict: Verdict) -> list[Path]:
+    """The report of every step script of the judgment, as its judge report names them."""
+    names = [step["evidence"].get("report") for step in verdict.report["steps"]]
+    return [reports / name for name in names if name]

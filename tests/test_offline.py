@@ -42,4 +42,4 @@ def test_judge_without_network_still_judges(shop: Path) -> None:
     verdict = judge(shop, "--head", head, prefix=("unshare", "-rn"))
     assert verdict.returncode == 1, verdict.output
     assert verdict.statuses["replay"] == "block"
-    assert all(status != "fail-closed" for status in verdict.statuses.values())
+    assert all(status not in ("error", "needs-review") for status in verdict.statuses.values())

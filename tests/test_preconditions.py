@@ -55,7 +55,7 @@ def test_no_cases_and_no_property_oracle_fails_closed(
     tree = base_tree(tmp_path / "base", [], {"conftest.py": "", "helpers.py": PROPERTY})
     code, report = check(tree, tmp_path)
     assert code == 2
-    assert report["status"] == "fail-closed"
+    assert report["status"] == "error"
     assert report["evidence"] == {
         "model_variables_checked": [
             "MODEL_ENDPOINT",
@@ -69,7 +69,7 @@ def test_no_cases_and_no_property_oracle_fails_closed(
     }
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        "preconditions: fail-closed: no oracle evidence in the base: oracle/cases.yaml has no "
+        "preconditions: error: no oracle evidence in the base: oracle/cases.yaml has no "
         "case and oracle/ has no test_*.py property oracle; add a case to oracle/cases.yaml "
         "(README: How to add a case) or a property test under oracle/ on the base branch"
     ]

@@ -106,6 +106,6 @@ def test_an_inline_step_that_exits_leaves_no_report_and_fails_closed(
     assert (ran.returncode, ran.stderr) == (2, ["SystemExit: 2"])
     step = judge.Judgment(repo=tmp_path, reports=tmp_path).finish("replay", ran)
     assert (step["status"], step["summary"]) == (
-        "fail-closed",
+        "error",
         "step left no report (SystemExit: 2)",
     )

@@ -156,15 +156,15 @@ def test_allowlisted_contract_change_merges_after_review(
     shop: Path, envs: Built, cassette: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     head = branch(shop, "reviewed-copy", copy_change_with_rows("@alice", *CHANGED))
-    # Unreviewed: the patch edits the protected allowlist, so the write-set fails the judge
-    # closed (exit 2); and replay, given the base's allowlist, has no row for the change.
+    # Unreviewed: the patch edits the protected allowlist, so the write-set needs a code
+    # owner's review (exit 2); and replay, given the base's allowlist, has no row for the change.
     monkeypatch.delenv("ORACLE_REVIEW", raising=False)
     base_tree = envs("main", "parent")["tree"]
     refs: tuple[str | Path, ...] = ("--repo", shop, "--base", git(shop, "rev-parse", "main"))
     refs += ("--head", git(shop, "rev-parse", head), "--config", base_tree / "oracle/judge.yaml")
     code, write_set = run(classify_write_set.main, tmp_path / "write-set.json", *refs)
     assert code == 2, write_set["summary"]
-    assert write_set["status"] == "fail-closed"
+    assert write_set["status"] == "needs-review"
     assert [hit["path"] for hit in write_set["evidence"]["protected"]] == ["oracle/allowlist.yaml"]
     base_allowlist = base_tree / "oracle/allowlist.yaml"
     code, unreviewed = replay(shop, envs, cassette, head, tmp_path, base_allowlist)
@@ -184,7 +184,7 @@ def test_allowlist_row_without_reviewer_fails_closed(
     head = branch(shop, "unsigned-row", copy_change_with_rows("", *CHANGED))
     code, report = reviewed_replay(shop, envs, cassette, head, tmp_path, monkeypatch)
     assert code == 2
-    assert report["status"] == "fail-closed"
+    assert report["status"] == "error"
     assert "'reviewer' is required" in report["summary"]
 
 
@@ -194,5 +194,5 @@ def test_stale_allowlist_row_fails_closed(
     head = branch(shop, "stale-row", copy_change_with_rows("@alice", *CHANGED, "stderr.raw"))
     code, report = reviewed_replay(shop, envs, cassette, head, tmp_path, monkeypatch)
     assert code == 2
-    assert report["status"] == "fail-closed"
+    assert report["status"] == "error"
     assert "stale" in report["summary"]

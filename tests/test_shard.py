@@ -154,16 +154,50 @@ def test_a_stale_row_fails_closed_in_the_one_shard_that_owns_its_case(
     ]
     code, report = merged(tmp_path, *folders)
 
-    assert statuses.count("fail-closed") == 1
-    assert (code, report["verdict"]) == (2, "fail-closed")
+    assert statuses.count("error") == 1
+    assert (code, report["verdict"]) == (2, "error")
     assert findings(tmp_path / "merged")["stale_allow_rows"] == [("c3", "stdout.json")]
+
+
+def needs_review_on_shard(folder: Path) -> list[dict[str, str]]:
+    """The shard's write-set found a protected path (write-set runs on shard 1 only), reported
+    as classify_write_set.py and the judge report it; returns the protected rows."""
+    rows = [{"path": ".github/workflows/ci.yml", "status": "M", "rule": "/.github/"}]
+    summary = "patch touches protected paths a code owner must review: ..."
+    own = {"step": "write-set", "status": "needs-review", "exit_code": 2, "summary": summary}
+    (folder / "write-set.json").write_text(json.dumps({**own, "evidence": {"protected": rows}}))
+    path = folder / "judge-report.json"
+    report = json.loads(path.read_text("utf-8"))
+    step = {"name": "write-set", "status": "needs-review", "summary": summary, "seconds": 0.0}
+    report["steps"].insert(0, {**step, "evidence": {"report": "write-set.json"}})
+    path.write_text(json.dumps(report), "utf-8")
+    return rows
+
+
+def test_a_shard_that_needs_review_makes_the_merge_need_it(
+    tmp_path: Path, small: dict[str, Any]
+) -> None:
+    folders = shard_folders(tmp_path, small, 2)
+    rows = needs_review_on_shard(folders[0])
+    code, report = merged(tmp_path, *folders)
+
+    assert (code, report["verdict"]) == (2, "needs-review")
+    assert report["review"]["protected"] == rows
+    for name in ("judge-report.json", "write-set.json", "replay-report.json"):
+        assert json.loads((tmp_path / "merged" / name).read_text())["schema_version"] == 1
+    rerun = f"ORACLE_REVIEW=1 nox -s judge -- --base {BASE} --head {HEAD}"
+    assert report["review"]["rerun"] == rerun
+    # An error besides the review, here a shard missing, is what the verdict says.
+    code, report = merged(tmp_path, folders[0])
+    assert (code, report["verdict"]) == (2, "error")
+    assert "review" not in report
 
 
 def test_a_missing_shard_fails_closed_naming_it(tmp_path: Path, small: dict[str, Any]) -> None:
     folders = shard_folders(tmp_path, small, 3)
     code, report = merged(tmp_path, folders[0], folders[2])
 
-    assert (code, report["verdict"]) == (2, "fail-closed")
+    assert (code, report["verdict"]) == (2, "error")
     assert report["steps"][-1]["summary"].startswith("no report of shard 2/3")
 
 

@@ -108,7 +108,8 @@ def test_oracle_edit_in_a_merge_then_reverted_by_another_merge(repo: Path, tmp_p
     code, report = write_set(repo, patch, trunk, tmp_path)
     assert code == 2, report["summary"]
     assert paths(report, "protected") == [CASES]
-    assert "protected path oracle/cases.yaml" in report["summary"]
+    assert report["status"] == "needs-review"
+    assert "a code owner must review: oracle/cases.yaml (rule /oracle/)" in report["summary"]
 
 
 def test_merge_that_drops_the_bases_oracle_change_is_the_patchs(repo: Path, tmp_path: Path) -> None:

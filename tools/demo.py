@@ -47,6 +47,11 @@ def show(title: str, verdict: Verdict) -> None:
     for step in report.get("steps", []):
         mark = {"pass": " ", "advisory": "~"}.get(step["status"], "!")
         print(f" {mark} {step['name']:<17} {step['status']:<12} {step['summary']}")
+    review = report.get("review")  # verdict needs-review: what a code owner looks at
+    for row in review["protected"] if review else []:
+        print(f"   review {row['path']} (rule {row['rule']})")
+    if review:
+        print(f"   then: {review['rerun']}")
 
 
 def main(argv: list[str] | None = None) -> int:

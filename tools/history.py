@@ -39,7 +39,7 @@ TEMPLATE = Path(__file__).resolve().parent.parent
 SCRIPT = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts" / "count_asserts.py"
 # Files whose pytest collection settings count_asserts.py compares between the two trees.
 CONFIG_FILES = ("pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
-VERDICTS = {0: "merge", 1: "block", 2: "fail-closed"}
+VERDICTS = {0: "merge", 1: "block", 2: "error"}  # the inventory never needs a review
 # A foreign project's judge.yaml: only `tests:` matters to the inventory; the other required
 # fields are there because load_config refuses a file without them.
 JUDGE_YAML = """\
@@ -142,15 +142,15 @@ def judge(
                     cmd, capture_output=True, timeout=STEP_TIMEOUT, cwd=work, check=False
                 )
             except subprocess.TimeoutExpired:
-                return Verdict(sha, parent, subject, 2, "fail-closed", "timed out")
+                return Verdict(sha, parent, subject, 2, "error", "timed out")
             stderr = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             if not report.is_file():
                 last = stderr[-1] if stderr else f"exit {proc.returncode}, no report"
-                return Verdict(sha, parent, subject, 2, "fail-closed", last)
+                return Verdict(sha, parent, subject, 2, "error", last)
             try:
                 payload = json.loads(report.read_bytes())
             except ValueError:
-                return Verdict(sha, parent, subject, 2, "fail-closed", "unreadable report")
+                return Verdict(sha, parent, subject, 2, "error", "unreadable report")
     finally:
         slots.put(slot)
     code = proc.returncode

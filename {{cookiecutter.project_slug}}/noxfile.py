@@ -13,8 +13,11 @@ worktree trusts that worktree.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -29,7 +32,13 @@ WHEELHOUSE = os.path.abspath(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelh
 REQUIREMENTS = "scripts/requirements-judge.txt"
 OFFLINE = ("--no-index", "--find-links", WHEELHOUSE)
 PASS, BLOCK, FAIL_CLOSED = 0, 1, 2
-VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
+VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "error"}
+# Exit 2 is `needs-review` (a protected path) or `error`, which only the judge can tell: it
+# writes the word to $ORACLE_VERDICT_FILE for finish() to read (and make, which names its own
+# file). Without one from make, this run's own: fresh, so never an earlier run's, gone at exit.
+if "ORACLE_VERDICT_FILE" not in os.environ:
+    os.environ["ORACLE_VERDICT_FILE"] = tempfile.mkdtemp(prefix="oracle-verdict-") + "/verdict"
+    atexit.register(shutil.rmtree, os.path.dirname(os.environ["ORACLE_VERDICT_FILE"]), True)
 
 
 def install_offline(session: nox.Session, project: bool = False) -> None:
@@ -49,8 +58,16 @@ def offline_env() -> dict[str, str]:
 
 
 def finish(session: nox.Session, code: int, why: str = "") -> NoReturn:
-    """End nox with `code` and one last line: SystemExit passes through nox unchanged."""
-    session.log(f"{session.name}: {VERDICT[code]} (exit {code})" + (f": {why}" if why else ""))
+    """End nox with `code` and one last line naming the verdict (exit 2: the one the judge
+    wrote, else `error`): SystemExit passes through nox unchanged."""
+    verdict = VERDICT[code]
+    try:
+        said = Path(os.environ["ORACLE_VERDICT_FILE"]).read_text("utf-8").strip()
+    except OSError:
+        said = ""
+    if code == FAIL_CLOSED and said == "needs-review":
+        verdict = said
+    session.log(f"{session.name}: {verdict} (exit {code})" + (f": {why}" if why else ""))
     raise SystemExit(code)
 
 
@@ -185,9 +202,17 @@ def variance(session: nox.Session) -> None:
 
 @nox.session(requires=["wheelhouse"])
 def tests(session: nox.Session) -> None:
-    """The project's own unit tests: advisory to the gate."""
+    """The project's own unit tests, `tests:` of oracle/judge.yaml: advisory to the gate."""
     install_offline(session, project=True)
-    session.run("python", "-m", "pytest", "-q", "tests", *session.posargs, env=offline_env())
+    # Read as the gate reads it (scripts/_gate.py needs PyYAML: the session has it, nox not).
+    read = (
+        "import sys; sys.path.insert(0, 'scripts'); import _gate\n"
+        "try: print(*_gate.tree_tests(_gate.Path('.')), sep='\\n')\n"
+        "except _gate.FailClosed as exc: sys.exit(str(exc))"
+    )
+    listed = session.run("python", "-c", read, silent=True, env=offline_env())
+    paths = str(listed or "").splitlines()
+    session.run("python", "-m", "pytest", "-q", *paths, *session.posargs, env=offline_env())
 
 
 @nox.session(requires=["wheelhouse"])

@@ -4,7 +4,9 @@ Every script in this folder is standalone (stdlib plus PyYAML) and imports only 
 from its neighbours, so the folder can be vendored as a whole.
 
 Exit codes used by every script: 0 pass, 1 block, 2 fail closed (bad input, broken precondition,
-or an internal error; the message names the file, the field and the fix).
+or an internal error; the message names the file, the field and the fix). A report's status
+tells the two causes of exit 2 apart: `needs-review` (a protected path a code owner must look
+at first) and `error` (the gate could not judge).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,14 +23,21 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from _process import Completed, run_group
 
 PASS, BLOCK, FAIL_CLOSED = 0, 1, 2
-STATUS = {PASS: "pass", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
+# Exit 2 has two causes: a protected path that waits for a code owner (ORACLE_REVIEW=1 once
+# reviewed), and an error: bad input, a build that fails, a crash, a timeout, missing evidence.
+NEEDS_REVIEW, ERROR = "needs-review", "error"
+STATUS = {PASS: "pass", BLOCK: "block", FAIL_CLOSED: ERROR}
+SCHEMA_VERSION = 1  # of every JSON report: raised when a field changes meaning or goes away
+# JSON {absolute path: name}, set by the judge: reports write its worktrees as `base:PATH` and
+# `head:PATH`, never as the temporary folders they are (see `named`).
+PATH_NAMES = "ORACLE_PATH_NAMES"
 # Merge-time evidence must not depend on what the author's shell exported.
 WHEELHOUSE = Path(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
 MODEL_ENV_DEFAULT = ("MODEL_ENDPOINT", "MODEL_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
@@ -48,7 +58,8 @@ class Outcome:
     code: int
     summary: str
     evidence: dict[str, Any] = field(default_factory=dict)
-    # "deferred": a later step named in the evidence decides (see judge.py); exit code 1 alone.
+    # "deferred": a later step named in the evidence decides (see judge.py), exit code 1 alone;
+    # NEEDS_REVIEW: exit code 2 that a code owner's review resolves, not an error.
     status: str | None = None
 
 
@@ -125,6 +136,50 @@ def write_json(path: Path, payload: object) -> None:
     tmp.replace(path)
 
 
+def write_report(path: Path, payload: dict[str, Any]) -> None:
+    """A JSON report, as every script writes one: `schema_version` first."""
+    write_json(path, {"schema_version": SCHEMA_VERSION, **payload})
+
+
+def path_names() -> list[tuple[str, str]]:
+    """The names the judge gave its folders ($ORACLE_PATH_NAMES)."""
+    try:
+        names = json.loads(os.environ.get(PATH_NAMES) or "{}")
+    except ValueError:
+        return []
+    return [(str(k), str(v)) for k, v in names.items()] if isinstance(names, dict) else []
+
+
+def named(value: Any, names: Sequence[tuple[str, str]] | None = None) -> Any:
+    """`value` (strings, and lists and mappings of them) with every path under a named folder
+    written from its name: `PATH/x` as `NAME` + `x` (`base:` + `oracle/cases.yaml`), `PATH`
+    alone as `NAME` (or `.` for the empty name, the repository's own)."""
+    pairs = sorted(path_names() if names is None else names, key=lambda p: -len(p[0]))
+    if not pairs:
+        return value
+    # The longest path first, so a folder's own name wins over its parent's. A path ends at a
+    # slash, or where no name continues it (a full stop does when a letter follows it).
+    ends = r"(?:/|(?![\w-]|\.\w))"
+    pattern = re.compile("|".join(re.escape(path) + ends for path, _ in pairs))
+    lookup = dict(pairs)
+
+    def name(match: re.Match[str]) -> str:
+        text = match.group()
+        label = lookup[text.removesuffix("/")]
+        return label if text.endswith("/") else label or "."
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return pattern.sub(name, item) if "/" in item else item
+        if isinstance(item, dict):
+            return {walk(k): walk(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value)
+
+
 def run_main(
     name: str,
     parser: argparse.ArgumentParser,
@@ -153,8 +208,9 @@ def run_main(
         "summary": outcome.summary,
         "evidence": outcome.evidence,
     }
-    write_json(report, payload)
-    say(f"{name}: {payload['status']}: {outcome.summary}", error=outcome.code != PASS)
+    payload = named(payload)  # the folders of a judgment by their names, here at the source
+    write_report(report, payload)
+    say(f"{name}: {payload['status']}: {payload['summary']}", error=outcome.code != PASS)
     return outcome.code
 
 
@@ -248,7 +304,7 @@ class Config:
     base_branch: str
     oracle_ref: str
     protected: tuple[str, ...]
-    tests: tuple[str, ...] = ("tests",)
+    tests: tuple[str, ...] = ("tests",)  # files or folders, relative to the tree's root
     model_env: tuple[str, ...] = ()
     assert_helpers: tuple[str, ...] = ()
     flake_max_retry: int = 1
@@ -316,7 +372,32 @@ def load_config(path: Path) -> Config:
                 raise FailClosed(f"{path}: field {key!r} must be a list of strings")
             value = tuple(value)
         values[key] = value
+    if "tests" in values:
+        if not values["tests"]:
+            raise FailClosed(
+                f"{path}: field 'tests' is empty; name the project's tests, folders or files "
+                "(such as tests or test.py)"
+            )
+        values["tests"] = tuple(tests_entry(path, entry) for entry in values["tests"])
     return Config(**values)
+
+
+def tests_entry(config: Path, entry: str) -> str:
+    """A `tests:` entry as every step uses it: relative to the tree's root, `./x` and `x/`
+    read as `x`; a file (a root test.py) or a folder."""
+    clean = PurePosixPath(entry)
+    if clean.is_absolute() or ".." in clean.parts or clean == PurePosixPath("."):
+        raise FailClosed(
+            f"{config}: field 'tests' entry {entry!r} is not a file or folder inside the "
+            "project; name it relative to the root, such as tests or test.py"
+        )
+    return clean.as_posix()
+
+
+def tree_tests(tree: Path) -> tuple[str, ...]:
+    """`tests:` of the tree's own oracle/judge.yaml: what a step tests when not told."""
+    config = tree / "oracle" / "judge.yaml"
+    return load_config(config).tests if config.is_file() else Config.tests
 
 
 # --- git ---------------------------------------------------------------------------------------
@@ -371,12 +452,18 @@ def resolve_commit(repo: Path, ref: str, option: str) -> str:
     return sha
 
 
-def default_base(repo: Path, head: str, base_branch: str) -> str:
-    """The merge base of head and the base branch, preferring the remote's copy of the branch."""
+def base_ref(repo: Path, base_branch: str) -> str:
+    """The base branch as the judge reads it: the remote's copy when there is one."""
     remote = f"origin/{base_branch}"
     target = remote if rev_exists(repo, remote) else base_branch
     if not rev_exists(repo, target):
         raise FailClosed(f"base branch {base_branch!r} does not exist; pass --base REF")
+    return target
+
+
+def default_base(repo: Path, head: str, base_branch: str) -> str:
+    """The merge base of head and the base branch, preferring the remote's copy of the branch."""
+    target = base_ref(repo, base_branch)
     sha = git(repo, "merge-base", head, target, check=False).strip()
     if not sha:
         raise FailClosed(
@@ -550,6 +637,25 @@ class PytestRun:
     sources: dict[str, str] = field(default_factory=dict)  # module -> file under the root
     deselected: int = 0  # tests left to other shards
 
+    def renamed(self, fix: Callable[[str], str]) -> PytestRun:
+        """The run with `fix` applied to the text its tests and pytest wrote."""
+        messages = {node: fix(text) for node, text in self.messages.items()}
+        return replace(self, messages=messages, output_tail=fix(self.output_tail))
+
+
+# `../x`: pytest writes a path relative to its working directory when that is shorter.
+RELATIVE_UP = re.compile(r"(?<![\w./-])(?:\.\./)+")
+
+
+def absolute_paths(run: PytestRun, cwd: Path) -> PytestRun:
+    """The run with every path pytest wrote relative to `cwd` going up (`../oracle-judge-x/
+    parent/...`, from a temporary working directory) written absolute, so `named` names it."""
+
+    def absolute(up: re.Match[str]) -> str:
+        return os.path.join(os.path.normpath(cwd / up.group()), "")
+
+    return run.renamed(lambda text: RELATIVE_UP.sub(absolute, text))
+
 
 def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
     tail = (done.stdout.head + done.stderr.head)[-2000:].decode("utf-8", "backslashreplace")
@@ -615,8 +721,9 @@ def run_pytest(
                 f"--subject-timeout={subject_timeout}",
             ]
         cmd += [*options, *(str(root / t) for t in targets)]
-        done = run_group(cmd, timeout=timeout, cwd=tmp if trusted else root, env=env)
-        return read_evidence(evidence, prefix, done)
+        cwd = tmp if trusted else root
+        done = run_group(cmd, timeout=timeout, cwd=cwd, env=env)
+        return absolute_paths(read_evidence(evidence, prefix, done), cwd)
 
 
 def trusted_options(root: Path, tmp: Path, env: dict[str, str], own_config: bool) -> list[str]:

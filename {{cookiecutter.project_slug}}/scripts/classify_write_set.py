@@ -2,14 +2,16 @@
 
     python scripts/classify_write_set.py --base MERGE_BASE --head HEAD
 
-Classes: `protected` (the judge and its evidence: fail closed unless ORACLE_REVIEW=1),
+Classes: `protected` (the judge and its evidence: needs a code owner's review, then
+ORACLE_REVIEW=1),
 `fixtures` (judged by fixtures.lock, reported here), `tests` (the patch's own tests: advisory),
 `source` (everything else). Renames count on both sides, names are read with -z. A merge
 commit counts too: what it wrote against a base-side parent, and any path it made differ from
 every parent, so an edit made in a merge and reverted later is still seen; what merging the
 base back in brought is the base's, not the patch's.
-Exit codes: 0 no protected path touched (or ORACLE_REVIEW=1), 2 fail closed (a protected path
-was touched, or git/config input is bad). This step never blocks with 1.
+Exit codes: 0 no protected path touched (or ORACLE_REVIEW=1), 2 fail closed: status
+`needs-review` when a protected path was touched (the summary names each with its rule),
+`error` when git or config input is bad. This step never blocks with 1.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from _gate import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
+    NEEDS_REVIEW,
     PASS,
     Outcome,
     add_report_arg,
@@ -36,6 +39,7 @@ from _gate import (
 )
 
 FIXTURES = "fixtures/"
+SHOWN = 3  # protected paths named in the summary; the evidence lists them all
 TEST_NAME = re.compile(r"^(test_.*\.py|.*_test\.py|conftest\.py)$")
 
 
@@ -135,16 +139,19 @@ def execute(args: argparse.Namespace) -> Outcome:
     evidence = {"base": base, "head": head, "oracle_review": review, **classes}
     hits = classes["protected"]
     if hits and not review:
-        first = hits[0]
-        return Outcome(
-            FAIL_CLOSED,
-            f"patch touches protected path {first['path']} (rule {first['rule']}) and "
-            f"{len(hits) - 1} more; the judge cannot judge its own edit: set ORACLE_REVIEW=1 "
-            "only after a human reviewed it",
-            evidence,
-        )
+        return Outcome(FAIL_CLOSED, needs_review(hits), evidence, status=NEEDS_REVIEW)
     note = " (protected paths accepted under ORACLE_REVIEW=1)" if hits else ""
     return Outcome(PASS, f"write-set: {counts}{note}; tests in it are advisory", evidence)
+
+
+def needs_review(hits: Sequence[dict[str, object]]) -> str:
+    """What a code owner must look at, and what runs once they approved it."""
+    shown = ", ".join(f"{hit['path']} (rule {hit['rule']})" for hit in hits[:SHOWN])
+    more = f" and {len(hits) - SHOWN} more" if len(hits) > SHOWN else ""
+    return (
+        f"patch touches protected paths a code owner must review: {shown}{more}; the gate "
+        "cannot judge edits to itself: once they approve, judge again with ORACLE_REVIEW=1"
+    )
 
 
 def parser() -> argparse.ArgumentParser:

@@ -49,6 +49,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import _collect
+import _gate
 import _inventory
 import _sites
 from _gate import (
@@ -1037,7 +1038,7 @@ def totals(tree: Tree) -> dict[str, int]:
 
 def execute(args: argparse.Namespace) -> Outcome:
     config = load_config(args.config) if args.config else None
-    entries = list(config.tests) if config else args.tests
+    entries = list(config.tests if config else args.tests or _gate.tree_tests(args.parent))
     helpers = list(config.assert_helpers) if config else []
     naming = naming_of(args.parent)
     cache = Cache(args.cache, helpers, naming)
@@ -1186,7 +1187,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--head", help="patch commit, for rename detection")
     p.add_argument("--config", type=Path, help="judge.yaml (tests folders, assert_helpers)")
     p.add_argument(
-        "--tests", nargs="+", default=["tests"], help="test folders or files without --config"
+        "--tests",
+        nargs="+",
+        help="test folders or files without --config (default: `tests:` of the parent tree)",
     )
     p.add_argument("--allowlist", type=Path, help="allowlist.yaml (rows with field inventory:RULE)")
     p.add_argument("--parent-python", type=Path, help="parent build's python, for --collect-only")

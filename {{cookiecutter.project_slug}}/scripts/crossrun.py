@@ -1,14 +1,15 @@
 """Crossrun: the parent's own tests, taken from the base tree, judge the patch's build.
 
     python scripts/crossrun.py --tree BASE_TREE --parent-python P --patch-python Q \
-        [--tests tests ...] [--allowlist FILE --base SHA] [--mode block|advisory] \
+        [--tests tests test.py ...] [--allowlist FILE --base SHA] [--mode block|advisory] \
         [--test-extra NAME]
 
-The test folders of the base tree run twice, in the parent build's environment (the reference)
-and in the patch build's, under the oracle's isolation: the base tree's pytest configuration and
-conftest.py files only (ini, rootdir and confcutdir pinned to it), no plugin autoloading, no
-cache, a temporary working directory, the process group killed at the end. The patch can edit
-its own copy of a test; it cannot edit this one.
+The tests of the base tree (`tests:` of its judge.yaml: folders, or files such as a root test.py,
+which pytest collects whatever its `python_files`) run twice, in the parent build's environment
+(the reference) and in the patch build's, under the oracle's isolation: the base tree's pytest
+configuration and conftest.py files only (ini, rootdir and confcutdir pinned to it), no plugin
+autoloading, no cache, a temporary working directory, the process group killed at the end. The
+patch can edit its own copy of a test; it cannot edit this one.
 
 A test that passes on the parent and fails or errors on the patch is lost. It is deferred to
 flake-budget, which may retry it within the budget or excuse it by quarantine, unless an
@@ -55,8 +56,10 @@ from _gate import (
     Outcome,
     PytestRun,
     add_report_arg,
+    named,
     run_main,
     run_pytest,
+    tree_tests,
 )
 from _shard import WHOLE, Shard, add_shard_arg
 from allow import CROSSRUN as FIELD
@@ -131,8 +134,8 @@ def run(
     build."""
     options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
     with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
-        root = copy_tree(tree, Path(name) / "tree", hidden)
-        return run_pytest(
+        root = copy_tree(tree, Path(name) / "tree", hidden).resolve()
+        result = run_pytest(
             python,
             root,
             targets,
@@ -142,6 +145,8 @@ def run(
             own_config=True,
             options=options,
         )
+    # Messages name the private copy, gone by now: they name the tree it copies instead.
+    return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))
 
 
 def own_modules(tree: Path) -> list[str]:
@@ -333,11 +338,13 @@ def last_line(message: str) -> str:
 
 
 def execute(args: argparse.Namespace) -> Outcome:
-    folders = [f for f in args.tests if (args.tree / f).exists()]
+    entries = args.tests or tree_tests(args.tree)
+    folders = [f for f in entries if (args.tree / f).exists()]
     if not folders:
-        return Outcome(PASS, "no test folder on the base: no parent test to cross-run", {})
+        why = f"none of {', '.join(entries)} on the base: no parent test to cross-run"
+        return Outcome(PASS, why, {})
     pythons = {"parent": args.parent_python, "patch": args.patch_python}
-    # The test folders stay whatever the builds install (a stray top-level `tests` package).
+    # The tests stay whatever the builds install (a stray top-level `tests` package).
     tops = {f.strip("/").split("/", 1)[0].removesuffix(".py") for f in folders}
     candidates = [m for m in own_modules(args.tree) if m not in tops]
     envs = environments(args, pythons, candidates)
@@ -371,7 +378,9 @@ def execute(args: argparse.Namespace) -> Outcome:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, required=True, help="the base tree (tests, config)")
-    p.add_argument("--tests", nargs="+", default=["tests"], help="test folders (judge.yaml)")
+    p.add_argument(
+        "--tests", nargs="+", help="test files or folders (default: `tests:` of the tree)"
+    )
     p.add_argument("--parent-python", type=Path, required=True, help="parent build's python")
     p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
     p.add_argument("--allowlist", type=Path, help="oracle/allowlist.yaml (rows `crossrun`)")

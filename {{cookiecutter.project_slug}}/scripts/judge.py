@@ -4,7 +4,8 @@
 
 The parent (--base, default the merge base of --head and the base branch, or of
 origin/<base_branch> when it exists) and the patch (--head, default HEAD) are each materialized
-in their own detached worktree. The step scripts, oracle/, oracles/, fixtures.lock and the
+in their own detached worktree; a base without the gate (oracle/judge.yaml and the step
+scripts) fails at once, saying so. The step scripts, oracle/, oracles/, fixtures.lock and the
 allowlist are all taken from the parent's worktree, never from the patch: a patch that edits
 the judge does not change how it is judged. Start the judge from a trusted checkout of the
 base branch; running it inside the patch's own worktree trusts that worktree's noxfile.
@@ -13,13 +14,16 @@ Steps: preconditions, write-set, fixtures-lock, build, record, replay, assert-in
 oracle, crossrun, quarantine, flake-budget, tests (advisory); once the builds exist, the
 independent ones run side by side (`jobs` in judge.yaml), and each step's seconds are reported.
 Writes reports/judge-report.json and reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY
-when set).
+when set), and the verdict word to $ORACLE_VERDICT_FILE when set. Reports name the worktrees
+`base:` and `head:` ($ORACLE_PATH_NAMES, read by every step), never by their temporary folders.
 
 With `--shard I/N` (one CI runner of N) record, replay, oracle and crossrun judge only the cases
 and tests of shard I (scripts/_shard.py); preconditions, build and flake budget run on every
 shard, the other steps on shard 1 only. scripts/merge_shards.py combines the N report folders
 into one verdict.
-Exit codes: 0 merge, 1 block, 2 fail closed.
+Exit codes: 0 merge, 1 block, 2 fail closed: verdict `needs-review` when the patch touches a
+protected path (a code owner reviews it, then the judge runs again with ORACLE_REVIEW=1),
+`error` when the gate could not judge.
 """
 
 from __future__ import annotations
@@ -34,16 +38,20 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from _gate import (
     BLOCK,
+    ERROR,
     FAIL_CLOSED,
+    NEEDS_REVIEW,
     PASS,
+    PATH_NAMES,
     PROGRESS_LINE,
     STATUS,
     WHEELHOUSE,
@@ -51,33 +59,58 @@ from _gate import (
     FailClosed,
     NotInWheelhouse,
     add_worktree,
+    base_ref,
     bin_dir,
     build_env,
     default_base,
     git,
     listening,
     load_config,
+    named,
     remove_worktree,
     repo_root,
     resolve_commit,
     resolve_oracle_ref,
     show_file,
     tools_env,
-    write_json,
+    write_report,
 )
 from _process import exits_within, share_cores
 from _shard import WHOLE, Shard, add_shard_arg
 from record_cassettes import cassette_path
 
-VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "fail-closed"}
+VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: ERROR}  # exit 2: `verdict` tells which
 # "deferred": the step's failures are decided by the later step its evidence names.
 CODE = {
     "pass": PASS,
     "advisory": PASS,
     "deferred": PASS,
     "block": BLOCK,
-    "fail-closed": FAIL_CLOSED,
+    NEEDS_REVIEW: FAIL_CLOSED,
+    ERROR: FAIL_CLOSED,
 }
+# Each step and its script of the base's scripts/, in the order of the decision table.
+STEP_SCRIPTS = {
+    "preconditions": "check_preconditions.py",
+    "write-set": "classify_write_set.py",
+    "fixtures-lock": "lock_fixtures.py",
+    "record": "record_cassettes.py",
+    "replay": "replay_cassettes.py",
+    "assert-inventory": "count_asserts.py",
+    "oracle": "run_oracle.py",
+    "crossrun": "crossrun.py",
+    "quarantine": "check_quarantine.py",
+    "flake-budget": "flake_budget.py",
+    "tests": "run_tests.py",
+}
+# What a base must hold for the judge to run on it: its settings and the scripts it runs.
+GATE_FILES = (
+    "oracle/judge.yaml",
+    "scripts/requirements-judge.txt",
+    *(f"scripts/{script}" for script in STEP_SCRIPTS.values()),
+)
+VERDICT_FILE = "ORACLE_VERDICT_FILE"  # where to write the verdict word: exit 2 has two
+EXIT_CODES = "exit codes: 0 merge, 1 block, 2 fail closed (verdict needs-review or error)"
 REPORT_FILES = {"replay": "replay-report.json"}
 EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge report
 Args = tuple[str | Path, ...]
@@ -105,6 +138,7 @@ class Judgment:
     # this process (the same code a step process would run, without starting Python again).
     inline: bool = False
     steps: list[dict[str, Any]] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # folder -> its name in reports
 
     @property
     def leads(self) -> bool:
@@ -143,9 +177,13 @@ class Judgment:
 
     def shorten(self, text: str) -> str:
         """Name files the way git does (base:path, head:path), not by temporary worktree."""
-        if not self.base:
-            return text
-        return text.replace(f"{self.parent}/", "base:").replace(f"{self.patch}/", "head:")
+        return str(named(text, list(self.names.items())))
+
+    def name(self, path: Path, label: str) -> None:
+        """Reports write `path` as `label` (`_gate.named`): the judge's own and every step's,
+        inline or a process, which read the names from the environment."""
+        self.names[str(path)] = label
+        os.environ[PATH_NAMES] = json.dumps(self.names)
 
     def run(self, name: str, script: str, *args: str | Path, advisory: bool = False) -> int:
         """Run one step script of the base tree; its JSON report is the step's only output."""
@@ -197,14 +235,14 @@ class Judgment:
             return self.step(name, STATUS[FAIL_CLOSED], summary, {}, ran.seconds)
         evidence = brief(report, data.get("evidence") or {})
         status = str(data.get("status"))
-        status = "advisory" if advisory else status if status in CODE else "fail-closed"
+        status = "advisory" if advisory else status if status in CODE else ERROR
         return self.step(name, status, str(data.get("summary", "")), evidence, ran.seconds)
 
 
 def brief(report: Path, evidence: dict[str, Any]) -> dict[str, Any]:
     """A step's evidence as the judge report carries it: the values that are short, and
-    where the step's own report has them all."""
-    kept = {"report": str(report)}
+    where the step's own report has them all (beside judge-report.json)."""
+    kept = {"report": report.name}
     for key, value in evidence.items():
         if len(json.dumps(value, default=str)) <= EVIDENCE_LIMIT:
             kept[key] = value
@@ -220,6 +258,11 @@ class Step:
     args: Args
     advisory: bool = False
     needs_pass: bool = False  # in a lane, runs only if the step before it passed
+
+    @classmethod
+    def of(cls, name: str, args: Args, advisory: bool = False, needs_pass: bool = False) -> Step:
+        """Step `name` of the table, with its script."""
+        return cls(name, STEP_SCRIPTS[name], args, advisory, needs_pass)
 
 
 @dataclass(frozen=True)
@@ -368,15 +411,17 @@ def oracle_ref_files(j: Judgment, dest: Path) -> tuple[Path, Path]:
     """Quarantine and ledger as they stand on the protected ref, never on the branch."""
     ref = resolve_oracle_ref(j.repo, j.settings.oracle_ref)
     quarantine, ledger = dest / "quarantine.yaml", dest / "variance-ledger.json"
+    shown = ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
     for path in (quarantine, ledger):
         path.write_text(git(j.repo, "show", f"{ref}:{path.name}", check=False), "utf-8")
+        j.name(path, f"{shown}:{path.name}")  # reports name them as git does
     return quarantine, ledger
 
 
 def static_steps(j: Judgment) -> list[Step] | None:
     """Steps that read trees only, to run beside the build; None when preconditions fail and
     the judgment cannot go on (nothing of the patch, its build included, may run then)."""
-    if j.run("preconditions", "check_preconditions.py", "--tree", j.parent) != PASS:
+    if j.run("preconditions", STEP_SCRIPTS["preconditions"], "--tree", j.parent) != PASS:
         return None
     if not j.leads:
         return []
@@ -386,8 +431,8 @@ def static_steps(j: Judgment) -> list[Step] | None:
     refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
     lock = ("--lock", evidence / "fixtures.lock", "--base-root", j.parent)
     return [
-        Step("write-set", "classify_write_set.py", (*refs, "--config", config)),
-        Step("fixtures-lock", "lock_fixtures.py", ("--check", "--root", j.patch, *lock)),
+        Step.of("write-set", (*refs, "--config", config)),
+        Step.of("fixtures-lock", ("--check", "--root", j.patch, *lock)),
     ]
 
 
@@ -418,14 +463,12 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     oracle: Args = ("--oracle", j.parent / "oracle", "--oracle-python", built.oracle)
     oracle += ("--call-timeout", str(j.settings.call_timeout))
     split: Args = (*oracle, *shard)
-    tests: Args = ("--tree", j.patch, "--python", patch_py, "--tests", *j.settings.tests)
-    tests += ("--timeout", str(j.settings.advisory_timeout))
-    tests += ("--inventory-report", j.reports / "assert-inventory.json")
+    tests = tests_args(j, patch_py)
     crossrun = crossrun_args(j, allowlist, builds)
     # Unchanged tests are the crossrun's: the advisory step reads its patch run, after it
     # (a shard's crossrun ran only some of them).
     reuse = crossrun is not None and j.shard.whole and tests_unchanged(j)
-    advised = Step("tests", "run_tests.py", tests, advisory=True)
+    advised = Step.of("tests", tests, advisory=True)
     unreadable = ""  # why the oracle ref's files cannot be read: flake budget cannot run
     try:
         quarantine, ledger = oracle_ref_files(j, tmp)
@@ -433,19 +476,19 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
         unreadable, quarantine, ledger = str(exc), None, None
     # The longest lanes first: `jobs` of them start at once.
     lanes: list[list[Step]] = [
-        [Step("oracle", "run_oracle.py", (*split, *builds))],
+        [Step.of("oracle", (*split, *builds))],
         [
-            Step("record", "record_cassettes.py", (*record, *cases)),
-            Step("replay", "replay_cassettes.py", (*replay, *cases), needs_pass=True),
+            Step.of("record", (*record, *cases)),
+            Step.of("replay", (*replay, *cases), needs_pass=True),
         ],
-        [Step("crossrun", "crossrun.py", (*crossrun, *shard))] if crossrun is not None else [],
+        [Step.of("crossrun", (*crossrun, *shard))] if crossrun is not None else [],
         [
-            Step("assert-inventory", "count_asserts.py", (*trees, *refs, *config, *builds, *cache)),
+            Step.of("assert-inventory", (*trees, *refs, *config, *builds, *cache)),
             *([] if reuse else [advised]),
         ]
         if j.leads
         else [],
-        [Step("quarantine", "check_quarantine.py", ("--file", quarantine, *trees))]
+        [Step.of("quarantine", ("--file", quarantine, *trees))]
         if j.leads and quarantine is not None
         else [],
     ]
@@ -466,10 +509,10 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
         flake += ("--max-retry", str(j.settings.flake_max_retry))
         if crossrun is not None:
             flake += ("--crossrun-report", j.report_file("crossrun"), "--tree", j.parent)
-        tail.append([Step("flake-budget", "flake_budget.py", flake)])
+        tail.append([Step.of("flake-budget", flake)])
     if reuse:
         report = ("--crossrun-report", j.report_file("crossrun"))
-        tail.append([Step("tests", "run_tests.py", (*tests, *report), advisory=True)])
+        tail.append([Step.of("tests", (*tests, *report), advisory=True)])
     done.update({step["name"]: step for lane in j.lanes(tail, j.settings.jobs) for step in lane})
     for name in ("flake-budget", "tests"):
         if name in done:
@@ -491,6 +534,13 @@ def tests_unchanged(j: Judgment) -> bool:
     return listed[0] == listed[1]
 
 
+def tests_args(j: Judgment, patch_python: Path) -> Args:
+    """The advisory tests step's arguments: the patch's copy of the tests the base names."""
+    args: Args = ("--tree", j.patch, "--python", patch_python, "--tests", *j.settings.tests)
+    args += ("--timeout", str(j.settings.advisory_timeout))
+    return (*args, "--inventory-report", j.reports / "assert-inventory.json")
+
+
 def crossrun_args(j: Judgment, allowlist: Path, builds: Args) -> Args | None:
     """The crossrun step's arguments, or None when judge.yaml turns it off."""
     settings = j.settings
@@ -505,16 +555,16 @@ def crossrun_args(j: Judgment, allowlist: Path, builds: Args) -> Args | None:
 def judge(j: Judgment, args: argparse.Namespace) -> None:
     git(j.repo, "worktree", "prune", check=False)
     j.head = resolve_commit(j.repo, args.head, "--head")
-    if args.base:
-        j.base = resolve_commit(j.repo, args.base, "--base")
-    else:
-        # Only the base branch's name comes from this checkout; all else from the base tree.
-        here = load_config(j.repo / "oracle" / "judge.yaml")
-        j.base = default_base(j.repo, j.head, here.base_branch)
+    j.base = base_commit(j.repo, args.base, args.head, j.head)
     with tempfile.TemporaryDirectory(prefix="oracle-judge-") as name:
-        tmp = Path(name)
+        tmp = Path(name).resolve()  # pytest writes resolved paths; names must match them
+        j.name(j.repo, "")
+        j.name(tmp, "tmp:")
+        j.name(tmp / "envs", "envs:")
         j.parent = add_worktree(j.repo, j.base, tmp / "parent")
+        j.name(j.parent, "base:")
         j.patch = add_worktree(j.repo, j.head, tmp / "patch")
+        j.name(j.patch, "head:")
         j.inline = same_files(j.parent / "scripts", OWN_SCRIPTS)
         try:
             j.config = load_config(j.parent / "oracle" / "judge.yaml")
@@ -527,6 +577,52 @@ def judge(j: Judgment, args: argparse.Namespace) -> None:
         finally:
             remove_worktree(j.repo, j.parent)
             remove_worktree(j.repo, j.patch)
+
+
+def base_commit(repo: Path, base: str | None, head: str, head_sha: str) -> str:
+    """The commit judged against: --base, else the merge base of the head and the base branch;
+    either must hold the gate."""
+    if base:
+        sha = resolve_commit(repo, base, "--base")
+        require_gate(repo, sha, f"{base} ({sha[:12]})", "pass --base REF of a commit that has it")
+        return sha
+    # Only the base branch's name comes from this checkout; all else from the base tree.
+    branch = load_config(repo / "oracle" / "judge.yaml").base_branch
+    target = base_ref(repo, branch)
+    sha, tip = default_base(repo, head_sha, branch), resolve_commit(repo, target, "base branch")
+    if sha == tip:
+        label = f"{target} ({sha[:12]})"
+    else:
+        label = f"{sha[:12]} (the merge base of {head} and {target})"
+    if gate_missing(repo, tip):
+        fix = f"merge the branch that adds it into {branch} first"
+    else:
+        fix = f"{target} has it: merge {target} into {head}"
+    require_gate(repo, sha, label, f"{fix}, or pass --base REF of a commit that has it")
+    return sha
+
+
+def require_gate(repo: Path, sha: str, label: str, fix: str) -> None:
+    """Fail closed in one line when the base has no gate yet (a project adopting it, whose base
+    branch does not hold it): the judge runs the base's settings and scripts, never its own."""
+    missing = gate_missing(repo, sha)
+    if missing:
+        raise FailClosed(f"base {label} has no oracle gate yet ({missing} missing): {fix}")
+
+
+def gate_missing(repo: Path, sha: str) -> str:
+    """Which of GATE_FILES the commit lacks, in a few words; '' when it holds them all."""
+    listed = git(repo, "ls-tree", "-r", "-z", "--name-only", sha, "--", *GATE_FILES)
+    present = set(listed.split("\0"))
+    missing = [path for path in GATE_FILES if path not in present]
+    scripts = [path for path in GATE_FILES if path.startswith("scripts/")]
+    lost = [path for path in missing if path in scripts]
+    words = [path for path in missing if path not in scripts]
+    if lost == scripts:
+        words.append("scripts/")
+    elif lost:
+        words.append(lost[0] + (f" and {len(lost) - 1} more scripts" if len(lost) > 1 else ""))
+    return " and ".join(words)
 
 
 def same_files(one: Path, other: Path) -> bool:
@@ -542,14 +638,22 @@ def same_files(one: Path, other: Path) -> bool:
         return False
 
 
-def verdict(steps: Sequence[dict[str, Any]]) -> int:
-    """The worst status; a deferred step with no later step to decide it fails closed."""
+def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
+    """The exit code and verdict word: the worst status; a deferred step with no later step to
+    decide it is an error, and so is a judgment without steps. Exit 2 is `needs-review` only
+    when every step that failed closed did so for a protected path; with an error as well the
+    verdict is `error`: evidence that was never produced cannot be reviewed, and the judgment
+    run again under ORACLE_REVIEW=1 would still fail, so the error is what to fix first."""
     codes = [CODE[s["status"]] for s in steps]
+    errors = [s for s in steps if s["status"] == ERROR]
     for index, step in enumerate(steps):
         decider = step["evidence"].get("deferred_to")
         if step["status"] == "deferred" and all(s["name"] != decider for s in steps[index:]):
-            codes.append(FAIL_CLOSED)
-    return max(codes, default=FAIL_CLOSED)
+            errors.append(step)
+    if errors or not steps:
+        return FAIL_CLOSED, ERROR
+    code = max(codes)
+    return code, NEEDS_REVIEW if code == FAIL_CLOSED else VERDICT[code]
 
 
 def cell(text: object) -> str:
@@ -613,7 +717,40 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
         title = f"`{mismatch['id']}` `{mismatch['field']}`"
         lines += ["", title, "```diff", mismatch["diff"], "```"]
     lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
+    lines += review_lines(report.get("review"))
     return "\n".join(lines) + "\n"
+
+
+def review(reports: Path, report: dict[str, Any]) -> dict[str, Any]:
+    """What a code owner looks at before the judge may run again with ORACLE_REVIEW=1: each
+    protected path the patch touches, with the rule of judge.yaml `protected:` it falls under."""
+    paths = [
+        row
+        for step in report["steps"]
+        if step["status"] == NEEDS_REVIEW
+        for row in full_evidence(reports, step).get("protected") or []
+    ]
+    rerun = f"ORACLE_REVIEW=1 nox -s judge -- --base {report['base']} --head {report['head']}"
+    return {"protected": paths, "rerun": rerun}
+
+
+def review_lines(found: dict[str, Any] | None) -> list[str]:
+    if not found:
+        return []
+    lines = ["", "### Needs review: protected paths for a code owner"]
+    lines += [f"- `{row['path']}` (rule `{row['rule']}`)" for row in found["protected"]]
+    return [*lines, "", "Once a code owner approved them, judge again:", f"`{found['rerun']}`"]
+
+
+def full_evidence(folder: Path, step: dict[str, Any]) -> dict[str, Any]:
+    """A step's evidence from its own report in `folder` (all of it), else what the judge
+    report kept (`brief`)."""
+    path = folder / REPORT_FILES.get(step["name"], f"{step['name']}.json")
+    try:
+        evidence = json.loads(path.read_bytes())["evidence"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return dict(step["evidence"])
+    return dict(evidence) if isinstance(evidence, dict) else dict(step["evidence"])
 
 
 def crossrun_lines(evidence: dict[str, Any]) -> list[str]:
@@ -650,25 +787,41 @@ def publish(j: Judgment, matrix: str) -> int:
 
 
 def write_reports(reports: Path, report: dict[str, Any], matrix: str, label: str) -> int:
-    """Decide the verdict of `report`'s steps, then write the JSON report and the summary."""
-    code = verdict(report["steps"])
-    report = {"verdict": VERDICT[code], "exit_code": code, **report}
-    write_json(reports / "judge-report.json", report)
+    """Decide the verdict of `report`'s steps, then write the JSON report, the summary and
+    the verdict word ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2)."""
+    code, word = verdict(report["steps"])
+    report = {"verdict": word, "exit_code": code, **report}
+    if word == NEEDS_REVIEW:
+        report["review"] = review(reports, report)
+    write_report(reports / "judge-report.json", report)
     text = summary_markdown(report, matrix)
     (reports / "judge-summary.md").write_text(text, "utf-8")
-    target = os.environ.get("GITHUB_STEP_SUMMARY")
-    if target:
-        with open(target, "a", encoding="utf-8") as handle:
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
             handle.write(text)
+    verdict_file = os.environ.get(VERDICT_FILE)
+    if verdict_file:
+        Path(verdict_file).write_text(f"{word}\n", "utf-8")
     where = reports / "judge-report.json"
-    print(f"{label}: verdict {report['verdict']} (exit {code}); see {where}")
+    print(f"{label}: verdict {word} (exit {code}){review_note(report.get('review'))}; see {where}")
     return code
 
 
+def review_note(found: dict[str, Any] | None) -> str:
+    """The summary line's share of a review: what a code owner looks at, and what runs after."""
+    if not found:
+        return ""
+    rows = found["protected"]
+    what = "the protected paths the write-set step lists"
+    if rows:
+        more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
+        what = f"protected path {rows[0]['path']} (rule {rows[0]['rule']}){more}"
+    return f": a code owner reviews {what}, then: {found['rerun']}"
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog="exit codes: 0 merge, 1 block, 2 fail closed"
-    )
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES)
     p.add_argument("--base", help="parent commit-ish (default: merge base with the base branch)")
     p.add_argument("--head", default="HEAD", help="patch commit-ish (default HEAD)")
     p.add_argument("--repo", type=Path, default=Path("."), help="the repository (default .)")
@@ -682,16 +835,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     j = Judgment(repo=args.repo, reports=args.reports.resolve(), shard=args.shard)
     j.reports.mkdir(parents=True, exist_ok=True)
-    matrix = ""
+    matrix = b""
+    with kept(PATH_NAMES):  # the names of this judgment's folders stay with it
+        try:
+            j.repo = repo_root(args.repo)
+            judge(j, args)
+            matrix = show_file(j.repo, j.base, "oracles/MATRIX.md") or b""
+        except FailClosed as exc:
+            j.record("setup" if not j.steps else "judge", FAIL_CLOSED, str(exc))
+        except Exception as exc:  # one line and a report, never a traceback
+            j.record("judge", FAIL_CLOSED, f"internal error {type(exc).__name__}: {exc}")
+    return publish(j, matrix.decode("utf-8", "replace"))
+
+
+@contextmanager
+def kept(variable: str) -> Iterator[None]:
+    """The environment variable as it was before, whatever the block sets it to."""
+    before = os.environ.get(variable)
     try:
-        j.repo = repo_root(args.repo)
-        judge(j, args)
-        matrix = (show_file(j.repo, j.base, "oracles/MATRIX.md") or b"").decode("utf-8", "replace")
-    except FailClosed as exc:
-        j.record("setup" if not j.steps else "judge", FAIL_CLOSED, str(exc))
-    except Exception as exc:  # one line and a report, never a traceback
-        j.record("judge", FAIL_CLOSED, f"internal error {type(exc).__name__}: {exc}")
-    return publish(j, matrix)
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = before
 
 
 if __name__ == "__main__":

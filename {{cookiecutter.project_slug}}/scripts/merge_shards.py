@@ -9,8 +9,10 @@ the shards that ran it: the worst status, the findings of every shard (mismatche
 stale rows) and the counts added up. A split step whose shards do not add up to the whole (a
 case or test judged by no shard) fails closed, and so does a crossrun in which no shard saw a
 parent test pass. The output folder then reads like an unsharded run's: judge-report.json,
-judge-summary.md and each merged step's report.
-Exit codes: 0 merge, 1 block, 2 fail closed.
+judge-summary.md and each merged step's report. A step that needs review on its shard (write-set,
+which runs on shard 1) needs it in the merge: the verdict is `needs-review` unless an error
+anywhere makes it `error`.
+Exit codes: 0 merge, 1 block, 2 fail closed (verdict needs-review or error).
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate import FailClosed, repo_root, show_file, write_json
-from judge import CODE, REPORT_FILES, brief, write_reports
+from _gate import ERROR, NEEDS_REVIEW, FailClosed, repo_root, show_file, write_report
+from judge import CODE, EXIT_CODES, REPORT_FILES, brief, full_evidence, write_reports
 
-RANK = {"pass": 0, "advisory": 0, "deferred": 1, "block": 2, "fail-closed": 3}
+# An error outranks a review: the shards' evidence is incomplete, whatever a reviewer decides.
+RANK = {"pass": 0, "advisory": 0, "deferred": 1, "block": 2, NEEDS_REVIEW: 3, ERROR: 4}
 SUMMED = ("cases", "tests", "parent_passing")  # counts of a shard's own ids
 SAME = ("base", "head", "run")  # what every shard of one judgment agrees on
 
@@ -41,13 +44,7 @@ class ShardRun:
 
     def step_report(self, step: dict[str, Any]) -> dict[str, Any]:
         """The step's own report (all its evidence), else what the judge report kept."""
-        path = self.folder / REPORT_FILES.get(step["name"], f"{step['name']}.json")
-        try:
-            data = json.loads(path.read_bytes())
-            evidence = data["evidence"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return dict(step["evidence"])
-        return dict(evidence) if isinstance(evidence, dict) else dict(step["evidence"])
+        return full_evidence(self.folder, step)
 
 
 def read_shard(folder: Path) -> ShardRun:
@@ -141,19 +138,19 @@ class Merge:
     def step(self, name: str) -> dict[str, Any]:
         ran = [(s, step) for s in self.shards for step in s.report["steps"] if step["name"] == name]
         parts = [shard.step_report(step) for shard, step in ran]
-        at = max(range(len(ran)), key=lambda i: RANK.get(ran[i][1]["status"], 3))
+        at = max(range(len(ran)), key=lambda i: RANK.get(ran[i][1]["status"], RANK[ERROR]))
         worst_shard, worst = ran[at]
         evidence = merge_evidence(parts, parts[at])
         evidence["shards"] = {f"{s.index}/{self.count}": step["status"] for s, step in ran}
         self.check(name, evidence, len(ran))
         summary = worst["summary"]
         if len(ran) > 1:
-            statuses = sorted(evidence["shards"].values(), key=lambda s: RANK.get(s, 3))
+            statuses = sorted(evidence["shards"].values(), key=lambda s: RANK.get(s, RANK[ERROR]))
             tally = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
             summary = f"{summary} (shard {worst_shard.index}/{self.count}; shards: {tally})"
-        status = worst["status"] if worst["status"] in CODE else "fail-closed"
+        status = worst["status"] if worst["status"] in CODE else ERROR
         path = self.out / REPORT_FILES.get(name, f"{name}.json")
-        write_json(
+        write_report(
             path,
             {
                 "step": name,
@@ -219,13 +216,11 @@ def merged_report(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def failed(why: str) -> dict[str, Any]:
-    return {"name": "merge", "status": "fail-closed", "summary": why, "evidence": {}, "seconds": 0}
+    return {"name": "merge", "status": ERROR, "summary": why, "evidence": {}, "seconds": 0}
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0], epilog="exit codes: 0 merge, 1 block, 2 fail closed"
-    )
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES)
     p.add_argument("folders", nargs="+", type=Path, help="one report folder per shard")
     p.add_argument("--out", type=Path, default=Path("reports"), help="merged report folder")
     p.add_argument("--repo", type=Path, default=Path("."), help="repository (for MATRIX.md)")

@@ -1,6 +1,6 @@
-"""Run the patch's own tests/, advisory: reported, never part of the verdict.
+"""Run the patch's own tests (`tests:` of judge.yaml), advisory: never part of the verdict.
 
-    python scripts/run_tests.py --tree PATCH_TREE --python PATCH_PYTHON
+    python scripts/run_tests.py --tree PATCH_TREE --python PATCH_PYTHON [--tests tests ...]
 
 These tests share an author with the patch, so a pass is no evidence and a failure is a review
 signal only. Outcomes are read from the gate's evidence plugin and checked against the tests the
@@ -20,7 +20,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from _gate import EXIT_CODES_HELP, PASS, Outcome, PytestRun, add_report_arg, run_main, run_pytest
+from _gate import (
+    EXIT_CODES_HELP,
+    PASS,
+    Outcome,
+    PytestRun,
+    add_report_arg,
+    run_main,
+    run_pytest,
+    tree_tests,
+)
 
 
 def collected_ids(inventory_report: Path | None) -> list[str]:
@@ -65,9 +74,11 @@ def crossran(report: Path | None) -> PytestRun | None:
 
 
 def execute(args: argparse.Namespace) -> Outcome:
-    folders = [f for f in args.tests if (args.tree / f).exists()]
+    entries = args.tests or tree_tests(args.tree)
+    # A file is collected whatever its name: pytest takes one named on its command line.
+    folders = [f for f in entries if (args.tree / f).exists()]
     if not folders:
-        return Outcome(PASS, "no test folder in the patch", {"outcomes": {}})
+        return Outcome(PASS, f"none of {', '.join(entries)} in the patch", {"outcomes": {}})
     result = crossran(args.crossrun_report)
     source = "; unchanged from the base, as the crossrun ran them on the patch build"
     if result is None:
@@ -99,7 +110,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, required=True, help="patch tree")
     p.add_argument("--python", type=Path, required=True, help="patch build's python")
-    p.add_argument("--tests", nargs="+", default=["tests"], help="test folders")
+    p.add_argument(
+        "--tests", nargs="+", help="test files or folders (default: `tests:` of the tree)"
+    )
     p.add_argument("--timeout", type=float, default=300.0, help="seconds (judge.yaml)")
     p.add_argument("--inventory-report", type=Path, help="assert-inventory.json (collected ids)")
     p.add_argument(

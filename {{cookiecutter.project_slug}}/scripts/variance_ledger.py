@@ -34,7 +34,7 @@ from _gate import (
     load_config,
     resolve_oracle_ref,
     run_main,
-    write_json,
+    write_report,
 )
 from run_oracle import run
 
@@ -162,7 +162,7 @@ def commit_ledger(repo: Path, ref: str, source: str, ledger: dict[str, Any], tod
 def do_run(args: argparse.Namespace) -> Outcome:
     k = args.runs or load_config(args.config).variance_runs
     runs = [run_once(args.python, args.oracle, args.timeout) for _ in range(k)]
-    write_json(args.out, {"runs": runs})
+    write_report(args.out, {"runs": runs})
     complete = sum(1 for r in runs if r["complete"])
     return Outcome(PASS, f"{len(runs)} oracle runs ({complete} complete) written to {args.out}")
 
@@ -189,7 +189,7 @@ def do_merge(args: argparse.Namespace) -> Outcome:
     ledger = next_ledger(old, classes, args.today, config.ledger_ttl_days)
     frozen = sorted(k for k, row in classes.items() if row["freeze"])
     report = {"k": len(runs), "tests": classes, "ledger": ledger}
-    write_json(args.variance_report, report)
+    write_report(args.variance_report, report)
     commit = (
         commit_ledger(args.repo, config.oracle_ref, ref, ledger, args.today)
         if args.update_ref
