@@ -86,8 +86,8 @@ def test_bake_without_example_fails_closed_until_it_has_a_case(tmp_path: Path) -
     assert not (repo / "src/bare/discounts.py").exists()
     bare = judge_script(repo)  # stops in preconditions, before any build: no nox needed
     assert bare.returncode == 2, bare.output
-    assert bare.statuses == {"preconditions": "fail-closed"}
-    lines = [line for line in bare.output.splitlines() if ": fail-closed: " in line]
+    assert bare.statuses == {"preconditions": "error"}
+    lines = [line for line in bare.output.splitlines() if ": error: " in line]
     assert len(lines) == 1 and "no oracle evidence in the base" in lines[0], bare.output
     assert "add a case to oracle/cases.yaml" in lines[0]
     # The fix the line names, made on the base branch: one case, and the bare bake merges.

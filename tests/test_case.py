@@ -97,7 +97,7 @@ def test_bad_arguments_fail_closed_and_write_nothing(
 ) -> None:
     before = cases_file(repo).read_text()
     code, report = add(repo, tmp_path, *argv)
-    assert (code, report["status"]) == (2, "fail-closed")
+    assert (code, report["status"]) == (2, "error")
     assert why in report["summary"]
     assert cases_file(repo).read_text() == before
 

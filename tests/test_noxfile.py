@@ -1,33 +1,54 @@
-"""The root noxfile: every session documented (nox -l shows it), and nox's version pinned."""
+"""Both noxfiles: every session documented (nox -l shows it), and nox's version required."""
 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from tools.bakery import TEMPLATE
 
 TREE = ast.parse((TEMPLATE / "noxfile.py").read_text("utf-8"))
+BAKED = TEMPLATE / "{{cookiecutter.project_slug}}"
+BAKED_TREE = ast.parse((BAKED / "noxfile.py").read_text("utf-8"))
 
 
-def test_every_session_has_a_docstring() -> None:
-    sessions = [
+def sessions(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [
         node
-        for node in TREE.body
+        for node in tree.body
         if isinstance(node, ast.FunctionDef)
         and any(ast.unparse(d).startswith("nox.session") for d in node.decorator_list)
     ]
-    assert {s.name for s in sessions} >= {"tests", "lint", "lint_bake", "demo", "bench"}
-    assert [s.name for s in sessions if not ast.get_docstring(s)] == []
 
 
-def test_needs_version_is_the_pinned_nox_or_later() -> None:
-    specs = [
-        node.value.value
-        for node in TREE.body
+def needs_version(tree: ast.Module) -> list[str]:
+    return [
+        str(node.value.value)
+        for node in tree.body
         if isinstance(node, ast.Assign)
         and ast.unparse(node.targets[0]) == "nox.needs_version"
         and isinstance(node.value, ast.Constant)
     ]
-    pins = (TEMPLATE / "requirements-dev.txt").read_text("utf-8").splitlines()
-    pinned = next(line.split("==")[1] for line in pins if line.startswith("nox=="))
-    assert specs == [f">={pinned}"]
+
+
+def pinned_nox(requirements: Path) -> str:
+    lines = requirements.read_text("utf-8").splitlines()
+    return next(line.split("==")[1].split()[0] for line in lines if line.startswith("nox=="))
+
+
+def test_every_session_has_a_docstring() -> None:
+    root, baked = sessions(TREE), sessions(BAKED_TREE)
+    assert {s.name for s in root} >= {"tests", "lint", "lint_bake", "demo", "bench", "adopt"}
+    assert {s.name for s in baked} >= {"judge", "record", "case", "tests", "allow", "merge"}
+    assert [s.name for s in root + baked if not ast.get_docstring(s)] == []
+
+
+def test_needs_version_is_the_pinned_nox_or_later() -> None:
+    assert needs_version(TREE) == [f">={pinned_nox(TEMPLATE / 'requirements-dev.txt')}"]
+
+
+def test_the_baked_noxfile_needs_a_nox_its_ci_pin_satisfies() -> None:
+    [spec] = needs_version(BAKED_TREE)
+    assert spec.startswith(">=")
+    ci = pinned_nox(BAKED / ".github/requirements-ci.txt")
+    assert tuple(map(int, ci.split("."))) >= tuple(map(int, spec[2:].split(".")))

@@ -70,5 +70,5 @@ def test_the_staged_inventory_outside_a_repository_fails_closed_in_one_line(
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "assert-inventory: fail-closed: . is not a git repository; run from a clone of the project"
+        "assert-inventory: error: . is not a git repository; run from a clone of the project"
     ]

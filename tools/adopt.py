@@ -196,6 +196,16 @@ def collected_tests(repo: Path, bake_dir: Path, wheelhouse: Path, tmp: Path) -> 
     return layout
 
 
+def noxfile_name(repo: Path, bake_dir: Path) -> str:
+    """noxfile.py unless the project has its own: one that does not open as the gate's does
+    (an adopted repository's noxfile.py is the gate's, so adopting again changes nothing)."""
+    own = repo / "noxfile.py"
+    if not own.exists():
+        return "noxfile.py"
+    heading = (bake_dir / "noxfile.py").read_text("utf-8").splitlines()[0]
+    return "noxfile.py" if own.read_text("utf-8").splitlines()[:1] == [heading] else GATE_NOXFILE
+
+
 def render(bake_dir: Path, tests: Sequence[str], gate_noxfile: str) -> None:
     """The two settings a bake cannot know: the tests' layout and where the sessions live."""
     replace_once(bake_dir / "oracle/judge.yaml", "tests: [tests]", f"tests: {json.dumps(tests)}")
@@ -224,17 +234,34 @@ def bake_files(bake_dir: Path) -> Iterable[Path]:
             yield rel
 
 
+def rule_key(line: str) -> str:
+    """What makes a line the same rule: a CODEOWNERS path pattern whoever owns it, a
+    .gitignore pattern as written."""
+    return line.split()[0] if line.split() else ""
+
+
+def merge_lines(source: Path, target: Path) -> bool:
+    """Append the source's rules whose pattern the target lacks, under one comment line."""
+    have = {rule_key(line) for line in target.read_text("utf-8").splitlines()}
+    missing = [
+        line
+        for line in source.read_text("utf-8").splitlines()
+        if line.strip() and not line.startswith("#") and rule_key(line) not in have
+    ]
+    if missing:
+        text = target.read_text("utf-8").rstrip("\n")
+        note = "# The oracle gate's rules (oracle-template adopt; see oracle/README.md)."
+        target.write_text("\n".join([text, "", note, *missing]) + "\n", "utf-8")
+    return bool(missing)
+
+
 def add_files(bake_dir: Path, repo: Path) -> list[str]:
     """Copy what is missing; merge line lists; never overwrite. Returns what changed."""
     changed = []
     for rel in bake_files(bake_dir):
         source, target = bake_dir / rel, repo / rel
         if str(rel) in MERGED and target.exists():
-            have = set(target.read_text("utf-8").splitlines())
-            missing = [line for line in source.read_text("utf-8").splitlines() if line not in have]
-            if missing:
-                text = target.read_text("utf-8").rstrip("\n")
-                target.write_text(text + "\n\n" + "\n".join(missing) + "\n", "utf-8")
+            if merge_lines(source, target):
                 changed.append(str(rel))
         elif not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -257,7 +284,6 @@ def adopt(args: argparse.Namespace) -> str:
         # The project as committed, in a copy: builds and collection write nothing into it.
         source = export(repo, tmp / "source")
         project = read_project(source, tmp)
-        gate_noxfile = GATE_NOXFILE if (repo / "noxfile.py").exists() else "noxfile.py"
         answers = {
             "project_name": project.name,
             "project_slug": re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-"),
@@ -270,6 +296,7 @@ def adopt(args: argparse.Namespace) -> str:
             "ci": args.ci or ("github" if (repo / ".github").exists() else "none"),
         }
         bake_dir = bake(tmp / "bake", **answers)
+        gate_noxfile = noxfile_name(repo, bake_dir)
         compile_requirements(project, bake_dir / "scripts/requirements-judge.txt", tmp)
         fill_wheelhouse(bake_dir, args.wheelhouse, tmp)
         tests = args.tests or collected_tests(source, bake_dir, args.wheelhouse, tmp)

@@ -25,6 +25,8 @@ from typing import NoReturn
 import nox
 from nox.command import CommandFailed
 
+# The first nox with the uv backend and `|` fallbacks; CI pins a newer one (.github/).
+nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["judge"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import count_asserts
-from _gate import FAIL_CLOSED, PASS, FailClosed, git, repo_root, rev_exists, say
+from _gate import FAIL_CLOSED, PASS, STATUS, FailClosed, git, repo_root, rev_exists, say
 
 
 def export(repo: Path, tree: str, dest: Path, index: Path) -> Path:
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             trees = staged_trees(args.repo, Path(name))
         except FailClosed as exc:
-            say(f"assert-inventory: fail-closed: {exc}", error=True)
+            say(f"assert-inventory: {STATUS[FAIL_CLOSED]}: {exc}", error=True)
             return FAIL_CLOSED
         if trees is None:
             say("assert-inventory: pass: no commit yet, nothing to compare")
