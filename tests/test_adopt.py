@@ -47,7 +47,7 @@ def wheelhouse() -> Path:
 def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     tmp_path: Path, wheelhouse: Path
 ) -> None:
-    argv = [str(SLICE), "--start", "master~12", "--count", "6", "--work", str(tmp_path)]
+    argv = [str(SLICE), "--start", "master~12", "--count", "5", "--work", str(tmp_path)]
     argv += ["--wheelhouse", str(wheelhouse), "--json", str(tmp_path / "rows.json")]
     for case in CASES:
         argv += ["--case", case]
@@ -73,17 +73,9 @@ def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
         ("Merge branch 'sandbox' into development", "merge"),
         ("Update import order for unidecode vs text_unidecode (#126)", "merge"),
         ("By default, prefer unidecode if installed", "merge"),
-        ("Legal Notice / Readme", "merge"),
     ]
     assert rows[0]["why"].startswith("write-set: ")
     assert ".github/workflows/ci.yml" in rows[0]["why"]
-
-    # Adopting again, once the gate has landed and its branch is gone, adds nothing.
-    git(repo, "branch", "-D", adopt.BRANCH)
-    head = git(repo, "rev-parse", "HEAD")
-    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 0
-    assert git(repo, "rev-parse", "HEAD") == head
-    assert git(repo, "status", "--porcelain") == ""
 
 
 PYPROJECT = """\
@@ -151,3 +143,12 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
     assert "def judge(" in (repo / "noxfile_oracle.py").read_text()
     assert git(repo, "status", "--porcelain") == ""
     assert git(repo, "log", "-1", "--format=%s") == "Adopt the oracle gate"
+
+    # Adopting again, once the gate has landed and its branch is gone, adds nothing.
+    git(repo, "checkout", "-q", "trunk")
+    git(repo, "merge", "-q", "--ff-only", adopt.BRANCH)
+    git(repo, "branch", "-D", adopt.BRANCH)
+    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 0
+    assert git(repo, "rev-parse", "HEAD") == git(repo, "rev-parse", "trunk")
+    assert git(repo, "log", "-1", "--format=%s") == "Adopt the oracle gate"
+    assert git(repo, "status", "--porcelain") == ""

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -294,6 +295,14 @@ def test_the_advisory_tests_read_the_crossruns_patch_run_instead_of_running_agai
     assert "as the crossrun ran them on the patch build" in reused_report["summary"]
     assert ran_report["evidence"]["outcomes"] == crossran["evidence"]["patch"]
     assert "crossrun" not in ran_report["summary"]
+    # Either way the outcomes are JUnit XML beside the report, for CI's test reporters.
+    for report in (reused, ran):
+        suite = ElementTree.parse(report.with_suffix(".xml")).getroot()
+        cases = {f"{c.get('classname')}::{c.get('name')}": c for c in suite.iter("testcase")}
+        assert set(cases) == set(crossran["evidence"]["patch"])
+        failed = [i for i, c in cases.items() if c.find("failure") is not None]
+        assert failed == [i for i, o in crossran["evidence"]["patch"].items() if o == "failed"]
+        assert suite.get("failures") == "1"
 
 
 # --- shards (issue 10): each id judged by exactly one shard, together the whole ------------

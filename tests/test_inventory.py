@@ -520,8 +520,26 @@ def test_whole_judge_blocks_an_inventory_attack(
     result = judge(repo, "--head", head, env={"GITHUB_ACTIONS": "true"})
     assert result.report["verdict"] == verdict, result.output
     assert result.statuses["assert-inventory"] == inventory_status
-    # Under Actions the findings reach the log as annotations, through the judge's output.
+    # Under Actions the findings reach the log as annotations, through the judge's output,
+    # and code scanning gets them as SARIF, on the same file and line.
     assert f"::error file={D},line=" in result.output
+    sarif = json.loads((repo / "reports/judge.sarif").read_text())
+    inventory = json.loads((repo / "reports/assert-inventory.json").read_text())["evidence"]
+    expected = {
+        (
+            f"inventory/{f['rule']}",
+            (f["patch"] or f["parent"])["path"],
+            (f["patch"] or f["parent"])["line"],
+        )
+        for f in inventory["findings"]
+    }
+    found = {
+        (r["ruleId"], where["artifactLocation"]["uri"], where["region"]["startLine"])
+        for r in sarif["runs"][0]["results"]
+        for where in [r["locations"][0]["physicalLocation"]]
+    }
+    assert expected and expected <= found
+    assert any(rule == f"inventory/{ATTACKS[name][1]}" and path == D for rule, path, _ in found)
 
 
 def test_an_inventory_attack_blocks_and_reaches_the_log_as_annotations(

@@ -17,8 +17,9 @@ from classify_write_set import classify, pattern_regex
 
 ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("_"))
 ALLOWED_IMPORTS = {"yaml", *(p.stem for p in SCRIPTS.glob("*.py"))}
-# The gate's pytest plugins run only inside the pytest processes it starts.
-PYTEST_PLUGINS = {"_pytest_evidence.py", "_subject.py"}
+# The gate's pytest plugins run only inside the pytest processes it starts, in environments of
+# the judge's tools (pytest and hypothesis); _subject.py sets hypothesis' profile for the oracle.
+PYTEST_PLUGINS = {"_pytest_evidence.py": {"pytest"}, "_subject.py": {"pytest", "hypothesis"}}
 
 
 @pytest.mark.parametrize("script", ENTRY_POINTS, ids=lambda p: p.name)
@@ -45,7 +46,7 @@ def test_script_imports_stdlib_pyyaml_and_siblings_only(script: Path) -> None:
     }
     names |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     roots = {name.split(".")[0] for name in names} - {"__future__"}
-    allowed = ALLOWED_IMPORTS | ({"pytest"} if script.name in PYTEST_PLUGINS else set())
+    allowed = ALLOWED_IMPORTS | PYTEST_PLUGINS.get(script.name, set())
     assert roots - set(sys.stdlib_module_names) - allowed == set()
     if not script.name.startswith("_"):
         main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
@@ -93,3 +94,33 @@ def test_json_pointer_follows_rfc_6901() -> None:
     assert pointer_get(doc, "") == doc
     assert pointer_get(doc, "/a~1b/m~0n/01") == {"$missing": True}
     assert valid_pointer("/a~1b/m~0n") and not valid_pointer("/a~2") and not valid_pointer("a")
+
+
+def test_sarif_puts_each_finding_on_its_file_and_line(tmp_path: Path) -> None:
+    from _sarif import sarif_log
+
+    cases = tmp_path / "cases.yaml"
+    cases.write_text("cases:\n  - id: a\n    argv: []\n  - id: 'b'\n    argv: []\n")
+    evidence = {
+        "write-set": {"protected": [{"path": ".github/workflows/ci.yml", "rule": "/.github/"}]},
+        "replay": {"mismatches": [{"id": "b", "field": "stdout.json"}]},
+        "crossrun": {"failures": [{"id": "test.py::TestX::test_y", "outcome": "failed"}]},
+    }
+    steps = [{"name": name, "status": "block"} for name in evidence]
+    steps[0]["status"] = "needs-review"
+    steps.append({"name": "tests", "status": "advisory"})
+    report = {"verdict": "error", "steps": steps}
+    log = sarif_log(report, lambda step: evidence.get(step["name"], {}), cases)
+    found = [
+        (r["ruleId"], r["level"], where["artifactLocation"]["uri"], where["region"]["startLine"])
+        for r in log["runs"][0]["results"]
+        for where in [r["locations"][0]["physicalLocation"]]
+    ]
+    assert found == [
+        ("write-set/protected", "warning", ".github/workflows/ci.yml", 1),
+        ("replay/changed", "error", "oracle/cases.yaml", 4),
+        ("crossrun/failed", "error", "test.py", 1),
+    ]
+    assert log["version"] == "2.1.0"
+    merged = sarif_log({**report, "verdict": "merge"}, lambda step: evidence["replay"], cases)
+    assert merged["runs"][0]["results"] == []

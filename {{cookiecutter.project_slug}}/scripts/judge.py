@@ -73,9 +73,11 @@ from _gate import (
     resolve_oracle_ref,
     show_file,
     tools_env,
+    write_json,
     write_report,
 )
 from _process import exits_within, share_cores
+from _sarif import CASES, sarif_log
 from _shard import WHOLE, Shard, add_shard_arg
 from record_cassettes import cassette_path
 
@@ -783,17 +785,22 @@ def publish(j: Judgment, matrix: str) -> int:
         "run": run_id(),
         "steps": j.steps,
     }
-    return write_reports(j.reports, report, matrix, "judge")
+    return write_reports(j.reports, report, matrix, "judge", j.repo)
 
 
-def write_reports(reports: Path, report: dict[str, Any], matrix: str, label: str) -> int:
-    """Decide the verdict of `report`'s steps, then write the JSON report, the summary and
-    the verdict word ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2)."""
+def write_reports(
+    reports: Path, report: dict[str, Any], matrix: str, label: str, repo: Path
+) -> int:
+    """Decide the verdict of `report`'s steps, then write the JSON report, its findings as
+    SARIF (judge.sarif: on the lines of `repo`'s checkout), the summary and the verdict word
+    ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2)."""
     code, word = verdict(report["steps"])
     report = {"verdict": word, "exit_code": code, **report}
     if word == NEEDS_REVIEW:
         report["review"] = review(reports, report)
     write_report(reports / "judge-report.json", report)
+    sarif = sarif_log(report, lambda step: full_evidence(reports, step), repo / CASES)
+    write_json(reports / "judge.sarif", sarif)
     text = summary_markdown(report, matrix)
     (reports / "judge-summary.md").write_text(text, "utf-8")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -235,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # one line and a report, never a traceback
         why = str(exc) if isinstance(exc, FailClosed) else f"internal error {exc!r}"
         report = {"base": "", "head": "", "steps": [failed(why)]}
-    return write_reports(args.out, report, matrix_text(args.repo, report["base"]), "merge")
+    matrix = matrix_text(args.repo, report["base"])
+    return write_reports(args.out, report, matrix, "merge", args.repo)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ inventory saw collected: a missing result, or an exit status the results contrad
 With `--crossrun-report` (the judge passes it when the patch left its test folders and pytest
 configuration as the base has them) the tests are the very ones the crossrun already ran on
 the patch build, so their outcomes are read from its report instead of running them again.
+The outcomes are also written as JUnit XML beside the report (reports/tests.xml for
+reports/tests.json), for CI test reporters, whichever run they come from.
 Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arguments).
 """
 
@@ -73,6 +75,25 @@ def crossran(report: Path | None) -> PytestRun | None:
     return PytestRun(int(failed), False, dict(outcomes), {}, {}, {}, "")
 
 
+JUNIT_ELEMENT = {"failed": "failure", "error": "error", "skipped": "skipped"}
+
+
+def write_junit(path: Path, outcomes: dict[str, str]) -> None:
+    """One testcase per test id (`classname` its file, `name` the rest of the id)."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name="advisory", tests=str(len(outcomes)))
+    for key, tag in (("failed", "failures"), ("error", "errors"), ("skipped", "skipped")):
+        suite.set(tag, str(sum(1 for outcome in outcomes.values() if outcome == key)))
+    for test_id, outcome in sorted(outcomes.items()):
+        file, _, name = test_id.partition("::")
+        case = ET.SubElement(suite, "testcase", classname=file, name=name or file)
+        if outcome in JUNIT_ELEMENT:
+            ET.SubElement(case, JUNIT_ELEMENT[outcome], message=outcome)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
 def execute(args: argparse.Namespace) -> Outcome:
     entries = args.tests or tree_tests(args.tree)
     # A file is collected whatever its name: pytest takes one named on its command line.
@@ -94,8 +115,11 @@ def execute(args: argparse.Namespace) -> Outcome:
     shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no results"
     suspicious = suspicions(result, collected_ids(args.inventory_report))
     note = f"; suspicious: {suspicious[0]}" if suspicious else source
+    junit = args.report.with_suffix(".xml")
+    write_junit(junit, outcomes)
     evidence = {
         "exit_code": result.exit_code,
+        "junit": junit.name,
         "counts": counts,
         "suspicious": suspicious,
         "outcomes": outcomes,

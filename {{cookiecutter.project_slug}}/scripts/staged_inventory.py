@@ -20,7 +20,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import count_asserts
-from _gate import FAIL_CLOSED, PASS, STATUS, FailClosed, git, repo_root, rev_exists, say
+from _gate import (
+    EXIT_CODES_HELP,
+    FAIL_CLOSED,
+    PASS,
+    STATUS,
+    FailClosed,
+    git,
+    repo_root,
+    rev_exists,
+    say,
+)
 
 
 def export(repo: Path, tree: str, dest: Path, index: Path) -> Path:
@@ -32,7 +42,7 @@ def export(repo: Path, tree: str, dest: Path, index: Path) -> Path:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--repo", type=Path, default=Path("."))
     p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
     p.add_argument("--allowlist", type=Path, default=Path("oracle/allowlist.yaml"))
