@@ -71,7 +71,18 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy over the template's own code, then `lint_bake` over every variant."""
-    install(session, "ruff", "mypy", "types-PyYAML", "cookiecutter", "nox", "pytest", "PyYAML")
+    # hypothesis: scripts/_subject.py sets the oracle's hypothesis profile.
+    install(
+        session,
+        "ruff",
+        "mypy",
+        "types-PyYAML",
+        "cookiecutter",
+        "nox",
+        "pytest",
+        "PyYAML",
+        "hypothesis",
+    )
     session.run("ruff", "check", "--config", "pyproject.toml", *TEMPLATE_CODE)
     session.run("ruff", "format", "--check", "--config", "pyproject.toml", *TEMPLATE_CODE)
     session.run(

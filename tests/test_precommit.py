@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def repo(shop: Path) -> Path:
+def repo(shop: Path) -> Iterator[Path]:
+    """The module's bake, its work tree and index put back after each test."""
     yield shop
     git(shop, "reset", "-q", "--hard")
 
