@@ -33,6 +33,9 @@ from typing import Any
 from tools import adopt
 
 BASE = "base"
+# Sessions keep their environments between calls, as a user's `nox -r` does: the judge's
+# builds are its own and fresh every time.
+NOX = ("nox", "--reuse-existing-virtualenvs")
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,10 @@ def prepare(
     must(sh(repo, "git", "merge", "-q", "--ff-only", adopt.BRANCH), "git merge")
     env = nox_env(wheelhouse)
     for line in cases:
-        must(sh(repo, "nox", "-s", "case", "--", "--", *shlex.split(line), env=env), f"case {line}")
+        argv = shlex.split(line)
+        must(sh(repo, *NOX, "-s", "case", "--", "--", *argv, env=env), f"case {line}")
     must(sh(repo, "git", "commit", "-q", "-m", "Add cases", "oracle/cases.yaml"), "git commit")
-    must(sh(repo, "nox", "-s", "record", env=env), "nox -s record")
+    must(sh(repo, *NOX, "-s", "record", env=env), "nox -s record")
     return repo, commits.split()
 
 
@@ -95,7 +99,7 @@ def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
         must(sh(repo, "git", "checkout", "-q", BASE), "git checkout")
         return Judged(commit, subject, "not-applied", "does not apply on the adopted base")
     must(sh(repo, "git", "checkout", "-q", BASE), "git checkout")
-    sh(repo, "nox", "-s", "judge", "--", "--head", branch, env=nox_env(wheelhouse))
+    sh(repo, *NOX, "-s", "judge", "--", "--head", branch, env=nox_env(wheelhouse))
     report = json.loads((repo / "reports/judge-report.json").read_text("utf-8"))
     failed = [s for s in report["steps"] if s["status"] not in ("pass", "advisory")]
     why = f"{failed[0]['name']}: {failed[0]['summary']}" if failed else ""
