@@ -255,7 +255,8 @@ def test_a_folder_without_a_report_fails_closed_with_one_line(tmp_path: Path) ->
     assert code == 2
     assert report["steps"][-1]["summary"].startswith(f"{empty}/judge-report.json: not a shard")
     assert "\n" not in report["steps"][-1]["summary"]
-    assert sorted(os.listdir(tmp_path / "merged")) == ["judge-report.json", "judge-summary.md"]
+    written = sorted(os.listdir(tmp_path / "merged"))
+    assert written == ["judge-report.json", "judge-summary.md", "judge.sarif"]
 
 
 @pytest.mark.parametrize("text", ["0/4", "5/4", "2/0", "a/b", "2", "-1/4", "1/4/2"])
