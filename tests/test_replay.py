@@ -449,3 +449,29 @@ def test_commands_share_the_cores_they_are_given(cores: int) -> None:
         tuple(map(float, run.stdout.head.split())) for run in runs
     )
     assert (end_a <= start_b) is (cores == 1), (start_a, end_a, start_b, end_b)
+
+
+LEAVES_TRACES = """#!/bin/sh
+# What a run finds, then traces for the next run in the same folders to find.
+printf '%s %s %s' "$(stat -c %a .)" "$(ls -A . | wc -l)" "$(ls -A "$HOME" | wc -l)"
+case "$1" in
+  file) touch left-behind "$HOME/.cache-file" ;;
+  mode) chmod 755 . ;;
+esac
+"""
+
+
+def test_every_run_starts_in_empty_folders_whatever_the_run_before_left(tmp_path: Path) -> None:
+    from _cases import parse_case, run_many
+
+    cli = tmp_path / "bin" / "cli"
+    cli.parent.mkdir()
+    cli.write_text(LEAVES_TRACES)
+    cli.chmod(0o755)
+    cases = [
+        parse_case({"id": f"c{i}", "argv": [kind], "compare": ["stdout.raw"]}, i, cli, 10.0)
+        for i, kind in enumerate(["file", "mode", "none"] * 4)
+    ]
+    runs = run_many([(cli, case) for case in cases], tmp_path, "test")
+    # Every run: a working directory of mode 700, it and HOME empty (0 and 0 entries).
+    assert [run.stdout.head.decode() for run in runs] == ["700 0 0"] * len(cases)

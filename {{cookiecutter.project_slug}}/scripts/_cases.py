@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -253,31 +254,68 @@ def _file_digests(root: Path, specs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _prepare(case: Case, fixtures: Path, tmp: Path) -> tuple[Path, Path]:
-    home, work = tmp / "home", tmp / "work"
-    home.mkdir()
-    if not case.cwd:
-        work.mkdir()
+class Scratch:
+    """Each thread's HOME and working directory, made once and used again while a run leaves
+    them as made (empty, same mode): an empty folder is as fresh as a new one, and making and
+    removing two folders per run costs more than a short run itself. A run that leaves
+    anything behind, or a case with a `cwd` fixture, gets new ones."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.local = threading.local()
+
+    def folders(self, case: Case, fixtures: Path) -> tuple[Path, Path]:
+        kept: tuple[Path, Path] | None = getattr(self.local, "kept", None)
+        self.local.kept = None
+        if kept is not None and not case.cwd and all(_untouched(p) for p in kept):
+            return kept
+        if kept is not None:
+            shutil.rmtree(kept[0].parent, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(dir=self.root))
+        home, work = tmp / "home", tmp / "work"
+        home.mkdir(mode=FOLDER_MODE)
+        if not case.cwd:
+            work.mkdir(mode=FOLDER_MODE)
+            return home, work
+        source = fixtures / case.cwd
+        if not source.is_dir():
+            raise FailClosed(f"case {case.id!r}: cwd fixtures/{case.cwd} is not a folder")
+        shutil.copytree(source, work, symlinks=True)
         return home, work
-    source = fixtures / case.cwd
-    if not source.is_dir():
-        raise FailClosed(f"case {case.id!r}: cwd fixtures/{case.cwd} is not a folder")
-    shutil.copytree(source, work, symlinks=True)
-    return home, work
+
+    def keep(self, folders: tuple[Path, Path], case: Case) -> None:
+        """After the run: this thread's folders for its next run, or gone (a fixture copy)."""
+        if case.cwd:
+            shutil.rmtree(folders[0].parent, ignore_errors=True)
+        else:
+            self.local.kept = folders
 
 
-def run_case(command: Path, case: Case, fixtures: Path) -> Run:
-    """Run one case in a fresh HOME and working directory; kill its whole group on timeout."""
-    with tempfile.TemporaryDirectory(prefix="oracle-case-") as tmp:
-        home, work = _prepare(case, fixtures, Path(tmp))
-        done = run_group(
-            [command, *case.argv],
-            timeout=case.timeout,
-            cwd=work,
-            env=case_env(case, home, command.parent),
-            stdin=case.stdin,
-        )
-        files = _file_digests(work, case.compare)
+FOLDER_MODE = 0o700
+
+
+def _untouched(path: Path) -> bool:
+    try:
+        if path.stat().st_mode & 0o7777 != FOLDER_MODE:
+            return False
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+
+
+def run_case(command: Path, case: Case, fixtures: Path, scratch: Scratch) -> Run:
+    """Run one case in an empty HOME and working directory; kill its whole group on timeout."""
+    home, work = scratch.folders(case, fixtures)
+    done = run_group(
+        [command, *case.argv],
+        timeout=case.timeout,
+        cwd=work,
+        env=case_env(case, home, command.parent),
+        stdin=case.stdin,
+    )
+    files = _file_digests(work, case.compare)
+    scratch.keep((home, work), case)
     return Run(done.exit_code, done.timed_out, done.stdout, done.stderr, files, done.seconds)
 
 
@@ -363,8 +401,12 @@ def run_many(runs: Sequence[tuple[Path, Case]], fixtures: Path, label: str) -> l
     A long run reports its progress on stderr."""
     progress = Progress(label, len(runs), "invocations")
     done = []
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        for run in pool.map(lambda job: run_case(job[0], job[1], fixtures), runs):
+    with (
+        tempfile.TemporaryDirectory(prefix="oracle-case-") as root,
+        ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool,
+    ):
+        scratch = Scratch(Path(root))
+        for run in pool.map(lambda job: run_case(job[0], job[1], fixtures, scratch), runs):
             done.append(run)
             progress.advance()
     return done

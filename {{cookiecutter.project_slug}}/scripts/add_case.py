@@ -2,7 +2,7 @@
 
     python scripts/add_case.py [--id ID] [--stdin TEXT | --stdin-file F] [--cwd DIR] -- ARG...
 
-The case runs as `record` runs it (fresh HOME and working directory, fixed environment), twice,
+The case runs as `record` runs it (an empty HOME and working directory, fixed environment), twice,
 on a build of --ref (default HEAD: the base the case is added to). It compares the exit code,
 stdout (as JSON when both runs print JSON, else as text) and stderr's SHA-256; a field that
 differs between the two runs is left out and reported. A run that looks wrong (a non-zero exit,
