@@ -13,14 +13,24 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from _gate import FailClosed, Progress, load_yaml, require_mapping
+from _gate import (
+    FailClosed,
+    Progress,
+    add_worktree,
+    bin_dir,
+    build_env,
+    load_yaml,
+    remove_worktree,
+    require_mapping,
+)
 from _process import Stream, run_group
 
 CASE_FIELDS = (
@@ -421,3 +431,18 @@ def describe(run: Run) -> dict[str, Any]:
         "stdout_bytes": run.stdout.size,
         "stderr_head": run.stderr.head[:400].decode("utf-8", "backslashreplace"),
     }
+
+
+@contextmanager
+def built_cli(
+    repo: Path, sha: str, wheelhouse: Path, requirements: str | Path, command: str
+) -> Iterator[tuple[Path, Path]]:
+    """A worktree of `sha` and its console script `command` in a fresh offline build of it
+    (`requirements` is relative to the tree); the worktree is gone afterwards."""
+    with tempfile.TemporaryDirectory(prefix="oracle-cli-") as tmp:
+        tree = add_worktree(repo, sha, Path(tmp) / "tree")
+        try:
+            python = build_env(tree, Path(tmp) / "env", wheelhouse, tree / requirements)
+            yield tree, bin_dir(python.parent.parent) / command
+        finally:
+            remove_worktree(repo, tree)

@@ -19,23 +19,18 @@ import argparse
 import json
 import re
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _cases import Case, Run, load_cases, observe, parse_case, run_many
+from _cases import Case, Run, built_cli, load_cases, observe, parse_case, run_many
 from _gate import (
     PASS,
     WHEELHOUSE,
     FailClosed,
     Outcome,
     add_report_arg,
-    add_worktree,
-    bin_dir,
-    build_env,
     load_config,
-    remove_worktree,
     repo_root,
     resolve_commit,
     run_main,
@@ -149,14 +144,8 @@ def execute(args: argparse.Namespace) -> Outcome:
     if args.id in taken:
         raise FailClosed(f"{args.cases}: case id {args.id!r} is already in use; pick another --id")
     sha = resolve_commit(repo, args.ref, "--ref")
-    with tempfile.TemporaryDirectory(prefix="oracle-case-") as tmp:
-        tree = add_worktree(repo, sha, Path(tmp) / "base")
-        try:
-            python = build_env(tree, Path(tmp) / "env", args.wheelhouse, tree / args.requirements)
-            command = bin_dir(python.parent.parent) / config.command
-            case, runs, seen = try_case(args, command, repo / "fixtures", taken)
-        finally:
-            remove_worktree(repo, tree)
+    with built_cli(repo, sha, args.wheelhouse, args.requirements, config.command) as (_, cli):
+        case, runs, seen = try_case(args, cli, repo / "fixtures", taken)
     stable = [spec for spec in case.compare if all(s[spec] == seen[0][spec] for s in seen)]
     unstable = {spec: [s[spec] for s in seen] for spec in case.compare if spec not in stable}
     found = suspicious(runs)

@@ -22,12 +22,11 @@ import json
 import os
 import platform
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _cases import Case, Run, describe, load_cases, observe, run_many
+from _cases import Case, Run, built_cli, describe, load_cases, observe, run_many
 from _gate import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -36,12 +35,8 @@ from _gate import (
     FailClosed,
     Outcome,
     add_report_arg,
-    add_worktree,
-    bin_dir,
-    build_env,
     default_base,
     load_config,
-    remove_worktree,
     repo_root,
     resolve_commit,
     run_main,
@@ -168,16 +163,11 @@ def materialize(args: argparse.Namespace) -> Outcome:
         else default_base(repo, resolve_commit(repo, "HEAD", "--head"), config.base_branch)
     )
     out = args.out or cassette_path(repo, base, args.shard)
-    with tempfile.TemporaryDirectory(prefix="oracle-record-") as tmp:
-        tree = add_worktree(repo, base, Path(tmp) / "parent")
-        try:
-            python = build_env(tree, Path(tmp) / "env", args.wheelhouse, tree / args.requirements)
-            command = bin_dir(python.parent.parent) / config.command
-            cases_file = tree / "oracle" / "cases.yaml"
-            cases = owned_cases(cases_file, config.case_timeout, args.shard)
-            return write(record(command, cases, tree / "fixtures", base), out, cases_file)
-        finally:
-            remove_worktree(repo, tree)
+    built = built_cli(repo, base, args.wheelhouse, args.requirements, config.command)
+    with built as (tree, command):
+        cases_file = tree / "oracle" / "cases.yaml"
+        cases = owned_cases(cases_file, config.case_timeout, args.shard)
+        return write(record(command, cases, tree / "fixtures", base), out, cases_file)
 
 
 def write(cassette: dict[str, Any], out: Path, cases_file: Path, reused: bool = False) -> Outcome:
