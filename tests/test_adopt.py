@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,29 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
     assert git(repo, "rev-parse", "HEAD") == git(repo, "rev-parse", "trunk")
     assert git(repo, "log", "-1", "--format=%s") == "Adopt the oracle gate"
     assert git(repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(
+    ("prepare", "why"),
+    [
+        (lambda repo: None, "not the top of a git repository"),
+        (lambda repo: git(repo, "init", "-q"), "no commit yet; commit the project first"),
+        (
+            lambda repo: (
+                git(repo, "init", "-q"),
+                git(repo, "commit", "-q", "--allow-empty", "-m", "x"),
+                (repo / "new.py").write_text(""),
+            ),
+            "uncommitted changes; commit or stash them first",
+        ),
+    ],
+)
+def test_a_repository_that_cannot_be_adopted_gets_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], prepare: Callable[[Path], object], why: str
+) -> None:
+    repo = tmp_path / "project"
+    repo.mkdir()
+    prepare(repo)
+    assert adopt.main([str(repo)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"adopt: {repo}: {why}"]

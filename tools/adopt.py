@@ -38,11 +38,13 @@ from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
 
+from cookiecutter.exceptions import CookiecutterException
+
 from tools.bakery import TEMPLATE, bake, load_hook
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from _gate import build_env  # noqa: E402  the judge's own build, so adopt sees what it will see
+from _gate import FailClosed, build_env  # noqa: E402  the judge's own build, so adopt sees what it will see
 
 BRANCH = "oracle-gate"
 GATE_NOXFILE = "noxfile_oracle.py"
@@ -85,6 +87,9 @@ def clean_branch(repo: Path) -> str:
         raise AdoptError(f"{repo}: not the top of a git repository")
     if git(repo, "status", "--porcelain"):
         raise AdoptError(f"{repo}: uncommitted changes; commit or stash them first")
+    head = ["git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}"]
+    if subprocess.run(head, cwd=repo, capture_output=True, check=False).returncode != 0:
+        raise AdoptError(f"{repo}: no commit yet; commit the project first")
     branch = git(repo, "branch", "--show-current")
     if not branch:
         raise AdoptError(f"{repo}: HEAD is detached; check out the branch patches merge into")
@@ -274,6 +279,13 @@ def add_files(bake_dir: Path, repo: Path) -> list[str]:
     return changed
 
 
+def commit(repo: Path, branch: str, paths: Sequence[str]) -> None:
+    """On a new branch, for review: the base branch itself is left as it was."""
+    git(repo, "checkout", "--quiet", "-b", branch)
+    git(repo, "add", "--", *paths)
+    git(repo, "commit", "--quiet", "--no-verify", "-m", "Adopt the oracle gate")
+
+
 def adopt(args: argparse.Namespace) -> str:
     repo = args.path.resolve()
     base_branch = clean_branch(repo)
@@ -304,15 +316,15 @@ def adopt(args: argparse.Namespace) -> str:
         changed = add_files(bake_dir, repo)
         if not changed:
             return "the gate's files are all there: nothing to add (nothing changed)"
-        lock = [sys.executable, "scripts/lock_fixtures.py", "--write"]
-        run([*lock, "--report", str(tmp / "lock.json")], repo, "writing fixtures.lock")
-    git(repo, "checkout", "--quiet", "-b", args.branch)
-    git(repo, "add", "--", "fixtures.lock", *changed)
-    git(repo, "commit", "--quiet", "--no-verify", "-m", "Adopt the oracle gate")
+        if not (repo / "fixtures.lock").exists():
+            lock = [sys.executable, "scripts/lock_fixtures.py", "--write"]
+            run([*lock, "--report", str(tmp / "lock.json")], repo, "writing fixtures.lock")
+            changed.append("fixtures.lock")
+    commit(repo, args.branch, changed)
     load_hook("post_gen_project").make_oracle_ref(repo, args.oracle_ref)
     sessions = "nox" if gate_noxfile == "noxfile.py" else f"nox -f {gate_noxfile}"
     return (
-        f"adopted: {len(changed) + 1} files on branch {args.branch} (command "
+        f"adopted: {len(changed)} files on branch {args.branch} (command "
         f"{answers['cli_command']!r}, tests {tests}, oracle ref {args.oracle_ref}); left to "
         f"do: add cases with `{sessions} -s case -- -- ARG ...`, review and merge "
         f"{args.branch} into {base_branch}, protect {args.oracle_ref} and require code owner "
@@ -339,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.wheelhouse = args.path.resolve() / args.wheelhouse
     try:
         print(f"adopt: {adopt(args)}")
-    except AdoptError as exc:
+    except (AdoptError, FailClosed, CookiecutterException) as exc:
         print(f"adopt: {exc}", file=sys.stderr)
         return 2
     return 0
