@@ -112,7 +112,7 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
         "tally.py": TALLY,
         "checks/test_tally.py": "import tally\n\n\ndef test_it():\n    assert tally.main() == 0\n",
         "noxfile.py": "import nox\n\n\n@nox.session\ndef tests(s):\n    s.run('pytest')\n",
-        "CODEOWNERS": "* @me\n/noxfile.py @me\n",
+        ".github/CODEOWNERS": "* @me\n/noxfile.py @me\n",
         ".gitignore": "/.venv/\n/.nox/\n",
         "README.md": "# tally\n",
         ".github/workflows/ci.yml": "on: push\njobs: {}\n",
@@ -125,10 +125,12 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
     git(repo, "commit", "-q", "-m", "tally")
     assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/gate"]) == 0
     assert git(repo, "branch", "--show-current") == adopt.BRANCH
-    for rel in set(mine) - {"CODEOWNERS", ".gitignore"}:
+    for rel in set(mine) - {".github/CODEOWNERS", ".gitignore"}:
         assert (repo / rel).read_text() == mine[rel], rel
-    codeowners = (repo / "CODEOWNERS").read_text()
-    assert codeowners.startswith(mine["CODEOWNERS"])
+    # GitHub reads only the first CODEOWNERS it finds: the gate's rules go into the project's.
+    assert not (repo / "CODEOWNERS").exists()
+    codeowners = (repo / ".github/CODEOWNERS").read_text()
+    assert codeowners.startswith(mine[".github/CODEOWNERS"])
     rules = [line.split() for line in codeowners.splitlines()]
     assert ["/noxfile_oracle.py", "@org/gate"] in rules
     assert ["/noxfile.py", "@org/gate"] not in rules  # the project's own noxfile stays its own

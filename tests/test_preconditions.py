@@ -15,6 +15,7 @@ from tests.conftest import SCRIPTS
 sys.path.insert(0, str(SCRIPTS))
 from check_preconditions import main
 
+MATRIX = SCRIPTS.parent / "oracles/MATRIX.md"
 CASE: dict[str, object] = {"id": "no-args", "argv": [], "compare": ["exit_code", "stdout.raw"]}
 PROPERTY = "def test_total_is_never_negative() -> None:\n    assert abs(-1) >= 0\n"
 
@@ -33,7 +34,8 @@ def base_tree(root: Path, cases: list[dict[str, object]], oracles: dict[str, str
     (root / "oracles").mkdir()
     config = {"command": "shop", "base_branch": "main", "oracle_ref": "oracle/main"}
     (root / "oracle/judge.yaml").write_text(yaml.safe_dump({**config, "protected": ["/oracle/"]}))
-    (root / "oracles/MATRIX.md").write_text("# Decision table\n")
+    (root / "oracles/MATRIX.md").write_text(MATRIX.read_text())
+    (root / "CODEOWNERS").write_text("/oracle/ @org/owners\n/fixtures/ @org/owners\n")
     (root / "oracle/cases.yaml").write_text(yaml.safe_dump({"cases": cases}))
     (root / "oracle/pytest.ini").write_text("[pytest]\n")
     for rel, text in oracles.items():
@@ -109,3 +111,79 @@ def test_missing_cases_file_fails_closed_with_every_problem(
     assert "model endpoint variable MODEL_ENDPOINT is set" in summary
     assert "oracle/cases.yaml: file is missing" in summary
     assert "no oracle evidence" not in summary  # unknown, not zero: the missing file is the fix
+
+
+def matrix_with(old: str, new: str) -> str:
+    text = MATRIX.read_text()
+    assert text.count(old) == 1
+    return text.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    ("matrix", "why"),
+    [
+        ("# Decision table\n", "oracles/MATRIX.md: the decision table has no rows"),
+        (
+            matrix_with("(`replay`) | Edit the test", "(`replay-cases`) | Edit the test"),
+            "row 'Output changed on a known input' names 'replay-cases', which is not a step",
+        ),
+        (
+            matrix_with("Quarantine (`quarantine`)", "Quarantine"),
+            "row 'Quarantine row expired or names no test' names no step;",
+        ),
+        (
+            matrix_with("Flake budget (`flake-budget`)", "Flake budget (`quarantine`)").replace(
+                "(`flake-budget`)", "(`quarantine`)"
+            ),
+            "oracles/MATRIX.md: no row names the judge's step 'flake-budget'; add its row",
+        ),
+    ],
+    ids=["empty", "unknown-step", "row-without-step", "step-without-row"],
+)
+def test_a_decision_table_that_does_not_name_the_judges_steps_fails_closed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], matrix: str, why: str
+) -> None:
+    tree = base_tree(tmp_path / "base", [CASE], {})
+    (tree / "oracles/MATRIX.md").write_text(matrix)
+    code, report = check(tree, tmp_path)
+    assert code == 2
+    assert why in report["summary"]
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_templates_table_names_every_step_the_judge_reports() -> None:
+    from _gate import JUDGE_STEPS
+    from judge import STEP_SCRIPTS
+
+    assert set(JUDGE_STEPS) == {*STEP_SCRIPTS, "build"}
+
+
+@pytest.mark.parametrize(
+    ("where", "codeowners", "why"),
+    [
+        ("CODEOWNERS", "/oracle/ @org/owners\n", "protected path /fixtures/"),
+        ("CODEOWNERS", "/fixtures/ @org/owners\n/oracle/\n", "protected path /oracle/"),
+        (".github/CODEOWNERS", "/oracle/ @o\n", "protected path /fixtures/"),
+        (None, "", "no CODEOWNERS in the base"),
+    ],
+    ids=["fixtures-unowned", "rule-without-owner", "github-folder", "no-file"],
+)
+def test_a_protected_path_without_a_code_owner_fails_closed(
+    tmp_path: Path, where: str | None, codeowners: str, why: str
+) -> None:
+    tree = base_tree(tmp_path / "base", [CASE], {})
+    (tree / "CODEOWNERS").unlink()
+    if where:
+        (tree / where).parent.mkdir(exist_ok=True)
+        (tree / where).write_text(codeowners)
+    code, report = check(tree, tmp_path)
+    assert code == 2
+    assert why in report["summary"]
+
+
+@pytest.mark.parametrize("codeowners", ["* @org/all\n", "/oracle/ @a\n/fixtures/ @b\n/x @c\n"])
+def test_protected_paths_owned_by_any_rule_pass(tmp_path: Path, codeowners: str) -> None:
+    tree = base_tree(tmp_path / "base", [CASE], {})
+    (tree / "CODEOWNERS").write_text(codeowners)
+    code, report = check(tree, tmp_path)
+    assert code == 0, report["summary"]

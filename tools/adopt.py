@@ -260,14 +260,23 @@ def merge_lines(source: Path, target: Path) -> bool:
     return bool(missing)
 
 
+def owners_file(repo: Path, rel: Path) -> Path:
+    """CODEOWNERS where the project keeps it (GitHub reads .github/, the root, then docs/,
+    and only the first it finds); any other file where the bake has it."""
+    if rel != Path("CODEOWNERS"):
+        return rel
+    kept = (Path(".github/CODEOWNERS"), rel, Path("docs/CODEOWNERS"))
+    return next((path for path in kept if (repo / path).is_file()), rel)
+
+
 def add_files(bake_dir: Path, repo: Path) -> list[str]:
     """Copy what is missing; merge line lists; never overwrite. Returns what changed."""
     changed = []
     for rel in bake_files(bake_dir):
-        source, target = bake_dir / rel, repo / rel
+        source, target = bake_dir / rel, repo / owners_file(repo, rel)
         if str(rel) in MERGED and target.exists():
             if merge_lines(source, target):
-                changed.append(str(rel))
+                changed.append(str(target.relative_to(repo)))
         elif not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)

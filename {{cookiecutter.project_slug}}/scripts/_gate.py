@@ -400,6 +400,37 @@ def tree_tests(tree: Path) -> tuple[str, ...]:
     return load_config(config).tests if config.is_file() else Config.tests
 
 
+# --- the decision table ------------------------------------------------------------------------
+
+# Every step a judgment reports, in the order of the decision table (oracles/MATRIX.md).
+JUDGE_STEPS = (
+    "preconditions",
+    "write-set",
+    "fixtures-lock",
+    "build",
+    "record",
+    "replay",
+    "assert-inventory",
+    "oracle",
+    "crossrun",
+    "quarantine",
+    "flake-budget",
+    "tests",
+)
+MATRIX_STEP = re.compile(r"\(`([a-z-]+)`\)")
+
+
+def decision_rows(matrix: str) -> list[tuple[int, list[str]]]:
+    """The body rows of the decision table: (line number, its four cells)."""
+    rows = []
+    for number, line in enumerate(matrix.splitlines(), 1):
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        header = set(cols[0]) <= set("-: ") or cols[0] == "Failure class"
+        if line.startswith("|") and len(cols) == 4 and not header:
+            rows.append((number, cols))
+    return rows
+
+
 # --- git ---------------------------------------------------------------------------------------
 
 

@@ -4,8 +4,12 @@
 
 The judge must be a judge, not another generator: JUDGE_OFFLINE=1 must be set (the nox session
 sets it), no model endpoint variable may be set (MODEL_ENDPOINT, MODEL_API_KEY, OPENAI_API_KEY,
-ANTHROPIC_API_KEY, plus `model_env` in oracle/judge.yaml), and oracles/MATRIX.md must exist in
-the base tree. The base must also hold oracle evidence: at least one cassette case in
+ANTHROPIC_API_KEY, plus `model_env` in oracle/judge.yaml). The base's decision table,
+oracles/MATRIX.md, must name in its rows exactly the judge's steps, each as (`step`): every step
+a judgment reports in some row, no step that does not exist, no row without one. Its CODEOWNERS
+(.github/, the root or docs/, as GitHub reads it) must give an owner to every `protected` path
+of judge.yaml and to /fixtures/: a protected path nobody owns is a review nobody is asked for.
+The base must also hold oracle evidence: at least one cassette case in
 oracle/cases.yaml or one property oracle (a test_*.py file under oracle/). With neither, every
 later step would pass for want of anything to compare, and the gate would say merge.
 Exit codes: 0 all hold, 2 fail closed (any does not). This step never blocks with 1.
@@ -23,15 +27,21 @@ from _cases import load_cases
 from _gate import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
+    JUDGE_STEPS,
+    MATRIX_STEP,
     PASS,
     FailClosed,
     Outcome,
     add_report_arg,
+    decision_rows,
     load_config,
     run_main,
 )
+from classify_write_set import matches
 
 MATRIX = "oracles/MATRIX.md"
+CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")  # GitHub's order
+FIXTURES = "/fixtures/"  # owned too: fixtures.lock judges its bytes, a code owner its changes
 CASES = "oracle/cases.yaml"
 NO_EVIDENCE = (
     f"no oracle evidence in the base: {CASES} has no case and oracle/ has no test_*.py "
@@ -46,6 +56,49 @@ def property_oracles(tree: Path) -> list[str]:
     return sorted(p.relative_to(tree).as_posix() for p in oracle.rglob("test_*.py") if p.is_file())
 
 
+def matrix_problems(path: Path) -> list[str]:
+    """What keeps the decision table from describing this judge, the first problem only."""
+    try:
+        rows = decision_rows(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return [f"{MATRIX} is missing from the base; restore the decision table"]
+    if not rows:
+        return [f"{MATRIX}: the decision table has no rows; restore it from the template"]
+    named: set[str] = set()
+    for number, cols in rows:
+        steps = MATRIX_STEP.findall(cols[1])
+        unknown = [step for step in steps if step not in JUDGE_STEPS]
+        if not steps or unknown:
+            what = f"{unknown[0]!r}, which is not a step of the judge" if unknown else "no step"
+            return [
+                f"{MATRIX} line {number}: row {cols[0]!r} names {what}; name the step that sees "
+                f"it first as (`step`), one of {', '.join(JUDGE_STEPS)}"
+            ]
+        named.update(steps)
+    missing = [step for step in JUDGE_STEPS if step not in named]
+    if missing:
+        return [f"{MATRIX}: no row names the judge's step {missing[0]!r}; add its row"]
+    return []
+
+
+def owner_problems(tree: Path, protected: Sequence[str]) -> list[str]:
+    """A protected path no CODEOWNERS rule gives an owner (the last matching rule decides)."""
+    found = next((tree / p for p in CODEOWNERS if (tree / p).is_file()), None)
+    if found is None:
+        return [f"no CODEOWNERS in the base ({' or '.join(CODEOWNERS)}); restore it"]
+    rules = [line.split() for line in found.read_text("utf-8", "replace").splitlines()]
+    rules = [rule for rule in rules if rule and not rule[0].startswith("#")]
+    for pattern in protected:
+        probe = pattern.strip("/").replace("*", "x") + ("/x" if pattern.endswith("/") else "")
+        owners = next((rule[1:] for rule in reversed(rules) if matches(probe, [rule[0]])), [])
+        if not owners:
+            return [
+                f"{found.relative_to(tree)}: protected path {pattern} (oracle/judge.yaml) has no "
+                f"owner; add `{pattern} @owners` so a code owner reviews it"
+            ]
+    return []
+
+
 def execute(args: argparse.Namespace) -> Outcome:
     config = load_config(args.tree / "oracle" / "judge.yaml")
     problems = []
@@ -54,8 +107,8 @@ def execute(args: argparse.Namespace) -> Outcome:
     present = [name for name in config.model_variables if os.environ.get(name)]
     if present:
         problems.append(f"model endpoint variable {present[0]} is set; unset it for the judge")
-    if not (args.tree / MATRIX).is_file():
-        problems.append(f"{MATRIX} is missing from the base; restore the decision table")
+    problems += matrix_problems(args.tree / MATRIX)
+    problems += owner_problems(args.tree, [*config.protected, FIXTURES])
     oracles = property_oracles(args.tree)
     try:
         cases: int | None = len(load_cases(args.tree / CASES, config.case_timeout))
@@ -74,7 +127,8 @@ def execute(args: argparse.Namespace) -> Outcome:
         return Outcome(FAIL_CLOSED, "; ".join(problems), evidence)
     return Outcome(
         PASS,
-        f"offline, {len(config.model_variables)} model variables unset, {MATRIX} present, "
+        f"offline, {len(config.model_variables)} model variables unset, {MATRIX} names every "
+        f"step, protected paths owned, "
         f"{cases} cases and {len(oracles)} property oracle files",
         evidence,
     )

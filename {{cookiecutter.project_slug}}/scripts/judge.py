@@ -49,6 +49,7 @@ from _gate import (
     BLOCK,
     ERROR,
     FAIL_CLOSED,
+    MATRIX_STEP,
     NEEDS_REVIEW,
     PASS,
     PATH_NAMES,
@@ -62,6 +63,7 @@ from _gate import (
     base_ref,
     bin_dir,
     build_env,
+    decision_rows,
     default_base,
     git,
     listening,
@@ -116,7 +118,6 @@ EXIT_CODES = "exit codes: 0 merge, 1 block, 2 fail closed (verdict needs-review 
 REPORT_FILES = {"replay": "replay-report.json"}
 EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge report
 Args = tuple[str | Path, ...]
-MATRIX_STEP = re.compile(r"\(`([a-z-]+)`\)")
 HEARTBEAT = 5.0  # seconds between two "still running" lines of a quiet step
 OWN_SCRIPTS = Path(__file__).resolve().parent
 # Steps that stay processes even inline: the inventory's AST work, in a process pool when
@@ -666,15 +667,7 @@ def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]]) -> list[str]:
     """The decision table of oracles/MATRIX.md, each row with this patch's evidence."""
     rows: list[str] = []
     shown: set[str] = set()
-    for line in matrix.splitlines():
-        cols = [c.strip() for c in line.strip().strip("|").split("|")]
-        if (
-            len(cols) != 4
-            or not line.startswith("|")
-            or set(cols[0]) <= set("-")
-            or cols[0] == "Failure class"
-        ):
-            continue
+    for _, cols in decision_rows(matrix):
         found = MATRIX_STEP.search(cols[1])
         name = found.group(1) if found else ""
         step = steps.get(name)
