@@ -383,6 +383,9 @@ def test_parent_disagreeing_with_its_recording_is_drift(tmp_path: Path) -> None:
     result = replay(tmp_path, cassette, other, other, cases)
     assert result.code == 2
     assert "environment drift" in result.report["summary"]
+    assert result.report["summary"].endswith(
+        "re-record it on this machine from the merge base: `nox -s record`"
+    )
 
 
 def test_changed_case_is_re_recorded_not_reused(tmp_path: Path) -> None:

@@ -153,7 +153,8 @@ def execute(args: argparse.Namespace) -> Outcome:
         return Outcome(
             FAIL_CLOSED,
             f"environment drift: the parent build now disagrees with its recording on "
-            f"{d['id']} {d['field']} ({len(drift)} fields); re-record on this machine",
+            f"{d['id']} {d['field']} ({len(drift)} fields); re-record it on this machine from "
+            "the merge base: `nox -s record`",
             evidence,
         )
     if stale:
