@@ -69,8 +69,9 @@ class Project:
     backend: tuple[str, ...]
 
 
-def run(cmd: Sequence[str], cwd: Path, what: str) -> str:
-    proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, check=False)
+def run(cmd: Sequence[str], cwd: Path, what: str, env: dict[str, str] | None = None) -> str:
+    """`cmd`'s output; a failure is an AdoptError naming `what` and its last line."""
+    proc = subprocess.run(list(cmd), cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         lines = [line for line in lines if not line.startswith("hint:")]  # uv's advice

@@ -46,17 +46,12 @@ class Judged:
     why: str
 
 
-def sh(
-    repo: Path, *cmd: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(cmd), cwd=repo, env=env, capture_output=True, text=True, check=False)
-
-
-def must(proc: subprocess.CompletedProcess[str], what: str) -> str:
-    if proc.returncode != 0:
-        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        raise adopt.AdoptError(f"{what} failed: {lines[-1] if lines else proc.returncode}")
-    return proc.stdout.strip()
+def nox(repo: Path, wheelhouse: Path, *args: str, check: bool = True) -> None:
+    cmd, env = [*NOX, *args], {**os.environ, "ORACLE_WHEELHOUSE": str(wheelhouse)}
+    if check:
+        adopt.run(cmd, repo, " ".join(cmd), env)
+    else:  # the verdict is in the report, whatever the exit
+        subprocess.run(cmd, cwd=repo, env=env, capture_output=True, check=False)
 
 
 def prepare(
@@ -65,45 +60,48 @@ def prepare(
     """The project at `start` with the gate adopted, merged, and the cases added; and the
     first-parent commits from `start` to the source's HEAD, oldest first."""
     repo = work / "repo"
-    must(sh(work, "git", "clone", "-q", str(source), str(repo)), "git clone")
-    must(sh(repo, "git", "remote", "remove", "origin"), "git remote remove")
-    span = f"{start}..HEAD"
-    commits = must(sh(repo, "git", "rev-list", "--first-parent", "--reverse", span), "rev-list")
-    must(sh(repo, "git", "checkout", "-q", "-B", BASE, start), "git checkout")
+    adopt.git(work, "clone", "-q", str(source), str(repo))
+    adopt.git(repo, "remote", "remove", "origin")
+    commits = adopt.git(repo, "rev-list", "--first-parent", "--reverse", f"{start}..HEAD")
+    adopt.git(repo, "checkout", "-q", "-B", BASE, start)
     if adopt.main([str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/owners"]):
         raise adopt.AdoptError(f"adopting the gate in {source} at {start} failed (see above)")
-    must(sh(repo, "git", "checkout", "-q", BASE), "git checkout")  # adopt leaves its branch out
-    must(sh(repo, "git", "merge", "-q", "--ff-only", adopt.BRANCH), "git merge")
-    env = nox_env(wheelhouse)
+    adopt.git(repo, "checkout", "-q", BASE)  # adopt leaves its branch checked out
+    adopt.git(repo, "merge", "-q", "--ff-only", adopt.BRANCH)
     for line in cases:
-        argv = shlex.split(line)
-        must(sh(repo, *NOX, "-s", "case", "--", "--", *argv, env=env), f"case {line}")
-    must(sh(repo, "git", "commit", "-q", "-m", "Add cases", "oracle/cases.yaml"), "git commit")
-    must(sh(repo, *NOX, "-s", "record", env=env), "nox -s record")
+        nox(repo, wheelhouse, "-s", "case", "--", "--", *shlex.split(line))
+    adopt.git(repo, "commit", "-q", "-m", "Add cases", "oracle/cases.yaml")
+    nox(repo, wheelhouse, "-s", "record")
     return repo, commits.split()
 
 
-def nox_env(wheelhouse: Path) -> dict[str, str]:
-    return {**os.environ, "ORACLE_WHEELHOUSE": str(wheelhouse)}
-
-
 def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
-    subject = must(sh(repo, "git", "log", "-1", "--format=%s", commit), "git log")
+    subject = adopt.git(repo, "log", "-1", "--format=%s", commit)
     branch = f"upstream-{commit[:12]}"
-    must(sh(repo, "git", "checkout", "-q", "-b", branch, BASE), "git checkout")
-    parents = must(sh(repo, "git", "rev-list", "--parents", "-1", commit), "git rev-list").split()
-    mainline = ["-m", "1"] if len(parents) > 2 else []
-    picked = sh(repo, "git", "cherry-pick", "--allow-empty", *mainline, commit)
-    if picked.returncode != 0:
-        sh(repo, "git", "cherry-pick", "--abort")
-        must(sh(repo, "git", "checkout", "-q", BASE), "git checkout")
+    adopt.git(repo, "checkout", "-q", "-b", branch, BASE)
+    mainline = (
+        ["-m", "1"]
+        if len(adopt.git(repo, "rev-list", "--parents", "-1", commit).split()) > 2
+        else []
+    )
+    try:
+        adopt.git(repo, "cherry-pick", "--allow-empty", *mainline, commit)
+    except adopt.AdoptError:
+        subprocess.run(
+            ["git", "cherry-pick", "--abort"], cwd=repo, capture_output=True, check=False
+        )
+        adopt.git(repo, "checkout", "-q", BASE)
         return Judged(commit, subject, "not-applied", "does not apply on the adopted base")
-    must(sh(repo, "git", "checkout", "-q", BASE), "git checkout")
-    sh(repo, *NOX, "-s", "judge", "--", "--head", branch, env=nox_env(wheelhouse))
-    report = json.loads((repo / "reports/judge-report.json").read_text("utf-8"))
+    adopt.git(repo, "checkout", "-q", BASE)
+    path = repo / "reports/judge-report.json"
+    path.unlink(missing_ok=True)  # the verdict read below is this judgment's, never the last
+    nox(repo, wheelhouse, "-s", "judge", "--", "--head", branch, check=False)
+    if not path.is_file():
+        raise adopt.AdoptError(f"the judge of {commit[:12]} left no report (see reports/)")
+    report = json.loads(path.read_text("utf-8"))
     failed = [s for s in report["steps"] if s["status"] not in ("pass", "advisory")]
     why = f"{failed[0]['name']}: {failed[0]['summary']}" if failed else ""
-    must(sh(repo, "git", "merge", "-q", "--ff-only", branch), "git merge")
+    adopt.git(repo, "merge", "-q", "--ff-only", branch)
     return Judged(commit, subject, str(report["verdict"]), why)
 
 

@@ -402,21 +402,22 @@ def tree_tests(tree: Path) -> tuple[str, ...]:
 
 # --- the decision table ------------------------------------------------------------------------
 
-# Every step a judgment reports, in the order of the decision table (oracles/MATRIX.md).
-JUDGE_STEPS = (
-    "preconditions",
-    "write-set",
-    "fixtures-lock",
-    "build",
-    "record",
-    "replay",
-    "assert-inventory",
-    "oracle",
-    "crossrun",
-    "quarantine",
-    "flake-budget",
-    "tests",
-)
+# Every step a judgment reports, in the order of the decision table (oracles/MATRIX.md), with
+# the script of scripts/ that runs it; the build is the judge's own work.
+JUDGE_STEPS: dict[str, str | None] = {
+    "preconditions": "check_preconditions.py",
+    "write-set": "classify_write_set.py",
+    "fixtures-lock": "lock_fixtures.py",
+    "build": None,
+    "record": "record_cassettes.py",
+    "replay": "replay_cassettes.py",
+    "assert-inventory": "count_asserts.py",
+    "oracle": "run_oracle.py",
+    "crossrun": "crossrun.py",
+    "quarantine": "check_quarantine.py",
+    "flake-budget": "flake_budget.py",
+    "tests": "run_tests.py",
+}
 MATRIX_STEP = re.compile(r"\(`([a-z-]+)`\)")
 
 

@@ -67,13 +67,12 @@ def step_results(
 def sarif_log(report: dict[str, Any], evidence: Evidence, cases_file: Path) -> dict[str, Any]:
     """The findings of a judgment that did not merge (a merge has none: a failure the flake
     budget excused is no finding); `evidence` gives a step's full evidence."""
-    cases = case_lines(cases_file) if report["verdict"] != "merge" else {}
-    results = [
-        found
-        for step in (report["steps"] if report["verdict"] != "merge" else [])
-        if step["status"] not in ("pass", "advisory")
-        for found in step_results(step, evidence(step), cases)
-    ]
+    results: list[dict[str, Any]] = []
+    if report["verdict"] != "merge":
+        cases = case_lines(cases_file)
+        for step in report["steps"]:
+            if step["status"] not in ("pass", "advisory"):
+                results += step_results(step, evidence(step), cases)
     rules = sorted({found["ruleId"] for found in results})
     driver = {"name": "oracle-gate", "rules": [{"id": rule} for rule in rules]}
     return {

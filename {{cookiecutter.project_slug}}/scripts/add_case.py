@@ -53,16 +53,15 @@ def case_id(argv: Sequence[str], taken: set[str]) -> str:
     raise FailClosed(f"ids {stem!r} to {stem}-{ID_TAKEN_LIMIT} are taken; pass --id")
 
 
-def draft(args: argparse.Namespace, taken: set[str], compare: Sequence[str]) -> dict[str, Any]:
-    """The case as it will be written: only the fields the author gave, plus compare."""
-    raw: dict[str, Any] = {"id": args.id or case_id(args.argv, taken), "argv": list(args.argv)}
+def draft(args: argparse.Namespace, case_id: str) -> dict[str, Any]:
+    """The case as it will be written, but for `compare`: only the fields the author gave."""
+    raw: dict[str, Any] = {"id": case_id, "argv": list(args.argv)}
     if args.stdin_file is not None:
         raw["stdin"] = args.stdin_file.read_text("utf-8")
     elif args.stdin is not None:
         raw["stdin"] = args.stdin
     if args.cwd:
         raw["cwd"] = args.cwd
-    raw["compare"] = list(compare)
     return raw
 
 
@@ -122,14 +121,13 @@ def append_case(path: Path, raw: dict[str, Any], timeout: float) -> None:
 
 
 def try_case(
-    args: argparse.Namespace, command: Path, fixtures: Path, taken: set[str]
+    args: argparse.Namespace, raw: dict[str, Any], command: Path, fixtures: Path
 ) -> tuple[Case, list[Run], list[dict[str, Any]]]:
     """Run the case twice; return it with the fields to compare, its runs and what each saw."""
-    probe = draft(args, taken, ["exit_code", "stdout.raw", "stderr.sha256"])
-    case = parse_case(probe, 0, args.cases, args.timeout)
-    runs = run_many([(command, case)] * RUNS, fixtures, "case")
+    probe = parse_case({**raw, "compare": ["exit_code"]}, 0, args.cases, args.timeout)
+    runs = run_many([(command, probe)] * RUNS, fixtures, "case")
     compare = ["exit_code", stdout_spec(runs), "stderr.sha256"]
-    case = parse_case(draft(args, taken, compare), 0, args.cases, args.timeout)
+    case = parse_case({**raw, "compare": compare}, 0, args.cases, args.timeout)
     return case, runs, [observe(case, run) for run in runs]
 
 
@@ -143,9 +141,10 @@ def execute(args: argparse.Namespace) -> Outcome:
     taken = {c.id for c in load_cases(args.cases, args.timeout)} if args.cases.exists() else set()
     if args.id in taken:
         raise FailClosed(f"{args.cases}: case id {args.id!r} is already in use; pick another --id")
+    raw = draft(args, args.id or case_id(args.argv, taken))
     sha = resolve_commit(repo, args.ref, "--ref")
     with built_cli(repo, sha, args.wheelhouse, args.requirements, config.command) as (_, cli):
-        case, runs, seen = try_case(args, cli, repo / "fixtures", taken)
+        case, runs, seen = try_case(args, raw, cli, repo / "fixtures")
     stable = [spec for spec in case.compare if all(s[spec] == seen[0][spec] for s in seen)]
     unstable = {spec: [s[spec] for s in seen] for spec in case.compare if spec not in stable}
     found = suspicious(runs)
@@ -156,8 +155,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     if not confirmed(args, found):
         why = f"case {case.id!r} not saved: {found[0]}; rerun with --yes to save it anyway"
         return Outcome(NOT_SAVED, why, evidence, status="not-saved")
-    raw = draft(args, taken, stable)
-    append_case(args.cases, raw, args.timeout)
+    append_case(args.cases, {**raw, "compare": stable}, args.timeout)
     left_out = f"; left out as unstable: {', '.join(unstable)}" if unstable else ""
     saved = f"case {case.id!r} saved to {args.cases}, comparing {', '.join(stable)}{left_out}"
     return Outcome(PASS, saved, evidence, status="saved")

@@ -49,6 +49,7 @@ from _gate import (
     BLOCK,
     ERROR,
     FAIL_CLOSED,
+    JUDGE_STEPS,
     MATRIX_STEP,
     NEEDS_REVIEW,
     PASS,
@@ -93,20 +94,8 @@ CODE = {
     NEEDS_REVIEW: FAIL_CLOSED,
     ERROR: FAIL_CLOSED,
 }
-# Each step and its script of the base's scripts/, in the order of the decision table.
-STEP_SCRIPTS = {
-    "preconditions": "check_preconditions.py",
-    "write-set": "classify_write_set.py",
-    "fixtures-lock": "lock_fixtures.py",
-    "record": "record_cassettes.py",
-    "replay": "replay_cassettes.py",
-    "assert-inventory": "count_asserts.py",
-    "oracle": "run_oracle.py",
-    "crossrun": "crossrun.py",
-    "quarantine": "check_quarantine.py",
-    "flake-budget": "flake_budget.py",
-    "tests": "run_tests.py",
-}
+# Each step run by a script of the base's scripts/ (`_gate.JUDGE_STEPS`), and that script.
+STEP_SCRIPTS = {name: script for name, script in JUDGE_STEPS.items() if script}
 # What a base must hold for the judge to run on it: its settings and the scripts it runs.
 GATE_FILES = (
     "oracle/judge.yaml",
