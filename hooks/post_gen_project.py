@@ -85,7 +85,7 @@ def test_main_rejects_unknown_arguments() -> None:
 ORACLE_FILES = {
     "quarantine.yaml": "# Flake quarantine: rows of id, until (YYYY-MM-DD), reason, owner.\n"
     "quarantine: []\n",
-    "variance-ledger.json": "{}\n",
+    "variance-ledger.json": '{\n  "frozen": {},\n  "history": []\n}\n',  # as the ledger writes it
 }
 
 

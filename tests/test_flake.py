@@ -28,8 +28,12 @@ from tools.bakery import bake, edit, git
 sys.path.insert(0, str(SCRIPTS))
 import check_quarantine
 import flake_budget
+import judge
 import run_oracle
+import variance_ledger
 from _gate import Config, load_config, resolve_oracle_ref, tools_env
+from _machine import VARIABLES
+from judge import Judgment, Ran
 
 # Fails the first time it judges the patch build, passes on every other run: a deterministic
 # stand-in for a test that fails 1 in N on the wall clock. The build it judges is the
@@ -197,6 +201,40 @@ def test_pre_existing_flaky_oracle_passes_within_budget(
     assert budget["evidence"]["flaky"] == [{"id": FLAKY_ID, "step": "oracle", "passed_on_retry": 1}]
 
 
+def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summary(
+    repo: Path,
+    envs: Built,
+    oracle_python: Path,
+    flaky_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (oracle, _), (budget, _) = oracle_then_budget(repo, envs, oracle_python, flaky_dir)
+    # The judge's record of the two steps, from their reports, then its verdict and reports.
+    judgment = Judgment(repo=flaky_dir, reports=flaky_dir)
+    steps = [judgment.finish("oracle", Ran(oracle, b"", [], 0.0))]
+    steps.append(judgment.finish("flake-budget", Ran(budget, b"", [], 0.0)))
+    matrix = (repo / "oracles/MATRIX.md").read_text("utf-8")
+    capsys.readouterr()
+    report = {"base": "a" * 40, "head": "b" * 40, "steps": steps}
+    code = judge.write_reports(flaky_dir, report, matrix, "judge", repo)
+    said = capsys.readouterr().out
+    written = json.loads((flaky_dir / "judge-report.json").read_text("utf-8"))
+    summary = (flaky_dir / "judge-summary.md").read_text("utf-8")
+    assert code == 0 and written["verdict"] == "merge"
+    row = {"id": FLAKY_ID, "step": "oracle", "by": "passing on retry 1"}
+    assert written["excused"] == [row]
+    assert said.startswith(
+        "judge: verdict merge (exit 0), 1 failure excused by flake control "
+        f"(oracle {FLAKY_ID}: passing on retry 1); see "
+    )
+    assert (
+        f"Flake control excused 1 failure (step `flake-budget`):\n- oracle `{FLAKY_ID}`" in summary
+    )
+    # The decision table's rows: each with the step's evidence, or why this report has none.
+    assert "| **deferred**: 1 of " in summary
+    assert "| did not run: the judgment stopped before this step |" in summary
+
+
 def test_zero_retry_budget_blocks_the_same_flake(
     repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
 ) -> None:
@@ -226,7 +264,8 @@ def test_live_quarantine_row_excludes_a_failing_oracle(
     assert_deferred(oracle)
     assert code == 0, budget["summary"]
     assert budget["status"] == "pass"
-    assert budget["evidence"]["excluded"] == [FLAKY_ID]
+    by = "a live quarantine row"
+    assert budget["evidence"]["excluded"] == [{"id": FLAKY_ID, "step": "oracle", "by": by}]
 
 
 SECOND_RUN_FAILS = """from __future__ import annotations
@@ -244,35 +283,236 @@ def test_fails_on_the_second_run() -> None:
 """
 
 
+class Machines:
+    """Clones of one bake, each the oracle of one test that fails on the second run overall,
+    measured by `variance_ledger.py run` (its `main(argv)`) as a CI runner or a local host
+    would run it: the runner is the identity's own variables, set for the run."""
+
+    def __init__(self, repo: Path, python: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch):
+        self.repo, self.python, self.tmp, self.monkeypatch = repo, python, tmp, monkeypatch
+        self.config = tmp / "judge.yaml"
+        shutil.copy(repo / "oracle/judge.yaml", self.config)
+        self.runs = 0
+
+    def settings(self, old: str, new: str) -> None:
+        edit(self.config, old, new)
+
+    def clone(self, name: str) -> Path:
+        clone = self.tmp / name
+        if not clone.exists():
+            subprocess.run(["git", "clone", "-q", str(self.repo), str(clone)], check=True)
+            for other in ("test_properties.py", "test_replay_corpus.py"):
+                (clone / "oracle" / other).unlink()
+            (clone / "oracle/test_second_run.py").write_text(SECOND_RUN_FAILS)
+        return clone
+
+    def run(self, clone: str, runner: str | None, runs: int) -> Path:
+        """`runs` oracle runs in `clone`, on CI runner `runner` (None: the local host)."""
+        for name in VARIABLES:
+            self.monkeypatch.delenv(name, raising=False)
+        if runner:
+            self.monkeypatch.setenv("GITHUB_ACTIONS", "true")
+            self.monkeypatch.setenv("RUNNER_NAME", runner)
+        self.runs += 1
+        out = self.tmp / f"run-{self.runs}.json"
+        argv = ["run", "--runs", str(runs), "--python", str(self.python)]
+        argv += ["--oracle", str(self.clone(clone) / "oracle"), "--out", str(out)]
+        code, report = self.ledger_step(*argv)
+        assert code == 0, report["summary"]
+        return out
+
+    def ledger_step(self, *argv: str) -> Report:
+        """variance_ledger.py's `main(argv)`: its report is an option of the script, not of
+        the mode."""
+        report = self.tmp / "variance.json"
+        code = variance_ledger.main(["--report", str(report), *argv])
+        return code, json.loads(report.read_text("utf-8"))
+
+    def merge(self, files: list[Path], *flags: str) -> tuple[int, dict[str, Any], dict[str, Any]]:
+        """`merge` in the bake: its exit code and report, and the variance report it wrote."""
+        measured = self.tmp / "inventory.variance.json"
+        argv = ["merge", *map(str, files), "--repo", str(self.repo), "--config", str(self.config)]
+        argv += ["--variance-report", str(measured), *flags]
+        code, report = self.ledger_step(*argv)
+        return code, report, json.loads(measured.read_text("utf-8"))
+
+    def ledger(self) -> dict[str, Any]:
+        ledger: dict[str, Any] = json.loads(
+            git(self.repo, "show", "oracle/main:variance-ledger.json")
+        )
+        return ledger
+
+
 @pytest.fixture
-def flaky_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A bake of its own: the variance session moves its oracle ref."""
-    repo = with_flaky_oracle(bake(tmp_path / "bake"))
+def machines(envs: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machines:
     monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
-    return repo
+    repo = bake(tmp_path / "bake")  # a bake of its own: merges move its oracle ref
+    machines = Machines(repo, envs("main", "parent")["python"], tmp_path, monkeypatch)
+    machines.settings("variance_runs: 5", "variance_runs: 2")
+    return machines
 
 
-def test_variance_freezes_an_unstable_oracle_with_an_expiry(flaky_repo: Path) -> None:
-    (flaky_repo / "oracle/test_flaky.py").write_text(SECOND_RUN_FAILS)
-    git(flaky_repo, "commit", "-q", "-am", "an oracle test that fails on its second run")
-    before = git(flaky_repo, "show", "oracle/main:quarantine.yaml")
-    nox = ["nox", "-s", "variance"]
-    proc = subprocess.run(nox, cwd=flaky_repo, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads((flaky_repo / "reports/inventory.variance.json").read_text())
-    test_id = "oracle/test_flaky.py::test_fails_on_the_second_run"
-    assert report["k"] == 5
-    runs = json.loads((flaky_repo / "reports/variance-runs.json").read_text())
-    assert report["schema_version"] == runs["schema_version"] == 1
-    assert report["tests"][test_id]["pass_count"] == 4
-    assert (
-        report["tests"]["oracle/test_replay_corpus.py::test_corpus_is_present_and_ids_are_unique"][
-            "freeze"
-        ]
-        is False
+SECOND_RUN = "oracle/test_second_run.py::test_fails_on_the_second_run"
+
+
+def test_two_machines_freeze_and_a_stable_measurement_clears(machines: Machines) -> None:
+    freeze = [machines.run("a", "runner-a", 1), machines.run("b", "runner-b", 1)]
+    code, report, measured = machines.merge(freeze, "--update-ref")
+    assert code == 0, report["summary"]
+    assert measured["measurement"]["counts"] is True
+    assert len(measured["measurement"]["machines"]) == 2
+    assert measured["tests"][SECOND_RUN]["pass_count"] == 1
+    row = machines.ledger()["frozen"][SECOND_RUN]
+    assert row["reason"] == "boolean_unstable"
+    assert row["expires"] == (dt.date.today() + dt.timedelta(days=14)).isoformat()
+    assert "2 runs on 2 machines, 1 frozen" in git(
+        machines.repo, "log", "-1", "--format=%s", "oracle/main"
     )
-    ledger = json.loads(git(flaky_repo, "show", "oracle/main:variance-ledger.json"))
-    expires = (dt.date.today() + dt.timedelta(days=14)).isoformat()
-    assert ledger[test_id]["reason"] == "boolean_unstable"
-    assert ledger[test_id]["expires"] == expires
-    assert git(flaky_repo, "show", "oracle/main:quarantine.yaml") == before
+    # The counter has passed the failing run: both machines now see the test pass every time.
+    clear = [machines.run("a", "runner-a", 1), machines.run("b", "runner-b", 1)]
+    code, report, measured = machines.merge(clear, "--update-ref")
+    assert code == 0, report["summary"]
+    ledger = machines.ledger()
+    assert ledger["frozen"] == {}
+    assert [(e["id"], e["event"]) for e in ledger["history"]] == [
+        (SECOND_RUN, "frozen"),
+        (SECOND_RUN, "cleared"),
+    ]
+    assert ledger["history"][1]["why"].startswith("stable: passed 2 of 2 runs on 2 machine(s)")
+    assert git(machines.repo, "show", "oracle/main:quarantine.yaml") == git(
+        machines.repo, "show", "oracle/main~2:quarantine.yaml"
+    )
+
+
+def test_one_machine_does_not_freeze_however_many_runs_or_clones(machines: Machines) -> None:
+    before = machines.ledger()
+    # Two clones on one runner, and the same clone again: one machine.
+    files = [machines.run("a", "runner-a", 2), machines.run("b", "runner-a", 1)]
+    code, report, measured = machines.merge(files, "--update-ref")
+    assert code == 2, report["summary"]
+    assert "1 machine(s), variance_machines needs 2" in report["summary"]
+    assert measured["tests"][SECOND_RUN]["stable"] is False
+    assert measured["events"] == []
+    assert machines.ledger() == before
+    code, report, _ = machines.merge(files)
+    assert code == 0, report["summary"]
+    assert report["summary"].endswith("nothing frozen or cleared")
+
+
+def test_a_ledger_of_local_runs_needs_a_flag_and_says_so(machines: Machines) -> None:
+    machines.settings("variance_machines: 2", "variance_machines: 1")
+    files = [machines.run("a", None, 2)]
+    code, report, measured = machines.merge(files, "--update-ref")
+    assert code == 2, report["summary"]
+    assert "every run is local" in report["summary"]
+    assert measured["measurement"]["local_only"] is True
+    code, report, _ = machines.merge(files, "--update-ref", "--allow-local")
+    assert code == 0, report["summary"]
+    assert SECOND_RUN in machines.ledger()["frozen"]
+    message = git(machines.repo, "log", "-1", "--format=%B", "oracle/main")
+    assert "Built from local runs only (--allow-local)" in message
+
+
+def test_an_expired_row_drops_with_its_reason(machines: Machines) -> None:
+    machines.settings("variance_machines: 2", "variance_machines: 1")
+    files = [machines.run("a", "runner-a", 2)]
+    code, report, _ = machines.merge(files, "--update-ref")
+    assert code == 0, report["summary"]
+    expires = machines.ledger()["frozen"][SECOND_RUN]["expires"]
+    later = dt.date.fromisoformat(expires) + dt.timedelta(days=1)
+    code, report, measured = machines.merge(files, "--today", later.isoformat())
+    assert code == 0, report["summary"]
+    assert measured["events"][0]["event"] == "expired"
+    assert (
+        measured["events"][0]["why"] == f"expired on {expires} before a measurement found it stable"
+    )
+
+
+def test_local_variance_session_reports_and_leaves_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    repo = bake(tmp_path / "bake")
+    (repo / "oracle/test_flaky.py").write_text(SECOND_RUN_FAILS)
+    git(repo, "add", "--all")
+    git(repo, "commit", "-q", "-m", "an oracle test that fails on its second run")
+    before = git(repo, "rev-parse", "oracle/main")
+    nox = ["nox", "-s", "variance"]
+    proc = subprocess.run(nox, cwd=repo, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((repo / "reports/inventory.variance.json").read_text())
+    test_id = "oracle/test_flaky.py::test_fails_on_the_second_run"
+    assert report["measurement"]["runs"] == 5
+    assert report["measurement"]["counts"] is False
+    assert report["tests"][test_id]["pass_count"] == 4
+    corpus = "oracle/test_replay_corpus.py::test_corpus_is_present_and_ids_are_unique"
+    assert report["tests"][corpus]["stable"] is True
+    assert "variance_machines needs 2" in proc.stderr + proc.stdout
+    assert git(repo, "rev-parse", "oracle/main") == before
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "[]",
+        '{"frozen": [], "history": []}',
+        '{"frozen": {}, "history": {}}',
+        '{"frozen": {}, "history": [], "notes": "x"}',
+        '{"frozen": {"oracle/test_a.py::t": {"reason": "boolean_unstable"}}, "history": []}',
+        '{"oracle/test_a.py::t": {"expires": "next week"}}',
+    ],
+    ids=[
+        "not-json",
+        "a-list",
+        "rows-a-list",
+        "history-a-mapping",
+        "unknown-key",
+        "no-expiry",
+        "flat-row-bad-date",
+    ],
+)
+def test_a_malformed_ledger_fails_the_flake_budget_closed_naming_it(
+    tmp_path: Path, text: str
+) -> None:
+    ledger = tmp_path / "variance-ledger.json"
+    ledger.write_text(text, "utf-8")
+    (tmp_path / "quarantine.yaml").write_text("quarantine: []\n", "utf-8")
+    argv: tuple[str | Path, ...] = ("--oracle-report", tmp_path / "oracle.json")
+    argv += (
+        "--oracle",
+        tmp_path,
+        "--oracle-python",
+        sys.executable,
+        "--patch-python",
+        sys.executable,
+    )
+    argv += ("--quarantine", tmp_path / "quarantine.yaml", "--ledger", ledger)
+    code, report = run(flake_budget.main, tmp_path / "flake-budget.json", *argv)
+    assert code == 2, report["summary"]
+    assert report["summary"].startswith(f"{ledger}: ")
+    assert "\n" not in report["summary"]
+
+
+OLD_ROW = "oracle/test_a.py::t"
+
+
+@pytest.mark.parametrize(
+    ("text", "rows"),
+    [
+        ("{}", set()),
+        ('{"frozen": {}, "history": []}', set()),
+        (f'{{"{OLD_ROW}": {{"expires": "2000-01-01"}}}}', {OLD_ROW}),
+    ],
+    ids=["baked-before", "baked-now", "rows-of-an-earlier-version"],
+)
+def test_an_empty_or_earlier_ledger_reads_as_its_rows(
+    tmp_path: Path, text: str, rows: set[str]
+) -> None:
+    ledger = tmp_path / "variance-ledger.json"
+    ledger.write_text(text, "utf-8")
+    read = variance_ledger.load_ledger(ledger)
+    assert variance_ledger.frozen_ids(read, dt.date(1999, 12, 31)) == rows
+    assert variance_ledger.frozen_ids(read, dt.date(2000, 1, 2)) == set()

@@ -1,4 +1,5 @@
-"""The oracle's hypothesis settings come from the trusted run, not from a decorator."""
+"""The oracle's hypothesis settings come from the trusted run, not from a decorator; its
+properties and examples are counted apart."""
 
 from __future__ import annotations
 
@@ -60,4 +61,13 @@ def test_an_oracle_test_without_a_decorator_runs_derandomized_without_a_database
     for side in ("parent", "patch"):
         assert {outcome["evidence"][side][test_id] for test_id in IDS} == {"passed"}, side
     assert not list(built["tree"].rglob(".hypothesis")), "no example database was written"
+    # Properties (@given) and examples (the corpus's carts, plain tests) are counted apart.
+    oracle_files = (built["tree"] / "oracle").glob("test_*.py")
+    given = sum(path.read_text("utf-8").count("\n@given(") for path in oracle_files)
+    examples = len(outcome["evidence"]["parent"]) - given
+    assert given > 1 and examples > 1
+    assert outcome["evidence"]["kinds"] == {"properties": given, "examples": examples}
+    assert outcome["summary"].startswith(
+        f"{given} property oracles and {examples} example oracles pass"
+    )
     git(shop, "worktree", "prune")

@@ -67,7 +67,7 @@ def test_answers_render_into_valid_workflow(baked: Path) -> None:
     # PyYAML reads the bare key `on` as the boolean True (YAML 1.1).
     assert workflow[True]["pull_request"]["branches"] == ["release/2.x"]
     assert workflow["env"]["ORACLE_REF"] == "oracle/ledger"
-    assert workflow["jobs"]["variance-run"]["strategy"]["matrix"]["run"] == [1, 2]
+    assert "the oracle 2 times on each of two runner" in (baked / WORKFLOW).read_text("utf-8")
     text = (baked / WORKFLOW).read_text("utf-8")
     assert "{%" not in text and "cookiecutter" not in text
     assert "${{ github.base_ref }}" in text
@@ -203,3 +203,26 @@ def test_ci_pins_hash_every_package_of_nox_and_uv(baked: Path) -> None:
                 queue.append(canonicalize_name(req.name))
     assert missing == []
     assert len(seen) > 5
+
+
+def test_variance_runs_on_two_runner_images_and_one_job_merges_them(baked: Path) -> None:
+    jobs = load(baked)["jobs"]
+    run, merge = jobs["variance-run"], jobs["variance-ledger"]
+    images = run["strategy"]["matrix"]["image"]
+    # variance_machines defaults to 2: one machine per image, and at least two images.
+    assert len(set(images)) >= 2
+    assert run["runs-on"] == "${{ matrix.image }}"
+    ran = [step["run"] for step in run["steps"] if "nox -s variance" in step.get("run", "")]
+    assert ran == ['nox -s variance -- run --out "reports/variance-run-${IMAGE}.json"']
+    uploads = [step["with"] for step in run["steps"] if "upload-artifact" in step.get("uses", "")]
+    assert uploads == [
+        {
+            "name": "variance-run-${{ matrix.image }}",
+            "path": "reports/variance-run-${{ matrix.image }}.json",
+        }
+    ]
+    commands = [step.get("run", "") for step in merge["steps"]]
+    merged = "nox -s variance -- merge reports/variance-run-*.json --update-ref"
+    assert commands.index(merged) < next(i for i, c in enumerate(commands) if "git push" in c)
+    downloads = [s["with"] for s in merge["steps"] if "download-artifact" in s.get("uses", "")]
+    assert downloads[0]["pattern"] == "variance-run-*"

@@ -7,6 +7,7 @@ every default protection, a second `cases:` every case. Each file is read by its
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -129,4 +130,27 @@ def test_unknown_crossrun_mode_fails_closed_naming_the_choices(shop: Path, tmp_p
     text = (shop / "oracle/judge.yaml").read_text().replace("crossrun: block", "crossrun: on")
     config.write_text(text)
     with pytest.raises(FailClosed, match="'crossrun' must be one of block, advisory, off"):
+        load_config(config)
+
+
+@pytest.mark.parametrize(
+    ("line", "minimum"),
+    [
+        ("variance_machines: 0", 1),
+        ("variance_runs: 1", 2),
+        ("ledger_ttl_days: 0", 1),
+        ("flake_max_retry: -1", 0),
+        ("jobs: -2", 0),
+    ],
+)
+def test_a_count_below_its_minimum_fails_closed_naming_the_field(
+    shop: Path, tmp_path: Path, line: str, minimum: int
+) -> None:
+    config = tmp_path / "judge.yaml"
+    field = line.split(":")[0]
+    text = re.sub(rf"(?m)^{field}: .*$", line, (shop / "oracle/judge.yaml").read_text())
+    config.write_text(text)
+    with pytest.raises(
+        FailClosed, match=f"judge.yaml: field '{field}' must be at least {minimum}$"
+    ):
         load_config(config)

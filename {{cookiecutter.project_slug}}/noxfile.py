@@ -190,16 +190,15 @@ def lock(session: nox.Session) -> None:
 
 @nox.session(requires=["wheelhouse"])
 def variance(session: nox.Session) -> None:
-    """Run the oracle k times and update the ledger on the oracle ref (CI: one run per runner)."""
+    """Run the oracle k times here and report what is unstable. The ledger on the oracle ref
+    takes runs from at least two machines: CI's variance jobs (`-- run` / `-- merge`)."""
     install_offline(session, project=True)
     if session.posargs:
         session.run("python", "scripts/variance_ledger.py", *session.posargs, env=offline_env())
         return
     runs = "reports/variance-runs.json"
     session.run("python", "scripts/variance_ledger.py", "run", "--out", runs, env=offline_env())
-    session.run(
-        "python", "scripts/variance_ledger.py", "merge", runs, "--update-ref", env=offline_env()
-    )
+    session.run("python", "scripts/variance_ledger.py", "merge", runs, env=offline_env())
 
 
 @nox.session(requires=["wheelhouse"])

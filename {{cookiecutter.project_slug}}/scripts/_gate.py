@@ -309,6 +309,7 @@ class Config:
     assert_helpers: tuple[str, ...] = ()
     flake_max_retry: int = 1
     variance_runs: int = 5
+    variance_machines: int = 2
     duration_cv_max: float = 0.35
     ledger_ttl_days: int = 14
     case_timeout: float = 10.0
@@ -338,6 +339,7 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "assert_helpers": list,
     "flake_max_retry": int,
     "variance_runs": int,
+    "variance_machines": int,
     "duration_cv_max": (int, float),
     "ledger_ttl_days": int,
     "case_timeout": (int, float),
@@ -349,6 +351,14 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "jobs": int,
 }
 CONFIG_CHOICES = {"crossrun": ("block", "advisory", "off")}
+# Counts below which a setting would make its step do nothing without saying so.
+CONFIG_MINIMUM: dict[str, int] = {
+    "flake_max_retry": 0,
+    "variance_runs": 2,
+    "variance_machines": 1,
+    "ledger_ttl_days": 1,
+    "jobs": 0,
+}
 CONFIG_REQUIRED = ("command", "base_branch", "oracle_ref", "protected")
 
 
@@ -367,6 +377,8 @@ def load_config(path: Path) -> Config:
         expected = CONFIG_TYPES[key]
         if not isinstance(value, expected) or isinstance(value, bool):
             raise FailClosed(f"{path}: field {key!r} has the wrong type ({type(value).__name__})")
+        if isinstance(value, int) and value < CONFIG_MINIMUM.get(key, value):
+            raise FailClosed(f"{path}: field {key!r} must be at least {CONFIG_MINIMUM[key]}")
         if isinstance(value, list):
             if not all(isinstance(item, str) for item in value):
                 raise FailClosed(f"{path}: field {key!r} must be a list of strings")
@@ -668,6 +680,7 @@ class PytestRun:
     output_tail: str
     sources: dict[str, str] = field(default_factory=dict)  # module -> file under the root
     deselected: int = 0  # tests left to other shards
+    properties: frozenset[str] = frozenset()  # node ids of hypothesis properties (@given)
 
     def renamed(self, fix: Callable[[str], str]) -> PytestRun:
         """The run with `fix` applied to the text its tests and pytest wrote."""
@@ -707,6 +720,7 @@ def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
         tail,
         dict(data.get("sources") or {}),
         int(data.get("deselected") or 0),
+        frozenset(prefix + node for node in data.get("properties") or []),
     )
 
 

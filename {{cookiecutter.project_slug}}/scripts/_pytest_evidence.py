@@ -1,9 +1,10 @@
 """The gate's pytest plugin: what ran, as pytest names it, written by code from the base tree.
 
 Loaded explicitly (`-p oracle_gate_evidence`, a copy of this file) into every pytest run the
-gate starts. It records the collected node ids, each test's outcome, duration and message,
-and how many assertions passed in it (pytest's `pytest_assertion_pass` hook, enabled with
-`enable_assertion_pass_hook`), and writes them as JSON when the session ends. Ids are
+gate starts. It records the collected node ids (and which are hypothesis properties), each
+test's outcome, duration and message, and how many assertions passed in it (pytest's
+`pytest_assertion_pass` hook, enabled with `enable_assertion_pass_hook`), and writes them as
+JSON when the session ends. Ids are
 `report.nodeid` verbatim, never rebuilt from JUnit class names. With `--oracle-sources ROOT`
 it also records the modules the run imported from files under ROOT, so the gate can tell a run
 that tested a tree's own sources from one that tested the installed build. With
@@ -40,6 +41,7 @@ class Evidence:
         self.path = path
         self.sources = Path(sources).resolve() if sources else None
         self.collected: list[str] = []
+        self.properties: list[str] = []
         self.deselected = 0
         self.tests: dict[str, dict[str, Any]] = {}
 
@@ -54,6 +56,12 @@ class Evidence:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = [item.nodeid for item in session.items]
+        # Hypothesis marks the function its @given wraps; every other test is an example.
+        self.properties = [
+            item.nodeid
+            for item in session.items
+            if getattr(getattr(item, "obj", None), "is_hypothesis_test", False)
+        ]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         row = self.row(report.nodeid)
@@ -83,6 +91,7 @@ class Evidence:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         payload = {
             "collected": self.collected,
+            "properties": self.properties,
             "deselected": self.deselected,
             "tests": self.tests,
             "exitstatus": int(exitstatus),

@@ -105,10 +105,9 @@ def deferred(args: argparse.Namespace) -> list[tuple[str, dict[str, Any], Rerun]
 def execute(args: argparse.Namespace) -> Outcome:
     if args.crossrun_report and args.tree is None:
         raise FailClosed("--crossrun-report needs --tree, the base tree its tests come from")
-    excused = active_ids(load_quarantine(args.quarantine), args.today) | frozen_ids(
-        load_ledger(args.ledger), args.today
-    )
-    excluded: list[str] = []
+    quarantined = active_ids(load_quarantine(args.quarantine), args.today)
+    frozen = frozen_ids(load_ledger(args.ledger), args.today)
+    excluded: list[dict[str, Any]] = []
     flaky: list[dict[str, Any]] = []
     remaining: list[dict[str, Any]] = []
     total = 0
@@ -117,8 +116,9 @@ def execute(args: argparse.Namespace) -> Outcome:
         for row in [r for r in evidence.get("failures") or [] if r.get("retryable")]:
             total += 1
             node = row["id"]
-            if node in excused and parent.get(node) == "passed":
-                excluded.append(node)
+            by = f"a live {'quarantine' if node in quarantined else 'variance ledger'} row"
+            if node in quarantined | frozen and parent.get(node) == "passed":
+                excluded.append({"id": node, "step": step, "by": by})
                 continue
             attempt = passes_again(args, node, evidence, again)
             found = {"id": node, "step": step, "passed_on_retry": attempt}

@@ -652,8 +652,9 @@ def cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]]) -> list[str]:
-    """The decision table of oracles/MATRIX.md, each row with this patch's evidence."""
+def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]], absent: str) -> list[str]:
+    """The decision table of oracles/MATRIX.md, each row with this patch's evidence; `absent`
+    for a step this report does not hold (the precondition checked every row names a step)."""
     rows: list[str] = []
     shown: set[str] = set()
     for _, cols in decision_rows(matrix):
@@ -661,7 +662,7 @@ def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]]) -> list[str]:
         name = found.group(1) if found else ""
         step = steps.get(name)
         if step is None:
-            evidence = "not a step of this run"
+            evidence = absent
         elif name in shown:
             evidence = f"same step as above ({step['status']})"
         else:
@@ -675,10 +676,12 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     steps = {s["name"]: s for s in report["steps"]}
     shard = report.get("shard") or {"count": 1}
     count, index = shard["count"], shard.get("index")
+    absent = "did not run: the judgment stopped before this step"
     if count == 1:
         scope = ""
     elif index:
         scope = f" (shard {index}/{count})"
+        absent = "not run on this shard: see shard 1's report" if index > 1 else absent
     else:
         scope = f" ({count} shards merged)"
     lines = [
@@ -686,9 +689,10 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
         "",
         f"base `{report['base'][:12]}` head `{report['head'][:12]}`",
         "",
+        *excused_lines(report.get("excused") or []),
         "| Failure class | First oracle | Merge only if | This patch |",
         "|---|---|---|---|",
-        *matrix_rows(matrix, steps),
+        *matrix_rows(matrix, steps, absent),
         "",
         "| Step | Status | Seconds | Evidence |",
         "|---|---|---|---|",
@@ -703,6 +707,14 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
     lines += review_lines(report.get("review"))
     return "\n".join(lines) + "\n"
+
+
+def excused_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    lines = [f"Flake control excused {failures(len(rows))} (step `flake-budget`):"]
+    lines += [f"- {row['step']} `{row['id']}`: {row['by']}" for row in rows]
+    return [*lines, ""]
 
 
 def review(reports: Path, report: dict[str, Any]) -> dict[str, Any]:
@@ -778,6 +790,7 @@ def write_reports(
     ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2)."""
     code, word = verdict(report["steps"])
     report = {"verdict": word, "exit_code": code, **report}
+    report["excused"] = excused(reports, report["steps"])
     if word == NEEDS_REVIEW:
         report["review"] = review(reports, report)
     write_report(reports / "judge-report.json", report)
@@ -793,8 +806,35 @@ def write_reports(
     if verdict_file:
         Path(verdict_file).write_text(f"{word}\n", "utf-8")
     where = reports / "judge-report.json"
-    print(f"{label}: verdict {word} (exit {code}){review_note(report.get('review'))}; see {where}")
+    notes = review_note(report.get("review")) + excused_note(report["excused"])
+    print(f"{label}: verdict {word} (exit {code}){notes}; see {where}")
     return code
+
+
+def excused(reports: Path, steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failures flake control excused: a verdict that stands on them says so everywhere."""
+    budget = next((s for s in steps if s["name"] == "flake-budget"), None)
+    if budget is None or budget["status"] != "pass":
+        return []
+    evidence = full_evidence(reports, budget)
+    retried = [
+        {"id": row["id"], "step": row["step"], "by": f"passing on retry {row['passed_on_retry']}"}
+        for row in evidence.get("flaky") or []
+    ]
+    return [*retried, *(evidence.get("excluded") or [])]
+
+
+def failures(count: int) -> str:
+    return f"{count} failure{'' if count == 1 else 's'}"
+
+
+def excused_note(rows: Sequence[dict[str, Any]]) -> str:
+    if not rows:
+        return ""
+    more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
+    first = rows[0]
+    where = f"{first['step']} {first['id']}: {first['by']}{more}"
+    return f", {failures(len(rows))} excused by flake control ({where})"
 
 
 def review_note(found: dict[str, Any] | None) -> str:

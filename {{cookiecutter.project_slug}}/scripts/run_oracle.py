@@ -156,9 +156,18 @@ def judged(parent: dict[str, str], patch: PytestRun, evidence: dict[str, Any]) -
             f"every oracle passed but pytest exited {patch.exit_code}: suspicious run",
             evidence,
         )
-    return Outcome(
-        PASS, f"{len(parent)} property oracles pass on the parent and the patch", evidence
-    )
+    return Outcome(PASS, f"{counted(evidence['kinds'])} pass on the parent and the patch", evidence)
+
+
+def kinds(parent: dict[str, str], result: PytestRun) -> dict[str, int]:
+    """How many of the oracle's tests are hypothesis properties, and how many run examples
+    (a corpus replayed row by row, fixed inputs): a count of one is not the other."""
+    properties = len(parent.keys() & result.properties)
+    return {"properties": properties, "examples": len(parent) - properties}
+
+
+def counted(found: dict[str, int]) -> str:
+    return f"{found['properties']} property oracles and {found['examples']} example oracles"
 
 
 def execute(args: argparse.Namespace) -> Outcome:
@@ -188,6 +197,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     evidence: dict[str, Any] = {
         "shard": owned,
         "parent": parent,
+        "kinds": kinds(parent, parent_result),
         "parent_hits": parent_result.hits,
         "patch": patch.outcomes,
         "patch_exit_code": patch.exit_code,

@@ -1,15 +1,23 @@
-"""Variance ledger: run the oracle k times, freeze tests that disagree with themselves.
+"""Variance ledger: run the oracle k times on machines the author did not provision, and
+freeze the tests that disagree with themselves.
 
-    python scripts/variance_ledger.py run --runs 5 --out reports/variance-runs.json
-    python scripts/variance_ledger.py merge reports/variance-runs*.json --update-ref
+    python scripts/variance_ledger.py run [--runs K] --out reports/variance-run-NAME.json
+    python scripts/variance_ledger.py merge reports/variance-run-*.json --update-ref
 
 `run` executes the oracle (oracle/ of this tree) k times with this interpreter and records each
-test's outcome and duration. `merge` pools run files (one per runner, in CI a matrix of
-machines), classifies each test (pass/fail constant across runs, duration coefficient of
-variation within the bound), writes reports/inventory.variance.json and, with --update-ref,
-commits the new ledger to the oracle ref. Ledger rows carry an expiry date: expired rows are
-dropped and the test returns to the gate.
-Exit codes: 0 done (frozen tests are reported), 2 fail closed (no runs, a bad run or ledger file).
+test's outcome and duration and the machine the runs ran on (scripts/_machine.py: the CI
+runner, or the host outside CI). `merge` pools run files, one or more per machine. A test is
+unstable when its pass/fail is not the same in every run, or when the coefficient of variation
+of its duration on one machine exceeds `duration_cv_max`. A measurement counts only with at
+least `variance_runs` runs from at least `variance_machines` distinct machines (both in
+oracle/judge.yaml); one that does not is reported and changes nothing. One that counts
+freezes each unstable test for `ledger_ttl_days` and clears each frozen test it finds stable;
+a row past its expiry drops. The ledger (`variance-ledger.json` on the oracle ref: the live
+`frozen` rows and the `history` of why each came and went) is committed with --update-ref,
+which needs a measurement that counts and, when no run was on CI, --allow-local (the commit
+message then says so).
+Exit codes: 0 done (the report lists what froze, cleared and expired), 2 fail closed (no runs,
+a bad run or ledger file, or --update-ref with a measurement that does not count or is local).
 """
 
 from __future__ import annotations
@@ -20,13 +28,16 @@ import json
 import os
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from _gate import (
     EXIT_CODES_HELP,
     PASS,
+    Config,
     FailClosed,
     Outcome,
     add_report_arg,
@@ -36,19 +47,38 @@ from _gate import (
     run_main,
     write_report,
 )
+from _machine import identity
 from run_oracle import run
 
 LEDGER = "variance-ledger.json"
 DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged
+EVENTS = ("frozen", "extended", "cleared", "expired")  # what a measurement does to a row
+HISTORY_LIMIT = 1000  # events the file keeps; the oracle ref's commits keep every one
 IDENTITY = {
     "GIT_AUTHOR_NAME": "oracle variance",
     "GIT_AUTHOR_EMAIL": "oracle-variance@localhost",
     "GIT_COMMITTER_NAME": "oracle variance",
     "GIT_COMMITTER_EMAIL": "oracle-variance@localhost",
 }
+LEDGER_SHAPE = 'expected {"frozen": {test id: row with \'expires\' YYYY-MM-DD}, "history": [event]}'
 
 
-def load_ledger(path: Path) -> dict[str, dict[str, Any]]:
+@dataclass
+class Ledger:
+    """variance-ledger.json: the live freezes, and why each row came and went."""
+
+    frozen: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def text(self) -> str:
+        data = {
+            "frozen": dict(sorted(self.frozen.items())),
+            "history": self.history[-HISTORY_LIMIT:],
+        }
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def load_ledger(path: Path) -> Ledger:
     try:
         return parse_ledger(path.read_text("utf-8"), str(path))
     except (FileNotFoundError, UnicodeDecodeError):
@@ -57,16 +87,21 @@ def load_ledger(path: Path) -> dict[str, dict[str, Any]]:
         ) from None
 
 
-def parse_ledger(text: str, where: str) -> dict[str, dict[str, Any]]:
+def parse_ledger(text: str, where: str) -> Ledger:
     try:
         data = json.loads(text or "{}")
     except ValueError as exc:
         raise FailClosed(f"{where}: not valid JSON ({exc}); restore it on the oracle ref") from None
-    if not isinstance(data, dict) or not all(
-        isinstance(row, dict) and iso_day(row.get("expires")) for row in data.values()
-    ):
-        raise FailClosed(f"{where}: expected an object of test id -> row with 'expires' YYYY-MM-DD")
-    return data
+    if isinstance(data, dict) and not data.keys() & {"frozen", "history"}:
+        data = {"frozen": data, "history": []}  # `{}` as baked, or an earlier version's rows
+    shaped = isinstance(data, dict) and set(data) == {"frozen", "history"}
+    frozen, history = (data["frozen"], data["history"]) if shaped else (None, None)
+    if not isinstance(frozen, dict) or not isinstance(history, list):
+        raise FailClosed(f"{where}: {LEDGER_SHAPE}; restore it on the oracle ref")
+    for node, row in frozen.items():
+        if not isinstance(row, dict) or not iso_day(row.get("expires")):
+            raise FailClosed(f"{where}: frozen row {node!r}: {LEDGER_SHAPE}")
+    return Ledger(frozen, history)
 
 
 def iso_day(value: object) -> bool:
@@ -78,8 +113,12 @@ def iso_day(value: object) -> bool:
     return isinstance(value, str)
 
 
-def frozen_ids(ledger: dict[str, dict[str, Any]], today: dt.date) -> set[str]:
-    return {k for k, row in ledger.items() if dt.date.fromisoformat(row["expires"]) >= today}
+def live(row: dict[str, Any], today: dt.date) -> bool:
+    return dt.date.fromisoformat(row["expires"]) >= today
+
+
+def frozen_ids(ledger: Ledger, today: dt.date) -> set[str]:
+    return {node for node, row in ledger.frozen.items() if live(row, today)}
 
 
 def run_once(python: Path, oracle: Path, timeout: float) -> dict[str, Any]:
@@ -94,50 +133,124 @@ def run_once(python: Path, oracle: Path, timeout: float) -> dict[str, Any]:
     return {"complete": True, "exit_code": result.exit_code, "tests": tests}
 
 
+def read_runs(files: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every run of `files`, each tagged with its machine's id, and the machines by id."""
+    runs: list[dict[str, Any]] = []
+    machines: dict[str, dict[str, Any]] = {}
+    for path in files:
+        try:
+            data = json.loads(path.read_bytes())
+            machine, found = data["machine"], data["runs"]
+            key = str(machine["id"])
+            assert isinstance(machine["ci"], bool) and isinstance(found, list)
+        except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
+            raise FailClosed(
+                f"{path}: not a variance run file naming its machine ({exc or 'wrong types'}); "
+                "rerun `run` with this version of the script"
+            ) from None
+        machines[key] = machine
+        runs += [{**one, "machine": key} for one in found]
+    return runs, machines
+
+
+def spread(seconds: Sequence[float]) -> float:
+    """The coefficient of variation; 0 below the floor, where a duration is timer noise."""
+    mean = statistics.fmean(seconds) if seconds else 0.0
+    if mean < DURATION_FLOOR or len(seconds) < 2:
+        return 0.0
+    return statistics.pstdev(seconds) / mean
+
+
 def classify(runs: Sequence[dict[str, Any]], cv_max: float) -> dict[str, dict[str, Any]]:
-    """Per test: how many runs saw it pass, and how much its duration spread."""
+    """Per test: how many runs saw it pass, on how many machines, how much its duration spread."""
     ids = sorted({node for run in runs for node in run["tests"]})
     out: dict[str, dict[str, Any]] = {}
     for node in ids:
-        seen = [run["tests"].get(node) for run in runs]
-        oks = [bool(s and s["ok"]) for s in seen]
-        secs = [s["seconds"] for s in seen if s]
-        mean = statistics.fmean(secs) if secs else 0.0
-        # Below the floor a duration is timer noise: its spread says nothing about the test.
-        timed = mean >= DURATION_FLOOR and len(secs) > 1
-        cv = statistics.pstdev(secs) / mean if timed else 0.0
+        seen = [(run["machine"], run["tests"].get(node)) for run in runs]
+        oks = [bool(s and s["ok"]) for _, s in seen]
+        durations: dict[str, list[float]] = {}
+        for machine, s in seen:
+            if s:
+                durations.setdefault(machine, []).append(s["seconds"])
+        # Durations compare within a machine: two runner images differ in speed, not the test.
+        cv = max(map(spread, durations.values()), default=0.0)
         boolean_stable = len(set(oks)) == 1
         out[node] = {
             "k": len(runs),
             "pass_count": sum(oks),
+            "machines": len(durations),
             "boolean_stable": boolean_stable,
             "duration_cv": round(cv, 4),
             "duration_stable": cv <= cv_max,
-            "freeze": not boolean_stable or cv > cv_max,
+            "stable": boolean_stable and cv <= cv_max,
         }
     return out
 
 
+def measured(
+    runs: Sequence[dict[str, Any]], machines: dict[str, dict[str, Any]], config: Config
+) -> dict[str, Any]:
+    """What the pooled runs are: how many, on which machines, and whether they count."""
+    lacking = []
+    if len(runs) < config.variance_runs:
+        lacking.append(f"{len(runs)} runs, variance_runs needs {config.variance_runs}")
+    if len(machines) < config.variance_machines:
+        lacking.append(
+            f"{len(machines)} machine(s), variance_machines needs {config.variance_machines}"
+        )
+    return {
+        "runs": len(runs),
+        "machines": [machines[key] for key in sorted(machines)],
+        "local_only": not any(machine["ci"] for machine in machines.values()),
+        "counts": not lacking,
+        "lacking": "; ".join(lacking),
+    }
+
+
+def described(row: dict[str, Any]) -> str:
+    return (
+        f"passed {row['pass_count']} of {row['k']} runs on {row['machines']} machine(s), "
+        f"duration CV {row['duration_cv']}"
+    )
+
+
 def next_ledger(
-    old: dict[str, dict[str, Any]], classes: dict[str, dict[str, Any]], today: dt.date, ttl: int
-) -> dict[str, dict[str, Any]]:
-    """Drop expired rows, then add or refresh a row for every test frozen by this measurement."""
-    ledger = {k: v for k, v in old.items() if dt.date.fromisoformat(v["expires"]) >= today}
+    old: Ledger,
+    classes: dict[str, dict[str, Any]],
+    measurement: dict[str, Any],
+    today: dt.date,
+    ttl: int,
+) -> tuple[Ledger, list[dict[str, Any]]]:
+    """Drop expired rows; then, if the measurement counts, freeze (or extend) every unstable
+    test and clear every frozen test it found stable. Each change is an event of the history."""
+    day = today.isoformat()
+    events: list[dict[str, Any]] = []
+    frozen: dict[str, dict[str, Any]] = {}
+    for node, row in old.frozen.items():
+        if live(row, today):
+            frozen[node] = row
+        else:
+            why = f"expired on {row['expires']} before a measurement found it stable"
+            events.append({"date": day, "id": node, "event": "expired", "why": why})
     expires = (today + dt.timedelta(days=ttl)).isoformat()
-    for node, row in classes.items():
-        if row["freeze"]:
-            reason = "boolean_unstable" if not row["boolean_stable"] else "duration_unstable"
-            ledger[node] = {
-                "reason": reason,
-                "k": row["k"],
-                "pass_count": row["pass_count"],
-                "duration_cv": row["duration_cv"],
-                "expires": expires,
-            }
-    return dict(sorted(ledger.items()))
+    for node, row in classes.items() if measurement["counts"] else ():
+        if row["stable"]:
+            if frozen.pop(node, None) is not None:
+                why = f"stable: {described(row)}"
+                events.append({"date": day, "id": node, "event": "cleared", "why": why})
+            continue
+        reason = "duration_unstable" if row["boolean_stable"] else "boolean_unstable"
+        since = frozen.get(node, {}).get("since", day)
+        event = "extended" if node in frozen else "frozen"
+        keep = ("k", "pass_count", "machines", "duration_cv")
+        frozen[node] = {"reason": reason, **{key: row[key] for key in keep}}
+        frozen[node].update(since=since, measured=day, expires=expires)
+        why = f"{reason}: {described(row)}"
+        events.append({"date": day, "id": node, "event": event, "why": why})
+    return Ledger(frozen, [*old.history, *events]), events
 
 
-def commit_ledger(repo: Path, ref: str, source: str, ledger: dict[str, Any], today: dt.date) -> str:
+def commit_ledger(repo: Path, ref: str, source: str, ledger: Ledger, message: str) -> str:
     """Commit the ledger on top of `source` as refs/heads/<ref>, with plumbing only.
 
     The work tree is never touched and every other file of the ref (quarantine.yaml) is kept.
@@ -145,36 +258,49 @@ def commit_ledger(repo: Path, ref: str, source: str, ledger: dict[str, Any], tod
     full = f"refs/heads/{ref}"
     parent = git(repo, "rev-parse", "--verify", "--quiet", source, check=False).strip()
     current = git(repo, "rev-parse", "--verify", "--quiet", full, check=False).strip()
-    text = json.dumps(ledger, indent=2, sort_keys=True) + "\n"
-    blob = git(repo, "hash-object", "-w", "--stdin", stdin=text.encode()).strip()
+    blob = git(repo, "hash-object", "-w", "--stdin", stdin=ledger.text().encode()).strip()
     entries = git(repo, "ls-tree", "-z", parent).split("\0") if parent else []
     rows = [e for e in entries if e and not e.endswith(f"\t{LEDGER}")]
     rows.append(f"100644 blob {blob}\t{LEDGER}")
     tree = git(repo, "mktree", "-z", stdin="\0".join(rows).encode() + b"\0").strip()
     parents = ["-p", parent] if parent else []
     identity = {k: os.environ.get(k, v) for k, v in IDENTITY.items()}
-    message = f"variance ledger {today}"
     commit = git(repo, "commit-tree", tree, *parents, "-m", message, env=identity).strip()
     git(repo, "update-ref", full, commit, *([current] if current else []))
     return commit
 
 
+def commit_message(
+    measurement: dict[str, Any], events: list[dict[str, Any]], today: dt.date
+) -> str:
+    counts = Counter(event["event"] for event in events)
+    changes = ", ".join(f"{counts[kind]} {kind}" for kind in EVENTS if counts[kind]) or "no change"
+    lines = [
+        f"variance ledger {today}: {measurement['runs']} runs on "
+        f"{len(measurement['machines'])} machines, {changes}"
+    ]
+    if measurement["local_only"]:
+        lines += ["", "Built from local runs only (--allow-local): no CI runner measured it."]
+    return "\n".join(lines)
+
+
 def do_run(args: argparse.Namespace) -> Outcome:
     k = args.runs or load_config(args.config).variance_runs
+    machine = identity()
     runs = [run_once(args.python, args.oracle, args.timeout) for _ in range(k)]
-    write_report(args.out, {"runs": runs})
+    write_report(args.out, {"machine": machine, "runs": runs})
     complete = sum(1 for r in runs if r["complete"])
-    return Outcome(PASS, f"{len(runs)} oracle runs ({complete} complete) written to {args.out}")
+    where = "local host" if not machine["ci"] else f"{machine['provider']} runner"
+    return Outcome(
+        PASS,
+        f"{len(runs)} oracle runs ({complete} complete) on machine {machine['id']} ({where}) "
+        f"written to {args.out}",
+    )
 
 
 def do_merge(args: argparse.Namespace) -> Outcome:
     config = load_config(args.config)
-    runs: list[dict[str, Any]] = []
-    for path in args.files:
-        try:
-            runs += json.loads(path.read_bytes())["runs"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise FailClosed(f"{path}: not a variance run file ({exc}); rerun `run`") from None
+    runs, machines = read_runs(args.files)
     if not runs:
         raise FailClosed("no runs to merge; pass the files written by `run`")
     broken = [i for i, run in enumerate(runs, 1) if not run["complete"]]
@@ -184,20 +310,36 @@ def do_merge(args: argparse.Namespace) -> Outcome:
             f"{runs[broken[0] - 1]['exit_code']}); fix the oracle before measuring its variance"
         )
     classes = classify(runs, config.duration_cv_max)
+    measurement = measured(runs, machines, config)
     ref = resolve_oracle_ref(args.repo, config.oracle_ref)
     old = parse_ledger(git(args.repo, "show", f"{ref}:{LEDGER}", check=False), f"{ref}:{LEDGER}")
-    ledger = next_ledger(old, classes, args.today, config.ledger_ttl_days)
-    frozen = sorted(k for k, row in classes.items() if row["freeze"])
-    report = {"k": len(runs), "tests": classes, "ledger": ledger}
-    write_report(args.variance_report, report)
-    commit = (
-        commit_ledger(args.repo, config.oracle_ref, ref, ledger, args.today)
-        if args.update_ref
-        else ""
-    )
-    where = f"; ledger committed to {config.oracle_ref} at {commit[:12]}" if commit else ""
-    summary = f"{len(runs)} runs, {len(classes)} tests, {len(frozen)} frozen{where}"
-    return Outcome(PASS, summary, {"frozen": frozen, "commit": commit})
+    ledger, events = next_ledger(old, classes, measurement, args.today, config.ledger_ttl_days)
+    unstable = sorted(node for node, row in classes.items() if not row["stable"])
+    report = {"measurement": measurement, "tests": classes, "events": events}
+    write_report(args.variance_report, {**report, "ledger": ledger.frozen})
+    found = f"{len(runs)} runs on {len(machines)} machine(s), {len(classes)} tests, "
+    found += f"{len(unstable)} unstable"
+    evidence = {"unstable": unstable, "events": events, "counts": measurement["counts"]}
+    if not measurement["counts"]:
+        summary = f"{found}; the measurement does not count ({measurement['lacking']})"
+        if args.update_ref:
+            raise FailClosed(
+                f"{summary}: the ledger is unchanged; run `variance` on the CI matrix "
+                "(README, Flake control) and merge the runs of every machine"
+            )
+        return Outcome(PASS, f"{summary}: nothing frozen or cleared", evidence)
+    if args.update_ref and measurement["local_only"] and not args.allow_local:
+        raise FailClosed(
+            f"{found}: every run is local; the oracle ref takes ledgers measured on CI "
+            "runners. Merge CI runs, or pass --allow-local to commit it (its message says so)"
+        )
+    changes = ", ".join(f"{e['event']} {e['id']}" for e in events) or "no change"
+    if not args.update_ref:
+        return Outcome(PASS, f"{found}; would commit: {changes}", evidence)
+    message = commit_message(measurement, events, args.today)
+    commit = commit_ledger(args.repo, config.oracle_ref, ref, ledger, message)
+    summary = f"{found}; {changes}; ledger committed to {config.oracle_ref} at {commit[:12]}"
+    return Outcome(PASS, summary, {**evidence, "commit": commit})
 
 
 def parser() -> argparse.ArgumentParser:
@@ -217,6 +359,11 @@ def parser() -> argparse.ArgumentParser:
     merge.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
     merge.add_argument("--today", type=dt.date.fromisoformat, default=dt.date.today())
     merge.add_argument("--update-ref", action="store_true", help="commit the ledger to the ref")
+    merge.add_argument(
+        "--allow-local",
+        action="store_true",
+        help="with --update-ref: commit a ledger no CI runner measured (the message says so)",
+    )
     merge.add_argument(
         "--variance-report", type=Path, default=Path("reports/inventory.variance.json")
     )
