@@ -516,3 +516,49 @@ def test_an_empty_or_earlier_ledger_reads_as_its_rows(
     read = variance_ledger.load_ledger(ledger)
     assert variance_ledger.frozen_ids(read, dt.date(1999, 12, 31)) == rows
     assert variance_ledger.frozen_ids(read, dt.date(2000, 1, 2)) == set()
+
+
+BY_IMAGE = """from __future__ import annotations
+
+import os
+
+import pytest
+
+ON_A = os.environ.get("RUNNER_NAME") == "runner-a"
+
+
+@pytest.mark.skipif(ON_A, reason="not on this image")
+def test_skipped_on_one_image() -> None:
+    assert not ON_A
+
+
+def test_fails_on_one_image() -> None:
+    assert not ON_A
+"""
+
+
+def test_a_skip_on_one_image_is_the_image_but_a_failure_on_one_is_unstable(
+    machines: Machines,
+) -> None:
+    for clone in ("a", "b"):
+        (machines.clone(clone) / "oracle/test_by_image.py").write_text(BY_IMAGE)
+    files = [machines.run("a", "runner-a", 2), machines.run("b", "runner-b", 2)]
+    code, report, measured = machines.merge(files, "--update-ref")
+    assert code == 0, report["summary"]
+    tests = measured["tests"]
+    assert tests["oracle/test_by_image.py::test_skipped_on_one_image"]["stable"] is True
+    assert tests["oracle/test_by_image.py::test_fails_on_one_image"]["stable"] is False
+    frozen = machines.ledger()["frozen"]
+    assert "oracle/test_by_image.py::test_fails_on_one_image" in frozen
+    assert "oracle/test_by_image.py::test_skipped_on_one_image" not in frozen
+
+
+def test_a_run_file_merged_twice_counts_once(machines: Machines) -> None:
+    machines.settings("variance_machines: 2", "variance_machines: 1")
+    once = machines.run("a", "runner-a", 1)
+    copy = machines.tmp / "copy.json"
+    copy.write_bytes(once.read_bytes())
+    code, report, measured = machines.merge([once, once, copy], "--update-ref")
+    assert code == 2, report["summary"]
+    assert measured["measurement"]["runs"] == 1
+    assert "1 runs, variance_runs needs 2" in report["summary"]

@@ -127,30 +127,43 @@ def run_once(python: Path, oracle: Path, timeout: float) -> dict[str, Any]:
     if result.outcomes is None:
         return {"complete": False, "exit_code": result.exit_code, "tests": {}}
     tests = {
-        node: {"ok": outcome == "passed", "seconds": result.durations.get(node, 0.0)}
+        node: {"outcome": outcome, "seconds": result.durations.get(node, 0.0)}
         for node, outcome in result.outcomes.items()
     }
     return {"complete": True, "exit_code": result.exit_code, "tests": tests}
 
 
 def read_runs(files: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """Every run of `files`, each tagged with its machine's id, and the machines by id."""
+    """Every run of `files`, each tagged with its machine's id, and the machines by id. A file
+    passed twice (or a copy of one) counts once: runs are counted towards `variance_runs`."""
     runs: list[dict[str, Any]] = []
     machines: dict[str, dict[str, Any]] = {}
+    seen: set[bytes] = set()
     for path in files:
         try:
-            data = json.loads(path.read_bytes())
+            raw = path.read_bytes()
+            data = json.loads(raw)
             machine, found = data["machine"], data["runs"]
             key = str(machine["id"])
-            assert isinstance(machine["ci"], bool) and isinstance(found, list)
+            assert isinstance(machine["ci"], bool) and all(map(well_formed, found))
         except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
             raise FailClosed(
                 f"{path}: not a variance run file naming its machine ({exc or 'wrong types'}); "
                 "rerun `run` with this version of the script"
             ) from None
-        machines[key] = machine
-        runs += [{**one, "machine": key} for one in found]
+        if raw not in seen:
+            seen.add(raw)
+            machines[key] = machine
+            runs += [{**one, "machine": key} for one in found]
     return runs, machines
+
+
+def well_formed(run: dict[str, Any]) -> bool:
+    tests = run["tests"]
+    return isinstance(run["complete"], bool) and all(
+        isinstance(row["outcome"], str) and isinstance(row["seconds"], (int, float))
+        for row in tests.values()
+    )
 
 
 def spread(seconds: Sequence[float]) -> float:
@@ -161,23 +174,32 @@ def spread(seconds: Sequence[float]) -> float:
     return statistics.pstdev(seconds) / mean
 
 
+def agrees(outcomes: dict[str, list[str]]) -> bool:
+    """Each machine saw one outcome in every run, and the machines that ran the test agree: a
+    test one image skips (or never collects) and another passes is the image's, not a flake."""
+    if any(len(set(seen)) > 1 for seen in outcomes.values()):
+        return False
+    return len({seen[0] for seen in outcomes.values()} - {"skipped", "missing"}) <= 1
+
+
 def classify(runs: Sequence[dict[str, Any]], cv_max: float) -> dict[str, dict[str, Any]]:
     """Per test: how many runs saw it pass, on how many machines, how much its duration spread."""
     ids = sorted({node for run in runs for node in run["tests"]})
     out: dict[str, dict[str, Any]] = {}
     for node in ids:
-        seen = [(run["machine"], run["tests"].get(node)) for run in runs]
-        oks = [bool(s and s["ok"]) for _, s in seen]
+        outcomes: dict[str, list[str]] = {}
         durations: dict[str, list[float]] = {}
-        for machine, s in seen:
-            if s:
-                durations.setdefault(machine, []).append(s["seconds"])
+        for one in runs:
+            test = one["tests"].get(node)
+            outcomes.setdefault(one["machine"], []).append(test["outcome"] if test else "missing")
+            if test:
+                durations.setdefault(one["machine"], []).append(test["seconds"])
         # Durations compare within a machine: two runner images differ in speed, not the test.
         cv = max(map(spread, durations.values()), default=0.0)
-        boolean_stable = len(set(oks)) == 1
+        boolean_stable = agrees(outcomes)
         out[node] = {
             "k": len(runs),
-            "pass_count": sum(oks),
+            "pass_count": sum(seen.count("passed") for seen in outcomes.values()),
             "machines": len(durations),
             "boolean_stable": boolean_stable,
             "duration_cv": round(cv, 4),
