@@ -7,8 +7,9 @@ freeze the tests that disagree with themselves.
 `run` executes the oracle (oracle/ of this tree) k times with this interpreter and records each
 test's outcome and duration and the machine the runs ran on (scripts/_machine.py: the CI
 runner, or the host outside CI). `merge` pools run files, one or more per machine. A test is
-unstable when its pass/fail is not the same in every run, or when the coefficient of variation
-of its duration on one machine exceeds `duration_cv_max`. A measurement counts only with at
+unstable when its outcome changes between the runs of one machine or between machines that ran
+it (a skip on one image is the image's), or when the coefficient of variation of its duration
+on one machine exceeds `duration_cv_max`. A measurement counts only with at
 least `variance_runs` runs from at least `variance_machines` distinct machines (both in
 oracle/judge.yaml); one that does not is reported and changes nothing. One that counts
 freezes each unstable test for `ledger_ttl_days` and clears each frozen test it finds stable;
