@@ -41,6 +41,7 @@ EXAMPLE = (
     "oracle/adapter.py",
     "oracle/test_properties.py",
     "oracle/test_replay_corpus.py",
+    "oracle/test_rejections.py",
     "fixtures/carts.jsonl",
     "fixtures/carts.md",
     "fixtures/cwd/existing-order/.orders/ord_1.json",

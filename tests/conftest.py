@@ -52,14 +52,17 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = Path(os.environ.get("ORACLE_WHEELHOUSE") or TEMPLATE / ".cache" / "wheelhouse")
     os.environ["ORACLE_WHEELHOUSE"] = str(path)
     report = tmp_path_factory.mktemp("wheelhouse") / "report.json"
-    cmd = [sys.executable, str(SCRIPTS / "wheelhouse.py"), "--dest", str(path)]
-    cmd += ["--requirements", str(SCRIPTS / "requirements-judge.txt"), "--report", str(report)]
     path.parent.mkdir(parents=True, exist_ok=True)
     # pytest-xdist workers share the wheelhouse: one fills it, the others then find it full.
     with open(path.parent / f"{path.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
+        # The judge's set, and the strength session's (the judge's and mutmut's, one set).
+        for names in (["judge"], ["judge", "strength"]):
+            cmd = [sys.executable, str(SCRIPTS / "wheelhouse.py"), "--dest", str(path)]
+            for name in names:
+                cmd += ["--requirements", str(SCRIPTS / f"requirements-{name}.txt")]
+            proc = subprocess.run([*cmd, "--report", str(report)], capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stderr
     return path
 
 

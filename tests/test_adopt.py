@@ -57,6 +57,7 @@ def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
     assert 'command: "slugify"' in judge_yaml
     assert 'tests: ["test.py"]' in judge_yaml
+    assert 'strength_paths: ["slugify"]' in judge_yaml  # a flat layout: the package itself
     assert 'base_branch: "base"' in judge_yaml
     pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
     assert "text-unidecode==" in pins and "setuptools==" in pins and "--hash=sha256:" in pins

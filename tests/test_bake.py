@@ -112,7 +112,7 @@ def test_bake_without_example_fails_closed_until_it_has_a_case(tmp_path: Path) -
 def test_ci_answer_selects_the_workflow(tmp_path: Path) -> None:
     github = bake(tmp_path / "gh", variance_runs=3)
     workflow = yaml.safe_load((github / ".github/workflows/oracle.yml").read_text())
-    assert workflow["jobs"]["variance-ledger"]["needs"] == "variance-run"
+    assert workflow["jobs"]["variance-ledger"]["needs"] == ["variance-run", "strength"]
     assert yaml.safe_load((github / "oracle/judge.yaml").read_text())["variance_runs"] == 3
     assert "--head origin/pr-head" in json.dumps(workflow["jobs"]["judge"])
     none = bake(tmp_path / "none", ci="none")

@@ -233,6 +233,9 @@ def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summ
     # The decision table's rows: each with the step's evidence, or why this report has none.
     assert "| **deferred**: 1 of " in summary
     assert "| did not run: the judgment stopped before this step |" in summary
+    assert (
+        "Oracle strength: not measured (`nox -s strength -- --update-ref` on the base)" in summary
+    )
 
 
 def test_zero_retry_budget_blocks_the_same_flake(

@@ -68,6 +68,7 @@ def test_no_cases_and_no_property_oracle_fails_closed(
         "set": [],
         "cases": 0,
         "property_oracles": [],
+        "strength": None,  # no score given: strength_min is off
     }
     err = capsys.readouterr().err.splitlines()
     assert err == [

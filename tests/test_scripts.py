@@ -19,7 +19,12 @@ ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("
 ALLOWED_IMPORTS = {"yaml", *(p.stem for p in SCRIPTS.glob("*.py"))}
 # The gate's pytest plugins run only inside the pytest processes it starts, in environments of
 # the judge's tools (pytest and hypothesis); _subject.py sets hypothesis' profile for the oracle.
-PYTEST_PLUGINS = {"_pytest_evidence.py": {"pytest"}, "_subject.py": {"pytest", "hypothesis"}}
+# _strength_cassettes.py is a test module of the strength session's pytest runs.
+PYTEST_PLUGINS = {
+    "_pytest_evidence.py": {"pytest"},
+    "_subject.py": {"pytest", "hypothesis"},
+    "_strength_cassettes.py": {"pytest"},
+}
 
 
 @pytest.mark.parametrize("script", ENTRY_POINTS, ids=lambda p: p.name)

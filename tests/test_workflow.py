@@ -167,9 +167,14 @@ def test_concurrency_is_set_without_cancel_in_progress(baked: Path) -> None:
 
 def test_nox_and_uv_are_installed_hash_checked(baked: Path) -> None:
     # Every install of a tool in every job, and each one only from the hash-pinned file.
-    runs = [step.get("run", "") for _, step in steps(load(baked))]
+    workflow = load(baked)
+    runs = [step.get("run", "") for _, step in steps(workflow)]
     installs = [run for run in runs if "install" in run]
-    assert len(installs) == 3 + (shards(load(baked)) > 1)
+    # One install in each job that runs nox: the judge (or its shards), variance, strength.
+    nox_jobs = [
+        j for j in workflow["jobs"].values() if any("nox -" in s.get("run", "") for s in j["steps"])
+    ]
+    assert len(installs) == len(nox_jobs) >= 4
     for run in installs:
         assert run == (
             "python -m pip install --require-hashes --only-binary ':all:' "
@@ -226,3 +231,19 @@ def test_variance_runs_on_two_runner_images_and_one_job_merges_them(baked: Path)
     assert commands.index(merged) < next(i for i, c in enumerate(commands) if "git push" in c)
     downloads = [s["with"] for s in merge["steps"] if "download-artifact" in s.get("uses", "")]
     assert downloads[0]["pattern"] == "variance-run-*"
+
+
+def test_strength_runs_without_credentials_and_the_ledger_job_stores_its_score(
+    baked: Path,
+) -> None:
+    jobs = load(baked)["jobs"]
+    measure, ledger = jobs["strength"], jobs["variance-ledger"]
+    assert measure["permissions"] == {"contents": "read"}
+    assert [s["run"] for s in measure["steps"] if "strength" in s.get("run", "")] == [
+        "nox -s strength"
+    ]
+    commands = [step.get("run", "") for step in ledger["steps"]]
+    stored = commands.index("nox -s strength -- --store reports/strength.json")
+    assert stored < next(i for i, c in enumerate(commands) if "git push" in c)
+    # The ledger still moves when the strength run fails, never without the variance runs.
+    assert "needs.variance-run.result == 'success'" in ledger["if"]

@@ -212,9 +212,20 @@ def noxfile_name(repo: Path, bake_dir: Path) -> str:
     return "noxfile.py" if own.read_text("utf-8").splitlines()[:1] == [heading] else GATE_NOXFILE
 
 
-def render(bake_dir: Path, tests: Sequence[str], gate_noxfile: str) -> None:
-    """The two settings a bake cannot know: the tests' layout and where the sessions live."""
-    replace_once(bake_dir / "oracle/judge.yaml", "tests: [tests]", f"tests: {json.dumps(tests)}")
+def strength_paths(source: Path, package: str) -> list[str]:
+    """The code `nox -s strength` mutates: `src` for a src layout, else the package itself."""
+    if (source / "src" / package).exists():
+        return ["src"]
+    found = [p for p in (package, f"{package}.py") if (source / p).exists()]
+    return found[:1] or ["src"]
+
+
+def render(bake_dir: Path, tests: Sequence[str], gate_noxfile: str, mutated: list[str]) -> None:
+    """The settings a bake cannot know: the tests' and the code's layout, where the sessions
+    live."""
+    judge_yaml = bake_dir / "oracle/judge.yaml"
+    replace_once(judge_yaml, "tests: [tests]", f"tests: {json.dumps(tests)}")
+    replace_once(judge_yaml, "strength_paths: [src]", f"strength_paths: {json.dumps(mutated)}")
     if gate_noxfile == "noxfile.py":
         return
     (bake_dir / "noxfile.py").rename(bake_dir / gate_noxfile)
@@ -322,7 +333,7 @@ def adopt(args: argparse.Namespace) -> str:
         compile_requirements(project, bake_dir / "scripts/requirements-judge.txt", tmp)
         fill_wheelhouse(bake_dir, args.wheelhouse, tmp)
         tests = args.tests or collected_tests(source, bake_dir, args.wheelhouse, tmp)
-        render(bake_dir, tests, gate_noxfile)
+        render(bake_dir, tests, gate_noxfile, strength_paths(source, project.package))
         changed = add_files(bake_dir, repo)
         if not changed:
             return "the gate's files are all there: nothing to add (nothing changed)"

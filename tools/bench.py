@@ -372,6 +372,23 @@ def irreducible(repo: Path, wheelhouse: Path, scratch: Path, tests: bool = False
             run.result()
 
 
+def strength_seconds(repo: Path, scratch: Path) -> tuple[float, float]:
+    """`strength.py` on the whole example (cassettes, properties and the project's tests; no
+    proposals) against `mutmut run` bare on the project's own tests, in the session's
+    environment (made first, untimed), on the same cores."""
+    subprocess.run(["nox", "-s", "strength", "--install-only"], cwd=repo, check=True)
+    python = str(repo / ".nox" / "strength" / "bin" / "python")
+    measure = [python, "scripts/strength.py", "--propose", "0", "--report", str(scratch / "s.json")]
+    gate = timed(lambda: subprocess.run(measure, cwd=repo, check=True, capture_output=True))
+    bare = Path(shutil.copytree(repo, scratch / "bare", ignore=shutil.ignore_patterns(".nox")))
+    with (bare / "pyproject.toml").open("a", encoding="utf-8") as handle:
+        handle.write('\n[tool.mutmut]\nsource_paths = ["src"]\n')
+        handle.write('pytest_add_cli_args_test_selection = ["tests"]\n')
+    mutmut = [python, "-m", "mutmut", "run"]
+    alone = timed(lambda: subprocess.run(mutmut, cwd=bare, check=True, capture_output=True))
+    return gate, alone
+
+
 def scratch(tmp: Path, name: str) -> Path:
     """A folder of its own for one benchmark: each makes worktrees named parent and patch."""
     path = tmp / name
@@ -384,7 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=1000, help="cassette cases to replay")
     parser.add_argument(
         "--only",
-        choices=("replay", "oracle", "inventory", "inventory-bake", "judge"),
+        choices=("replay", "oracle", "inventory", "inventory-bake", "judge", "strength"),
         help="run one benchmark",
     )
     args = parser.parse_args(argv)
@@ -443,6 +460,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = with_crossrun / tests
             shown = f"judge / (irreducible, tests) = {ratio:5.2f}  (<= 1.3)"
             print(f"  crossrun block     {with_crossrun:8.2f} s   {shown}")
+        if args.only in (None, "strength"):
+            repo = bake(tmp / "bake-strength")
+            gate, alone = strength_seconds(repo, scratch(tmp, "strength"))
+            print(f"oracle strength of the example bake (mutmut, {os.cpu_count()} cores)")
+            print(f"  mutmut bare, tests {alone:8.2f} s   (the project's own tests only)")
+            shown = f"strength / bare = {gate / alone:5.2f}  (cassettes, properties, tests)"
+            print(f"  nox -s strength    {gate:8.2f} s   {shown}")
     return 0
 
 

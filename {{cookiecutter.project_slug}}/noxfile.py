@@ -8,6 +8,7 @@ worktree trusts that worktree.
     nox -s judge -- --head B --shard 2/4 --reports reports-2   # one CI runner of four
     nox -s merge -- reports-1 reports-2 reports-3 reports-4   # their verdict, exit as judge
     nox -s case -- --stdin TEXT -- ARG ...   # add a case from a command line
+    nox -s strength -- [--only GLOB] [--mutants NAME]   # which mutants the oracle kills
     nox -s record | lock | variance | tests | wheelhouse | allow
 """
 
@@ -32,6 +33,7 @@ nox.options.sessions = ["judge"]
 
 WHEELHOUSE = os.path.abspath(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
 REQUIREMENTS = "scripts/requirements-judge.txt"
+STRENGTH = "scripts/requirements-strength.txt"  # mutmut, for the strength session only
 OFFLINE = ("--no-index", "--find-links", WHEELHOUSE)
 PASS, BLOCK, FAIL_CLOSED = 0, 1, 2
 VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "error"}
@@ -43,9 +45,11 @@ if "ORACLE_VERDICT_FILE" not in os.environ:
     atexit.register(shutil.rmtree, os.path.dirname(os.environ["ORACLE_VERDICT_FILE"]), True)
 
 
-def install_offline(session: nox.Session, project: bool = False) -> None:
-    """Install only from the local, hash-checked wheelhouse: these sessions never go online."""
-    session.install(*OFFLINE, "--require-hashes", "-r", REQUIREMENTS)
+def install_offline(session: nox.Session, project: bool = False, *more: str) -> None:
+    """Install only from the local, hash-checked wheelhouse: these sessions never go online.
+    `more`: requirements files installed with the judge's (hash-checked as one set)."""
+    files = [arg for name in (REQUIREMENTS, *more) for arg in ("-r", name)]
+    session.install(*OFFLINE, "--require-hashes", *files)
     if project:
         session.install(*OFFLINE, "--no-deps", "--no-build-isolation", ".")
 
@@ -77,21 +81,16 @@ def status(exc: CommandFailed) -> str:
     return f"status {exc.return_code}" if exc.return_code is not None else str(exc.reason)
 
 
-def fill_wheelhouse(session: nox.Session) -> None:
-    """Run scripts/wheelhouse.py; a wheelhouse that cannot be filled fails closed (exit 2)."""
+def fill_wheelhouse(session: nox.Session, *more: str) -> None:
+    """Run scripts/wheelhouse.py for the judge's requirements and `more` (one hash-checked
+    set); a wheelhouse that cannot be filled fails closed (exit 2)."""
     report = Path("reports") / "wheelhouse.json"
     report.unlink(missing_ok=True)  # so the reason read below is this run's, never an old one
+    files = [arg for name in (REQUIREMENTS, *more) for arg in ("--requirements", name)]
     try:
         # run_install: filling the wheelhouse is installing, so --install-only still does it.
         session.run_install(
-            "python",
-            "scripts/wheelhouse.py",
-            "--requirements",
-            REQUIREMENTS,
-            "--dest",
-            WHEELHOUSE,
-            "--report",
-            str(report),
+            "python", "scripts/wheelhouse.py", *files, "--dest", WHEELHOUSE, "--report", str(report)
         )
     except CommandFailed as exc:
         try:
@@ -199,6 +198,15 @@ def variance(session: nox.Session) -> None:
     runs = "reports/variance-runs.json"
     session.run("python", "scripts/variance_ledger.py", "run", "--out", runs, env=offline_env())
     session.run("python", "scripts/variance_ledger.py", "merge", runs, env=offline_env())
+
+
+@nox.session
+def strength(session: nox.Session) -> None:
+    """How much the oracle sees: mutmut's mutants of `strength_paths` (oracle/judge.yaml), and
+    which the cassettes, the properties and the project's tests kill (reports/strength.md)."""
+    fill_wheelhouse(session, STRENGTH)
+    install_offline(session, True, STRENGTH)
+    session.run("python", "scripts/strength.py", *session.posargs, env=offline_env())
 
 
 @nox.session(requires=["wheelhouse"])

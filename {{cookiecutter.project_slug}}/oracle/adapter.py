@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from {{ cookiecutter.package_name }} import discounts
+from {{ cookiecutter.package_name }} import discounts, orders
 
 
 def _coupon(data: dict[str, Any]) -> discounts.Coupon:
@@ -27,3 +27,11 @@ def apply_discount(amount_cents: int, bps: int) -> int:
 
 def invert_discount(discounted_cents: int, bps: int) -> int:
     return discounts.invert_discount(discounted_cents, bps)
+
+
+def quote_cart(text: str) -> dict[str, Any]:
+    """The quote of a cart's JSON text, or the rejection: {"error": [code, message]}."""
+    try:
+        return {"quote": dict(orders.quote(orders.load_cart(text)))}
+    except orders.OrderError as exc:
+        return {"error": [exc.code, exc.message]}

@@ -318,6 +318,8 @@ class Config:
     crossrun: str = "block"
     crossrun_timeout: float = 900.0
     test_extra: str = ""
+    strength_paths: tuple[str, ...] = ("src",)  # the code `nox -s strength` mutates
+    strength_min: float = 0.0  # a base whose oracle kills a smaller share fails closed; 0: off
     jobs: int = 0  # steps run at once after the builds; 0: the number of CPUs
 
     def __post_init__(self) -> None:
@@ -348,6 +350,8 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "crossrun": str,
     "crossrun_timeout": (int, float),
     "test_extra": str,
+    "strength_paths": list,
+    "strength_min": (int, float),
     "jobs": int,
 }
 CONFIG_CHOICES = {"crossrun": ("block", "advisory", "off")}
@@ -379,6 +383,8 @@ def load_config(path: Path) -> Config:
             raise FailClosed(f"{path}: field {key!r} has the wrong type ({type(value).__name__})")
         if isinstance(value, int) and value < CONFIG_MINIMUM.get(key, value):
             raise FailClosed(f"{path}: field {key!r} must be at least {CONFIG_MINIMUM[key]}")
+        if key == "strength_min" and isinstance(value, (int, float)) and not 0 <= value <= 1:
+            raise FailClosed(f"{path}: field {key!r} is a share of mutants, from 0 to 1 (0.9)")
         if isinstance(value, list):
             if not all(isinstance(item, str) for item in value):
                 raise FailClosed(f"{path}: field {key!r} must be a list of strings")
@@ -445,6 +451,35 @@ def decision_rows(matrix: str) -> list[tuple[int, list[str]]]:
 
 
 # --- git ---------------------------------------------------------------------------------------
+
+
+# The oracle's strength score (scripts/strength.py) on the oracle ref, beside the ledger.
+SCORE_FILE = "strength.json"
+# Who commits to the oracle ref when the environment names nobody (a CI job).
+REF_IDENTITY = {
+    "GIT_AUTHOR_NAME": "oracle gate",
+    "GIT_AUTHOR_EMAIL": "oracle-gate@localhost",
+    "GIT_COMMITTER_NAME": "oracle gate",
+    "GIT_COMMITTER_EMAIL": "oracle-gate@localhost",
+}
+
+
+def commit_file(repo: Path, ref: str, source: str, name: str, text: str, message: str) -> str:
+    """Commit `text` as file `name` on top of `source` as refs/heads/<ref>, with plumbing only:
+    the work tree is never touched and every other file of the ref is kept."""
+    full = f"refs/heads/{ref}"
+    parent = git(repo, "rev-parse", "--verify", "--quiet", source, check=False).strip()
+    current = git(repo, "rev-parse", "--verify", "--quiet", full, check=False).strip()
+    blob = git(repo, "hash-object", "-w", "--stdin", stdin=text.encode()).strip()
+    entries = git(repo, "ls-tree", "-z", parent).split("\0") if parent else []
+    rows = [e for e in entries if e and not e.endswith(f"\t{name}")]
+    rows.append(f"100644 blob {blob}\t{name}")
+    tree = git(repo, "mktree", "-z", stdin="\0".join(rows).encode() + b"\0").strip()
+    parents = ["-p", parent] if parent else []
+    identity = {k: os.environ.get(k, v) for k, v in REF_IDENTITY.items()}
+    commit = git(repo, "commit-tree", tree, *parents, "-m", message, env=identity).strip()
+    git(repo, "update-ref", full, commit, *([current] if current else []))
+    return commit
 
 
 def git(

@@ -1,6 +1,6 @@
 """Preconditions of a judgment: offline, no model endpoint, the decision table, some oracle.
 
-    python scripts/check_preconditions.py --tree BASE_TREE
+    python scripts/check_preconditions.py --tree BASE_TREE [--strength ORACLE_REF/strength.json]
 
 The judge must be a judge, not another generator: JUDGE_OFFLINE=1 must be set (the nox session
 sets it), no model endpoint variable may be set (MODEL_ENDPOINT, MODEL_API_KEY, OPENAI_API_KEY,
@@ -11,17 +11,21 @@ a judgment reports in some row, no step that does not exist, no row without one.
 of judge.yaml and to /fixtures/: a protected path nobody owns is a review nobody is asked for.
 The base must also hold oracle evidence: at least one cassette case in
 oracle/cases.yaml or one property oracle (a test_*.py file under oracle/). With neither, every
-later step would pass for want of anything to compare, and the gate would say merge.
+later step would pass for want of anything to compare, and the gate would say merge. With
+`strength_min` set, the oracle's strength score on the oracle ref (`nox -s strength --
+--update-ref`) must exist and reach it.
 Exit codes: 0 all hold, 2 fail closed (any does not). This step never blocks with 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from _cases import load_cases
 from _gate import (
@@ -99,6 +103,35 @@ def owner_problems(tree: Path, protected: Sequence[str]) -> list[str]:
     return []
 
 
+def read_score(path: Path | None) -> dict[str, Any] | None:
+    """The strength score on the oracle ref (scripts/strength.py), None when there is none or
+    it does not read as one."""
+    try:
+        data = json.loads(path.read_bytes()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("score"), (int, float)):
+        return None
+    return data
+
+
+def strength_problems(path: Path | None, score: dict[str, Any] | None, minimum: float) -> list[str]:
+    if not minimum:
+        return []
+    if score is None:
+        return [
+            f"{path or 'the oracle ref'}: no strength score, and judge.yaml sets strength_min "
+            f"{minimum:.0%}; run `nox -s strength -- --update-ref` on the base"
+        ]
+    if score["score"] < minimum:
+        return [
+            f"the oracle kills {score['score']:.1%} of mutants (strength measured "
+            f"{score.get('date', '?')}), below strength_min {minimum:.0%}: add the cases "
+            "reports/proposed-cases.yaml proposes, or lower strength_min"
+        ]
+    return []
+
+
 def execute(args: argparse.Namespace) -> Outcome:
     config = load_config(args.tree / "oracle" / "judge.yaml")
     problems = []
@@ -117,11 +150,14 @@ def execute(args: argparse.Namespace) -> Outcome:
         cases = None
     if cases == 0 and not oracles:
         problems.append(NO_EVIDENCE)
+    score = read_score(args.strength)
+    problems += strength_problems(args.strength, score, config.strength_min)
     evidence = {
         "model_variables_checked": list(config.model_variables),
         "set": present,
         "cases": cases,
         "property_oracles": oracles,
+        "strength": score,
     }
     if problems:
         return Outcome(FAIL_CLOSED, "; ".join(problems), evidence)
@@ -137,6 +173,7 @@ def execute(args: argparse.Namespace) -> Outcome:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, default=Path("."), help="the base tree")
+    p.add_argument("--strength", type=Path, help="strength.json from the oracle ref, if any")
     add_report_arg(p, "preconditions")
     return p
 

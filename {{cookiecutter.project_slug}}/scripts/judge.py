@@ -55,6 +55,7 @@ from _gate import (
     PASS,
     PATH_NAMES,
     PROGRESS_LINE,
+    SCORE_FILE,
     STATUS,
     WHEELHOUSE,
     Config,
@@ -399,21 +400,32 @@ def build_all(j: Judgment, envs: Path, wheelhouse: Path, static: Sequence[Step])
     return Builds(**built)
 
 
-def oracle_ref_files(j: Judgment, dest: Path) -> tuple[Path, Path]:
-    """Quarantine and ledger as they stand on the protected ref, never on the branch."""
+def oracle_ref_files(j: Judgment, dest: Path, *names: str) -> list[Path]:
+    """Files as they stand on the protected oracle ref, never on the branch (empty when the
+    ref has none of that name)."""
     ref = resolve_oracle_ref(j.repo, j.settings.oracle_ref)
-    quarantine, ledger = dest / "quarantine.yaml", dest / "variance-ledger.json"
     shown = ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
-    for path in (quarantine, ledger):
+    paths = [dest / name for name in names]
+    for path in paths:
         path.write_text(git(j.repo, "show", f"{ref}:{path.name}", check=False), "utf-8")
         j.name(path, f"{shown}:{path.name}")  # reports name them as git does
-    return quarantine, ledger
+    return paths
 
 
-def static_steps(j: Judgment) -> list[Step] | None:
+def strength_args(j: Judgment, dest: Path) -> Args:
+    """The oracle's strength score on the oracle ref, for the preconditions (strength_min)."""
+    try:
+        (score,) = oracle_ref_files(j, dest, SCORE_FILE)
+    except FailClosed:  # no oracle ref: the flake budget fails closed on it later
+        return ()
+    return ("--strength", score)
+
+
+def static_steps(j: Judgment, tmp: Path) -> list[Step] | None:
     """Steps that read trees only, to run beside the build; None when preconditions fail and
     the judgment cannot go on (nothing of the patch, its build included, may run then)."""
-    if j.run("preconditions", STEP_SCRIPTS["preconditions"], "--tree", j.parent) != PASS:
+    checks = ("--tree", j.parent, *strength_args(j, tmp))
+    if j.run("preconditions", STEP_SCRIPTS["preconditions"], *checks) != PASS:
         return None
     if not j.leads:
         return []
@@ -463,7 +475,7 @@ def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
     advised = Step.of("tests", tests, advisory=True)
     unreadable = ""  # why the oracle ref's files cannot be read: flake budget cannot run
     try:
-        quarantine, ledger = oracle_ref_files(j, tmp)
+        quarantine, ledger = oracle_ref_files(j, tmp, "quarantine.yaml", "variance-ledger.json")
     except FailClosed as exc:
         unreadable, quarantine, ledger = str(exc), None, None
     # The longest lanes first: `jobs` of them start at once.
@@ -561,7 +573,7 @@ def judge(j: Judgment, args: argparse.Namespace) -> None:
         try:
             j.config = load_config(j.parent / "oracle" / "judge.yaml")
             share_cores(j.config.jobs)
-            static = static_steps(j)
+            static = static_steps(j, tmp)
             if static is not None:
                 built = build_all(j, tmp / "envs", args.wheelhouse.resolve(), static)
                 if built:
@@ -689,6 +701,8 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
         "",
         f"base `{report['base'][:12]}` head `{report['head'][:12]}`",
         "",
+        strength_line(steps.get("preconditions", {}).get("evidence", {}).get("strength")),
+        "",
         *excused_lines(report.get("excused") or []),
         "| Failure class | First oracle | Merge only if | This patch |",
         "|---|---|---|---|",
@@ -707,6 +721,15 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
     lines += review_lines(report.get("review"))
     return "\n".join(lines) + "\n"
+
+
+def strength_line(score: dict[str, Any] | None) -> str:
+    """How much the base's oracle sees, as the oracle ref last measured it."""
+    if not score:
+        return "Oracle strength: not measured (`nox -s strength -- --update-ref` on the base)"
+    mutants = (score.get("totals") or {}).get("mutants", "?")
+    when = f"measured {score.get('date', '?')} on `{str(score.get('base', '?'))[:12]}`"
+    return f"Oracle strength: **{score['score']:.1%}** of {mutants} mutants killed ({when})"
 
 
 def excused_lines(rows: Sequence[dict[str, Any]]) -> list[str]:

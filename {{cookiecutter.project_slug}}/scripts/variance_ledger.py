@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import statistics
 import sys
 from collections import Counter
@@ -42,6 +41,7 @@ from _gate import (
     FailClosed,
     Outcome,
     add_report_arg,
+    commit_file,
     git,
     load_config,
     resolve_oracle_ref,
@@ -55,12 +55,6 @@ LEDGER = "variance-ledger.json"
 DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged
 EVENTS = ("frozen", "extended", "cleared", "expired")  # what a measurement does to a row
 HISTORY_LIMIT = 1000  # events the file keeps; the oracle ref's commits keep every one
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "oracle variance",
-    "GIT_AUTHOR_EMAIL": "oracle-variance@localhost",
-    "GIT_COMMITTER_NAME": "oracle variance",
-    "GIT_COMMITTER_EMAIL": "oracle-variance@localhost",
-}
 LEDGER_SHAPE = 'expected {"frozen": {test id: row with \'expires\' YYYY-MM-DD}, "history": [event]}'
 
 
@@ -273,26 +267,6 @@ def next_ledger(
     return Ledger(frozen, [*old.history, *events]), events
 
 
-def commit_ledger(repo: Path, ref: str, source: str, ledger: Ledger, message: str) -> str:
-    """Commit the ledger on top of `source` as refs/heads/<ref>, with plumbing only.
-
-    The work tree is never touched and every other file of the ref (quarantine.yaml) is kept.
-    """
-    full = f"refs/heads/{ref}"
-    parent = git(repo, "rev-parse", "--verify", "--quiet", source, check=False).strip()
-    current = git(repo, "rev-parse", "--verify", "--quiet", full, check=False).strip()
-    blob = git(repo, "hash-object", "-w", "--stdin", stdin=ledger.text().encode()).strip()
-    entries = git(repo, "ls-tree", "-z", parent).split("\0") if parent else []
-    rows = [e for e in entries if e and not e.endswith(f"\t{LEDGER}")]
-    rows.append(f"100644 blob {blob}\t{LEDGER}")
-    tree = git(repo, "mktree", "-z", stdin="\0".join(rows).encode() + b"\0").strip()
-    parents = ["-p", parent] if parent else []
-    identity = {k: os.environ.get(k, v) for k, v in IDENTITY.items()}
-    commit = git(repo, "commit-tree", tree, *parents, "-m", message, env=identity).strip()
-    git(repo, "update-ref", full, commit, *([current] if current else []))
-    return commit
-
-
 def commit_message(
     measurement: dict[str, Any], events: list[dict[str, Any]], today: dt.date
 ) -> str:
@@ -360,7 +334,7 @@ def do_merge(args: argparse.Namespace) -> Outcome:
     if not args.update_ref:
         return Outcome(PASS, f"{found}; would commit: {changes}", evidence)
     message = commit_message(measurement, events, args.today)
-    commit = commit_ledger(args.repo, config.oracle_ref, ref, ledger, message)
+    commit = commit_file(args.repo, config.oracle_ref, ref, LEDGER, ledger.text(), message)
     summary = f"{found}; {changes}; ledger committed to {config.oracle_ref} at {commit[:12]}"
     return Outcome(PASS, summary, {**evidence, "commit": commit})
 

@@ -1,11 +1,12 @@
 """Fill the local wheelhouse the judge installs from, before the judge disconnects.
 
-    python scripts/wheelhouse.py [--requirements scripts/requirements-judge.txt] [--dest DIR]
+    python scripts/wheelhouse.py [--requirements scripts/requirements-judge.txt ...] [--dest DIR]
 
-Downloads, with hashes checked, every wheel the hash-pinned requirements file names for this
-interpreter and platform. A marker file records which requirements file and interpreter the
-wheelhouse was filled for, so a complete wheelhouse is never downloaded again and the judge can
-run without a network. The only step of the gate that reaches the package index.
+Downloads, with hashes checked, every wheel the hash-pinned requirements files name for this
+interpreter and platform (several files are one set: hash-checking needs every dependency
+pinned). A marker file per set records the files' digest and the interpreter it was filled
+for, so a complete wheelhouse is never downloaded again and the judge can run without a
+network. The only step of the gate that reaches the package index.
 Exit codes: 0 the wheelhouse is complete, 2 fail closed (download failed, file missing).
 """
 
@@ -31,18 +32,21 @@ from _gate import (
     run_main,
 )
 
-MARKER = ".complete"
+DEFAULT = Path("scripts/requirements-judge.txt")
+MARKER = ".complete-{}"  # one per set of files: the judge's, the strength session's
 
 
-def stamp(requirements: Path) -> str:
-    try:
-        data = requirements.read_bytes()
-    except FileNotFoundError:
-        raise FailClosed(
-            f"{requirements}: file is missing; restore it from the base branch"
-        ) from None
+def stamp(files: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for requirements in files:
+        try:
+            digest.update(requirements.read_bytes())
+        except FileNotFoundError:
+            raise FailClosed(
+                f"{requirements}: file is missing; restore it from the base branch"
+            ) from None
     tag = f"{platform.python_version()} {sys.platform} {platform.machine()}"
-    return f"{hashlib.sha256(data).hexdigest()} {tag}\n"
+    return f"{digest.hexdigest()} {tag}\n"
 
 
 def pip_python(tmp: Path) -> str:
@@ -59,8 +63,9 @@ def pip_python(tmp: Path) -> str:
 
 
 def execute(args: argparse.Namespace) -> Outcome:
-    want = stamp(args.requirements)
-    marker = args.dest / MARKER
+    files: list[Path] = args.requirements or [DEFAULT]
+    want = stamp(files)
+    marker = args.dest / MARKER.format("+".join(path.name for path in files))
     if marker.is_file() and marker.read_text("utf-8") == want:
         return Outcome(PASS, f"wheelhouse {args.dest} is complete", {"dest": str(args.dest)})
     args.dest.mkdir(parents=True, exist_ok=True)
@@ -75,8 +80,7 @@ def execute(args: argparse.Namespace) -> Outcome:
             "--only-binary=:all:",
             "--dest",
             str(args.dest),
-            "-r",
-            str(args.requirements),
+            *(arg for path in files for arg in ("-r", str(path))),
         ]
         proc = subprocess.run(cmd, capture_output=True, check=False)
     if proc.returncode != 0:
@@ -92,7 +96,12 @@ def execute(args: argparse.Namespace) -> Outcome:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
-    p.add_argument("--requirements", type=Path, default=Path("scripts/requirements-judge.txt"))
+    p.add_argument(
+        "--requirements",
+        type=Path,
+        action="append",
+        help=f"a hash-pinned requirements file; repeat for a set (default {DEFAULT})",
+    )
     p.add_argument(
         "--dest",
         type=Path,

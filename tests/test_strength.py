@@ -1,0 +1,229 @@
+"""Oracle strength: mutmut's mutants of the code, and which evidence kills each.
+
+One bake, measured by `nox -s strength` on a slice of its code (the mutants of `put_order`,
+so the suite stays fast; the whole example takes minutes), then by
+scripts/strength.py in that session's environment on copies of the tree: one with a case
+removed, one with a proposed case added. Storing the score and `strength_min` run the scripts'
+`main(argv)` on prepared files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import SCRIPTS
+from tools.bakery import bake, edit, git
+
+sys.path.insert(0, str(SCRIPTS))
+import check_preconditions
+import judge
+import strength
+from _gate import SCORE_FILE
+from judge import Judgment, Ran
+
+SLICE = ("--only", "src/shop/orders.py", "--mutants", "shop.orders.x_put_order__mutmut_*")
+REMOVED = "put-conflicting-order-rejects"  # the only case that puts a conflicting order
+Measured = tuple[Path, subprocess.CompletedProcess[str], dict[str, Any]]
+
+
+def evidence(report: Path) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(report.read_text("utf-8"))["evidence"]
+    return found
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Measured:
+    repo = bake(tmp_path_factory.mktemp("bake"))
+    command = ["nox", "-s", "strength", "--", *SLICE, "--propose", "0"]
+    proc = subprocess.run(command, cwd=repo, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return repo, proc, evidence(repo / "reports/strength.json")
+
+
+def measure(repo: Path, tree: Path, out: Path, *argv: str) -> dict[str, Any]:
+    """scripts/strength.py in the strength session's environment, on `tree`."""
+    python = repo / ".nox/strength/bin/python"
+    reports = ["--report", str(out / "s.json"), "--markdown", str(out / "s.md")]
+    reports += ["--proposed", str(out / "proposed.yaml")]
+    command = [str(python), str(repo / "scripts/strength.py"), "--tree", str(tree), *reports]
+    proc = subprocess.run([*command, *argv], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return evidence(out / "s.json")
+
+
+def copy_of(repo: Path, dest: Path) -> Path:
+    ignore = shutil.ignore_patterns(".nox", ".git", "reports")
+    return Path(shutil.copytree(repo, dest, ignore=ignore))
+
+
+def without_case(tree: Path, case_id: str) -> None:
+    path = tree / "oracle/cases.yaml"
+    text = path.read_text("utf-8")
+    start = text.index(f"  - id: {case_id}\n")
+    end = text.index("  - id:", start + 1)
+    path.write_text(text[:start] + text[end:], "utf-8")
+
+
+@pytest.fixture(scope="module")
+def minus(
+    measured: Measured, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, Any]]:
+    """The tree without REMOVED, measured again, asking for proposed cases."""
+    repo = measured[0]
+    tree = copy_of(repo, tmp_path_factory.mktemp("minus") / "tree")
+    without_case(tree, REMOVED)
+    out = tmp_path_factory.mktemp("minus-reports")
+    return tree, measure(
+        repo, tree, out, *SLICE, "--kinds", "cassettes", "properties", "--propose", "10"
+    )
+
+
+def missed(report: dict[str, Any]) -> set[str]:
+    return {row["mutant"] for row in report["missed"]}
+
+
+def test_strength_session_prints_the_score_and_the_mutants_the_oracle_misses(
+    measured: Measured,
+) -> None:
+    repo, proc, report = measured
+    totals = report["totals"]
+    verdicts = ("oracle", "only_tests", "survived", "not_judged")
+    assert totals["mutants"] == sum(totals.get(v, 0) for v in verdicts) > 0
+    assert report["kinds"] == ["cassettes", "properties", "tests"]
+    assert report["score"] == round(totals["oracle"] / totals["mutants"], 4)
+    said = f"strength: pass: {report['score']:.1%} of {totals['mutants']} mutants killed"
+    assert said in proc.stdout + proc.stderr
+    assert report["missed"], "some mutants of put_order survive the example's oracle"
+    source = (repo / "src/shop/orders.py").read_text("utf-8").splitlines()
+    markdown = (repo / "reports/strength.md").read_text("utf-8")
+    for row in report["missed"]:
+        # Each survivor points at the line of the source it mutates, and shows the mutation.
+        assert source[row["line"] - 1].strip() == row["was"], row
+        assert row["code"] != row["was"]
+        assert f"`{row['file']}:{row['line']}` `{row['function']}`: `{row['code']}`" in markdown
+    first = report["missed"][0]
+    shown = f"missed {first['file']}:{first['line']} {first['function']}: {first['code']}"
+    assert shown in proc.stdout
+
+
+def test_removing_a_case_drops_the_score_and_names_the_mutants_it_killed(
+    measured: Measured, minus: tuple[Path, dict[str, Any]]
+) -> None:
+    before, after = measured[2], minus[1]
+    assert after["score"] < before["score"]
+    now_missed = missed(after) - missed(before)
+    assert now_missed, "the removed case was the only one to kill some mutant"
+    assert missed(before) <= missed(after)
+    assert after["totals"]["mutants"] == before["totals"]["mutants"]
+
+
+def test_a_proposed_case_once_added_kills_its_mutant(
+    measured: Measured, minus: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    repo, (tree, report) = measured[0], minus
+    proposals = report["proposals"]
+    assert proposals, "a case that tells some missed mutant apart"
+    proposed = proposals[0]
+    target = proposed["kills"][0]["mutant"]
+    assert target in missed(report)
+    case = {k: v for k, v in proposed.items() if k not in ("from", "kills")}
+    cases = tree / "oracle/cases.yaml"
+    data = yaml.safe_load(cases.read_text("utf-8"))
+    cases.write_text(yaml.safe_dump({"cases": [*data["cases"], case]}), "utf-8")
+    again = measure(repo, tree, tmp_path, *SLICE[:2], "--mutants", target, "--kinds", "cassettes")
+    assert again["totals"] == {"mutants": 1, "oracle": 1, "cassettes": 1}
+    assert again["missed"] == []
+
+
+def full_report(path: Path, score: float, partial: bool) -> Path:
+    """A strength report as a whole run writes one: the input --store takes."""
+    totals = {"mutants": 200, "oracle": int(score * 200)}
+    found = {"score": score, "totals": totals, "kinds": ["cassettes"], "partial": partial}
+    path.write_text(json.dumps({"evidence": {**found, "base": "0" * 40}}), "utf-8")
+    return path
+
+
+def store(tree: Path, report: Path, out: Path) -> tuple[int, str]:
+    argv = ["--tree", str(tree), "--store", str(report), "--report", str(out)]
+    return strength.main(argv), json.loads(out.read_text("utf-8"))["summary"]
+
+
+def test_a_partial_measurement_is_never_stored_as_the_score(tmp_path: Path) -> None:
+    repo = bake(tmp_path / "bake")
+    before = git(repo, "rev-parse", "oracle/main")
+    report = full_report(tmp_path / "partial.json", 0.5, partial=True)
+    code, summary = store(repo, report, tmp_path / "out.json")
+    assert code == 2
+    assert summary.startswith("a partial measurement (--only, --mutants or --kinds)")
+    assert git(repo, "rev-parse", "oracle/main") == before
+
+
+@pytest.mark.parametrize(("score", "minimum", "code"), [(0.5, 0.9, 2), (0.95, 0.9, 0), (0.5, 0, 0)])
+def test_strength_min_fails_closed_below_the_stored_score(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, score: float, minimum: float, code: int
+) -> None:
+    monkeypatch.setenv("JUDGE_OFFLINE", "1")
+    repo = bake(tmp_path / "bake")
+    stored, _ = store(repo, full_report(tmp_path / "full.json", score, False), tmp_path / "s.json")
+    assert stored == 0
+    on_ref = tmp_path / SCORE_FILE
+    on_ref.write_text(git(repo, "show", f"oracle/main:{SCORE_FILE}"), "utf-8")
+    edit(repo / "oracle/judge.yaml", "strength_min: 0\n", f"strength_min: {minimum}\n")
+    out = tmp_path / "preconditions.json"
+    argv = ["--tree", str(repo), "--strength", str(on_ref), "--report", str(out)]
+    assert check_preconditions.main(argv) == code
+    result = json.loads(out.read_text("utf-8"))
+    assert result["evidence"]["strength"]["score"] == score
+    if code:
+        assert f"kills {score:.1%} of mutants" in result["summary"]
+        assert f"below strength_min {minimum:.0%}" in result["summary"]
+    # The judge's summary shows the score with its date, from the preconditions' report.
+    step = Judgment(repo=tmp_path, reports=tmp_path).finish("preconditions", Ran(code, b"", [], 0))
+    report = {"base": "a" * 40, "head": "b" * 40, "verdict": "x", "exit_code": 0, "steps": [step]}
+    summary = judge.summary_markdown(report, "")
+    today = dt.date.today().isoformat()
+    assert f"Oracle strength: **{score:.1%}** of 200 mutants killed (measured {today}" in summary
+
+
+def test_strength_min_without_a_score_fails_closed_naming_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_OFFLINE", "1")
+    repo = bake(tmp_path / "bake")
+    edit(repo / "oracle/judge.yaml", "strength_min: 0\n", "strength_min: 0.8\n")
+    empty = tmp_path / SCORE_FILE
+    empty.write_text("", "utf-8")  # the judge writes what the ref holds: nothing
+    out = tmp_path / "preconditions.json"
+    argv = ["--tree", str(repo), "--strength", str(empty), "--report", str(out)]
+    assert check_preconditions.main(argv) == 2
+    summary = json.loads(out.read_text("utf-8"))["summary"]
+    assert "no strength score, and judge.yaml sets strength_min 80%" in summary
+    assert "nox -s strength -- --update-ref" in summary
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (("strength_paths: [src]", "strength_paths: [lib]"), "strength_paths names 'lib'"),
+        (("strength_min: 0\n", "strength_min: 90\n"), "'strength_min' is a share of mutants"),
+    ],
+    ids=["a-path-not-in-the-tree", "a-minimum-over-one"],
+)
+def test_bad_strength_settings_fail_closed_in_one_line(
+    tmp_path: Path, change: tuple[str, str], said: str
+) -> None:
+    repo = bake(tmp_path / "bake")
+    edit(repo / "oracle/judge.yaml", *change)
+    out = tmp_path / "strength.json"
+    assert strength.main(["--tree", str(repo), "--report", str(out)]) == 2
+    summary = json.loads(out.read_text("utf-8"))["summary"]
+    assert said in summary and "\n" not in summary

@@ -1,0 +1,466 @@
+"""Oracle strength: mutate the code with mutmut and ask which evidence kills each mutant.
+
+    python scripts/strength.py [--tree .] [--only GLOB ...] [--mutants NAME ...] [--propose N]
+    python scripts/strength.py --update-ref          # measure, then store the score
+    python scripts/strength.py --store reports/strength.json   # store an earlier run's score
+
+Runs in the `strength` session's environment: the project, its judge requirements and mutmut
+(scripts/requirements-strength.txt), from the wheelhouse. mutmut 3 writes every mutant of the
+code under `strength_paths` (oracle/judge.yaml) into one copy of it, each behind a trampoline
+that picks the mutant named by $MUTANT_UNDER_TEST when the function is called, and runs for
+each mutant only the tests that reach its function, each in a process forked for it, on all
+cores. Three mutmut runs, each in a copy of the tree of its own, ask three kinds of evidence:
+
+- cassettes: a test per case of oracle/cases.yaml (scripts/_strength_cassettes.py) that runs
+  the console script out of process, against the mutant, and compares the case's fields with
+  a recording of the unmutated build made first;
+- properties: the tests of oracle/, calling the adapter in process (`--subject-inprocess`);
+- tests: the project's own tests (`tests:`), for comparison: a mutant only they kill is where
+  the oracle is blind.
+
+Writes reports/strength.json (score, counts per file and function, every mutant the oracle
+misses with its file, line and mutated code), reports/strength.md, and
+reports/proposed-cases.yaml: cases that tell missed mutants apart (scripts/_proposals.py), for
+a maintainer to review. The score is the share of mutants the cassettes or the properties
+kill; --update-ref (or --store) commits it to the oracle ref as strength.json, where the
+judge's summary shows it and `strength_min` reads it. A run narrowed by --only, --mutants or
+--kinds is never stored.
+Exit codes: 0 measured, 2 fail closed (no mutmut here, nothing to mutate, evidence that fails
+on the unmutated code, a mutmut run that broke, a partial measurement to store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from fnmatch import fnmatch
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from _cases import load_cases, observe, run_many
+from _gate import (
+    EXIT_CODES_HELP,
+    PASS,
+    SCORE_FILE,
+    Config,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+    bin_dir,
+    commit_file,
+    git,
+    load_config,
+    resolve_oracle_ref,
+    run_main,
+)
+from _proposals import Search, as_yaml, propose
+from run_oracle import has_tests
+
+KINDS = ("cassettes", "properties", "tests")
+# mutmut's exit codes for a mutant (mutmut/stats.py): its tests passed, or none reached it; or
+# mutmut did not judge it. Every other code is a kill: a failure, a timeout, a crash.
+SURVIVED = frozenset({0, 5, 33})  # 33: no test reached it
+NOT_JUDGED = frozenset({None, 2, 34, 35, 37})
+NO_TESTS = 33
+# How mutmut 3 stops when the selected tests reach no mutated function: for strength, a kind of
+# evidence that kills nothing there, not a broken run.
+NOT_REACHED = "could not find any test case for any mutant"
+COPIED = ("oracle", "scripts", "fixtures")  # what the evidence reads, beside the code
+SURVIVORS_SHOWN = 10
+PROPOSED_HEADER = """Proposed by `nox -s strength` on {date}: each case tells a mutant the oracle
+misses from the code, and compares only fields that were stable over two runs. Review each;
+copy the ones you want into oracle/cases.yaml (nothing edits the oracle for you).
+"""
+
+
+def mutmut_table(
+    config: Config, only: Sequence[str], selection: Sequence[str], options: Sequence[str]
+) -> str:
+    """The [tool.mutmut] table of one run (JSON strings are TOML basic strings). mutmut runs
+    the tests from its copy: the tests and what they read are copied beside the code."""
+    rows = {
+        "source_paths": list(config.strength_paths),
+        "only_mutate": list(only),
+        "also_copy": [*COPIED, *config.tests],
+        "pytest_add_cli_args_test_selection": list(selection),
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", *options],
+    }
+    return "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in rows.items())
+
+
+def copy_tree(tree: Path, dest: Path, table: str) -> Path:
+    ignore = shutil.ignore_patterns(".git", ".nox", ".oracle", "reports", "mutants", "__pycache__")
+    shutil.copytree(tree, dest, ignore=ignore, symlinks=True)
+    pyproject = dest / "pyproject.toml"
+    text = pyproject.read_text("utf-8") if pyproject.is_file() else ""
+    if any(line.strip() == "[tool.mutmut]" for line in text.splitlines()):
+        raise FailClosed(
+            f"{tree / 'pyproject.toml'}: has a [tool.mutmut] table; strength configures mutmut "
+            "itself: name the code to mutate in oracle/judge.yaml `strength_paths` and remove it"
+        )
+    pyproject.write_text(text + table, "utf-8")
+    return dest
+
+
+def record(tree: Path, config: Config, command: Path, tmp: Path) -> Path | None:
+    """The cases' fields on the unmutated build, for the cassette tests (None: no case)."""
+    cases_file = tree / "oracle" / "cases.yaml"
+    cases = load_cases(cases_file, config.case_timeout) if cases_file.is_file() else []
+    if not cases:
+        return None
+    fixtures = tree / "fixtures"
+    runs = run_many([(command, case) for case in cases], fixtures, "strength record")
+    expected = {case.id: observe(case, run) for case, run in zip(cases, runs, strict=True)}
+    recording = {
+        "command": str(command),
+        "command_name": config.command,
+        "cases": str(cases_file),
+        "fixtures": str(fixtures),
+        "expected": json.loads(json.dumps(expected)),
+    }
+    path = tmp / "recording.json"
+    path.write_text(json.dumps(recording), "utf-8")
+    return path
+
+
+def mutated_roots(copy: Path) -> str:
+    """Where the mutated code imports from: what mutmut puts first on its own sys.path."""
+    return os.pathsep.join(str(copy / "mutants" / part) for part in ("source", "src", "."))
+
+
+def run_mutmut(
+    copy: Path, kind: str, args: argparse.Namespace, env: dict[str, str]
+) -> dict[str, int | None]:
+    """mutmut run in `copy`: the exit code of every mutant (None: not run), by mutant name."""
+    jobs = args.jobs or os.cpu_count() or 1
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
+    command += args.mutants
+    done = subprocess.run(command, cwd=copy, env=env, capture_output=True, check=False)
+    results: dict[str, int | None] = {}
+    for meta in sorted((copy / "mutants").rglob("*.py.meta")):
+        results.update(json.loads(meta.read_text("utf-8"))["exit_code_by_key"])
+    tail = (done.stdout + done.stderr).decode("utf-8", "replace").replace("\r", "\n")
+    if done.returncode != 0 and results and NOT_REACHED in tail:
+        return dict.fromkeys(results, NO_TESTS)  # this evidence reaches no mutated function
+    if done.returncode != 0 or not results:
+        lines = [line.strip() for line in tail.splitlines() if line.strip()]
+        why = lines[-1] if lines else f"exit {done.returncode}"
+        raise FailClosed(
+            f"mutmut on the {kind} evidence ended {done.returncode} with {len(results)} mutants "
+            f"({why}); run it in a copy of the tree: `python -m mutmut run`"
+        )
+    return results
+
+
+def evidence_runs(
+    tree: Path, config: Config, recording: Path | None
+) -> list[tuple[str, list[str], list[str], dict[str, str]]]:
+    """(kind, test selection, pytest options, environment) of each kind of evidence there is."""
+    scripts = str(tree / "scripts")
+    runs: list[tuple[str, list[str], list[str], dict[str, str]]] = []
+    if recording is not None:
+        env = {"ORACLE_STRENGTH_RECORDING": str(recording)}
+        runs.append(("cassettes", ["scripts/_strength_cassettes.py"], [], env))
+    if has_tests(tree / "oracle"):
+        options = ["-c", "oracle/pytest.ini", "-p", "_subject", "--subject-inprocess"]
+        options += ["--subject-adapter", "oracle/adapter.py"]
+        runs.append(("properties", ["oracle"], options, {"PYTHONPATH": scripts}))
+    runs.append(("tests", list(config.tests), [], {}))
+    return runs
+
+
+def mangled(mutant: str) -> tuple[str, str]:
+    """(the mutant's function in mutmut's mangled form, its display name)."""
+    name = mutant.rpartition(".")[2].rpartition("__mutmut_")[0]
+    shown = name.removeprefix("x_") if name.startswith("x_") else name[2:].replace("ǁ", ".")
+    return name, shown
+
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def functions(path: Path) -> tuple[list[str], dict[str, Function]]:
+    """The file's lines and its functions by qualified name (`name`, `Class.name`)."""
+    text = path.read_text("utf-8")
+    found: dict[str, Function] = {}
+    for node in ast.parse(text).body:
+        inner = node.body if isinstance(node, ast.ClassDef) else [node]
+        prefix = f"{node.name}." if isinstance(node, ast.ClassDef) else ""
+        for item in inner:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found[prefix + item.name] = item
+    return text.splitlines(), found
+
+
+def text_of(lines: list[str], node: Function, name: str) -> list[str]:
+    """The function's lines, its `def` naming it `name`: mutmut renames every copy."""
+    body = lines[node.lineno - 1 : node.end_lineno]
+    return [body[0].replace(node.name, name, 1), *body[1:]]
+
+
+def located(copy: Path, tree: Path, files: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Each mutant's file, function, line in the tree's source and mutated line: its copy of
+    the function against mutmut's unmutated copy, line by line."""
+    mutated: dict[str, dict[str, Function]] = {}
+    lines: dict[str, list[str]] = {}
+    original: dict[str, dict[str, Function]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for mutant, rel in files.items():
+        if rel not in mutated:
+            lines[rel], defs = functions(copy / "mutants" / rel)
+            mutated[rel] = {fn.name: fn for fn in defs.values()}
+            original[rel] = functions(tree / rel)[1]
+        name, shown = mangled(mutant)
+        after = text_of(lines[rel], mutated[rel][mutant.rpartition(".")[2]], shown)
+        before = text_of(lines[rel], mutated[rel][f"{name}__mutmut_orig"], shown)
+        pairs = enumerate(zip(before, after, strict=False))
+        offset = next((i for i, (a, b) in pairs if a != b), min(len(before), len(after)))
+        source = original[rel].get(shown)
+        out[mutant] = {
+            "file": rel,
+            "function": shown,
+            "line": source.lineno + offset if source else 0,
+            "code": after[offset].strip() if offset < len(after) else "(lines removed)",
+            "was": before[offset].strip() if offset < len(before) else "",
+        }
+    return out
+
+
+def verdict(codes: dict[str, int | None]) -> tuple[str, list[str]]:
+    """What became of one mutant, and the kinds of evidence that killed it."""
+    killed = [kind for kind, code in codes.items() if code not in SURVIVED | NOT_JUDGED]
+    if set(killed) - {"tests"}:
+        return "oracle", killed
+    if killed:
+        return "only_tests", killed
+    if any(code in NOT_JUDGED for code in codes.values()):
+        return "not_judged", killed
+    return "survived", killed
+
+
+def tally(
+    results: dict[str, dict[str, int | None]], where: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Per file and function, how many mutants each kind of evidence kills; and every mutant
+    the oracle (cassettes and properties) does not."""
+    per: dict[str, dict[str, Counter[str]]] = {}
+    missed: list[dict[str, Any]] = []
+    totals: Counter[str] = Counter()
+    for mutant, info in sorted(where.items()):
+        found, killed = verdict({kind: codes.get(mutant) for kind, codes in results.items()})
+        bucket = per.setdefault(info["file"], {}).setdefault(info["function"], Counter())
+        for counter in (bucket, totals):
+            counter.update(["mutants", found, *(kind for kind in killed if kind != "tests")])
+        if found != "oracle":
+            missed.append({"mutant": mutant, "verdict": found, **info})
+    score = totals["oracle"] / totals["mutants"] if totals["mutants"] else 0.0
+    files = {f: {fn: dict(c) for fn, c in sorted(fns.items())} for f, fns in sorted(per.items())}
+    missed.sort(key=lambda row: (row["file"], row["line"], row["mutant"]))
+    return {"score": round(score, 4), "totals": dict(totals), "files": files, "missed": missed}
+
+
+def markdown(report: dict[str, Any]) -> str:
+    totals = report["totals"]
+    lines = [
+        f"## Oracle strength: {report['score']:.1%} of {totals.get('mutants', 0)} mutants killed",
+        "",
+        f"Cassettes kill {totals.get('cassettes', 0)}, properties {totals.get('properties', 0)}; "
+        f"{totals.get('only_tests', 0)} only the project's tests kill (the oracle is blind "
+        f"there), {totals.get('survived', 0)} survive everything.",
+        "",
+        "| File | Function | Mutants | Cassettes | Properties | Only tests | Survived |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for file, fns in report["files"].items():
+        for fn, c in fns.items():
+            counts = [c.get(k, 0) for k in ("mutants", "cassettes", "properties", "only_tests")]
+            lines.append(
+                f"| {file} | `{fn}` | "
+                + " | ".join(map(str, counts))
+                + f" | {c.get('survived', 0)} |"
+            )
+    lines += ["", "### Mutants the oracle misses", ""]
+    for row in report["missed"]:
+        kill = " (the project's tests kill it)" if row["verdict"] == "only_tests" else ""
+        lines.append(f"- `{row['file']}:{row['line']}` `{row['function']}`: `{row['code']}`{kill}")
+    return "\n".join(lines) + "\n"
+
+
+def checked(args: argparse.Namespace) -> tuple[Path, Config, Path]:
+    """The tree, its settings and the console script to measure, or one line saying why not."""
+    tree = args.tree.resolve()
+    config = load_config(tree / "oracle" / "judge.yaml")
+    missing = [p for p in config.strength_paths if not (tree / p).exists()]
+    if missing:
+        raise FailClosed(
+            f"{tree / 'oracle/judge.yaml'}: strength_paths names {missing[0]!r}, which is not "
+            "in the tree; name the folders or files of the code to mutate"
+        )
+    if find_spec("mutmut") is None:
+        raise FailClosed("mutmut is not installed in this environment; run `nox -s strength`")
+    command = bin_dir(Path(sys.prefix)) / config.command
+    if not command.is_file():
+        raise FailClosed(f"{command}: no console script {config.command!r}; install the project")
+    return tree, config, command
+
+
+def reached(copy: Path) -> dict[str, list[str]]:
+    """Function (mutmut's name) -> the cases whose run reaches it, from mutmut's coverage pass."""
+    try:
+        stats = json.loads((copy / "mutants" / "mutmut-stats.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    found = stats.get("tests_by_mangled_function_name") or {}
+    return {
+        function: sorted(test.rpartition("[")[2].rstrip("]") for test in tests)
+        for function, tests in found.items()
+    }
+
+
+def measure(args: argparse.Namespace, tree: Path, config: Config, command: Path) -> dict[str, Any]:
+    """Every kind of evidence against every mutant; the report, with proposed cases."""
+    results: dict[str, dict[str, int | None]] = {}
+    seconds: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="oracle-strength-") as name:
+        tmp = Path(name)
+        recording = record(tree, config, command, tmp)
+        copy = tmp
+        for kind, selection, options, extra in evidence_runs(tree, config, recording):
+            if kind not in args.kinds:
+                continue
+            table = mutmut_table(config, args.only, selection, options)
+            copy = copy_tree(tree, tmp / kind, table)
+            # Bytecode on: each mutant starts the console script again, and compiling the
+            # mutated modules (every mutant of a file is in it) would dominate each start.
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env.update(extra, ORACLE_STRENGTH_MUTATED=mutated_roots(copy))
+            started = time.monotonic()
+            results[kind] = run_mutmut(copy, kind, args, env)
+            seconds[kind] = round(time.monotonic() - started, 2)
+        files = {
+            mutant: meta.relative_to(copy / "mutants").as_posix().removesuffix(".meta")
+            for meta in (copy / "mutants").rglob("*.py.meta")
+            for mutant in json.loads(meta.read_text("utf-8"))["exit_code_by_key"]
+            if not args.mutants or any(fnmatch(mutant, p) for p in args.mutants)
+        }
+        report = tally(results, located(copy, tree, files))
+        proposals: list[dict[str, Any]] = []
+        if recording is not None and "cassettes" in results and args.propose:
+            cases = {case.id: case for case in load_cases(tree / "oracle" / "cases.yaml")}
+            started = time.monotonic()
+            search = Search(command, mutated_roots(tmp / "cassettes"), tree / "fixtures")
+            reach = reached(tmp / "cassettes")
+            proposals = propose(report["missed"], reach, cases, search, args.propose)
+            seconds["propose"] = round(time.monotonic() - started, 2)
+    return {**report, "kinds": sorted(results), "seconds": seconds, "proposals": proposals}
+
+
+def store(tree: Path, config: Config, report: dict[str, Any], today: dt.date) -> str:
+    """The score, on the oracle ref beside the ledger: what the judge shows and strength_min
+    reads. Only a whole measurement is a score."""
+    if report.get("partial", True):
+        raise FailClosed(
+            "a partial measurement (--only, --mutants or --kinds) is not the oracle's score; "
+            "measure every mutant with every kind of evidence"
+        )
+    score = {key: report[key] for key in ("score", "totals", "kinds", "base")}
+    text = json.dumps({"date": today.isoformat(), **score}, indent=2) + "\n"
+    total = report["totals"].get("mutants", 0)
+    message = f"oracle strength {today}: {report['score']:.1%} of {total} mutants"
+    source = resolve_oracle_ref(tree, config.oracle_ref)
+    return commit_file(tree, config.oracle_ref, source, SCORE_FILE, text, message)
+
+
+def stored(args: argparse.Namespace) -> Outcome:
+    """--store: commit the score of a report written by an earlier run (CI: the strength job's,
+    in the one job that may push the oracle ref)."""
+    try:
+        report = json.loads(args.store.read_bytes())["evidence"]
+        assert isinstance(report["score"], (int, float)) and isinstance(report["totals"], dict)
+    except (OSError, ValueError, KeyError, TypeError, AssertionError):
+        raise FailClosed(f"{args.store}: not a strength report; run `nox -s strength`") from None
+    tree = args.tree.resolve()
+    config = load_config(tree / "oracle" / "judge.yaml")
+    commit = store(tree, config, report, args.today)
+    return Outcome(
+        PASS, f"score {report['score']:.1%} committed to {config.oracle_ref} at {commit[:12]}"
+    )
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    if args.store:
+        return stored(args)
+    tree, config, command = checked(args)
+    report = measure(args, tree, config, command)
+    report["partial"] = bool(args.only or args.mutants or set(args.kinds) != set(KINDS))
+    report["base"] = git(tree, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip()
+    args.markdown.parent.mkdir(parents=True, exist_ok=True)
+    args.markdown.write_text(markdown(report), "utf-8")
+    header = PROPOSED_HEADER.format(date=args.today)
+    args.proposed.write_text(as_yaml(report["proposals"], header), "utf-8")
+    totals = report["totals"]
+    summary = (
+        f"{report['score']:.1%} of {totals.get('mutants', 0)} mutants killed by the oracle "
+        f"(cassettes {totals.get('cassettes', 0)}, properties {totals.get('properties', 0)}); "
+        f"{totals.get('only_tests', 0)} killed only by the project's tests, "
+        f"{totals.get('survived', 0)} survived, {len(report['proposals'])} cases proposed "
+        f"({args.proposed}); see {args.markdown}"
+    )
+    for row in report["missed"][:SURVIVORS_SHOWN]:
+        print(f"missed {row['file']}:{row['line']} {row['function']}: {row['code']}")
+    if args.update_ref and totals.get("mutants"):
+        commit = store(tree, config, report, args.today)
+        summary += f"; score committed to {config.oracle_ref} at {commit[:12]}"
+    return Outcome(PASS, summary, report)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--tree", type=Path, default=Path("."), help="the tree to measure (default .)")
+    p.add_argument("--jobs", type=int, default=0, help="mutants at once (default: the CPUs)")
+    p.add_argument("--only", nargs="+", default=[], metavar="GLOB", help="mutate only these files")
+    p.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=KINDS,
+        default=list(KINDS),
+        help="the evidence to ask (default: all three)",
+    )
+    p.add_argument(
+        "--mutants",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="judge only these mutants (names or fnmatch patterns, as the report lists them)",
+    )
+    p.add_argument("--markdown", type=Path, default=Path("reports/strength.md"))
+    p.add_argument("--proposed", type=Path, default=Path("reports/proposed-cases.yaml"))
+    p.add_argument(
+        "--propose", type=int, default=10, metavar="N", help="cases to propose at most (0: none)"
+    )
+    p.add_argument("--update-ref", action="store_true", help="store the score on the oracle ref")
+    p.add_argument(
+        "--store", type=Path, metavar="REPORT", help="only store this report's score (CI)"
+    )
+    p.add_argument("--today", type=dt.date.fromisoformat, default=dt.date.today())
+    add_report_arg(p, "strength")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main("strength", parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
