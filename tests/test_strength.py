@@ -51,6 +51,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Measured:
 
 def measure(repo: Path, tree: Path, out: Path, *argv: str) -> dict[str, Any]:
     """scripts/strength.py in the strength session's environment, on `tree`."""
+    out.mkdir(parents=True, exist_ok=True)
     python = repo / ".nox/strength/bin/python"
     reports = ["--report", str(out / "s.json"), "--markdown", str(out / "s.md")]
     reports += ["--proposed", str(out / "proposed.yaml")]
@@ -77,14 +78,13 @@ def without_case(tree: Path, case_id: str) -> None:
 def minus(
     measured: Measured, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, dict[str, Any]]:
-    """The tree without REMOVED, measured again, asking for proposed cases."""
+    """The tree without REMOVED, measured again, asking for proposed cases: by the cassettes
+    alone, since the example's properties reach nothing in put_order."""
     repo = measured[0]
     tree = copy_of(repo, tmp_path_factory.mktemp("minus") / "tree")
     without_case(tree, REMOVED)
     out = tmp_path_factory.mktemp("minus-reports")
-    return tree, measure(
-        repo, tree, out, *SLICE, "--kinds", "cassettes", "properties", "--propose", "10"
-    )
+    return tree, measure(repo, tree, out, *SLICE, "--kinds", "cassettes", "--propose", "10")
 
 
 def missed(report: dict[str, Any]) -> set[str]:
@@ -100,7 +100,7 @@ def test_strength_session_prints_the_score_and_the_mutants_the_oracle_misses(
     assert totals["mutants"] == sum(totals.get(v, 0) for v in verdicts) > 0
     assert report["kinds"] == ["cassettes", "properties", "tests"]
     assert report["score"] == round(totals["oracle"] / totals["mutants"], 4)
-    said = f"strength: pass: {report['score']:.1%} of {totals['mutants']} mutants killed"
+    said = f"strength: pass: measured: {report['score']:.1%} of {totals['mutants']} mutants killed"
     assert said in proc.stdout + proc.stderr
     assert report["missed"], "some mutants of put_order survive the example's oracle"
     source = (repo / "src/shop/orders.py").read_text("utf-8").splitlines()
@@ -227,3 +227,28 @@ def test_bad_strength_settings_fail_closed_in_one_line(
     assert strength.main(["--tree", str(repo), "--report", str(out)]) == 2
     summary = json.loads(out.read_text("utf-8"))["summary"]
     assert said in summary and "\n" not in summary
+
+
+def test_shards_split_the_mutants_and_merge_into_the_whole_measurement(
+    measured: Measured, tmp_path: Path
+) -> None:
+    repo = measured[0]
+    narrow = ("--only", "src/shop/discounts.py", "--kinds", "properties", "--propose", "0")
+    whole = measure(repo, repo, tmp_path / "whole", *narrow)
+    shards = [tmp_path / f"shard-{i}" for i in (1, 2)]
+    parts = [
+        measure(repo, repo, out, *narrow, "--shard", f"{i}/2") for i, out in enumerate(shards, 1)
+    ]
+    assert all(part["totals"]["mutants"] for part in parts), "each shard owns some functions"
+    assert sum(part["totals"]["mutants"] for part in parts) == whole["totals"]["mutants"]
+    out = tmp_path / "merged.json"
+    argv = ["--merge", *(str(d / "s.json") for d in shards), "--report", str(out)]
+    argv += ["--markdown", str(tmp_path / "m.md"), "--proposed", str(tmp_path / "p.yaml")]
+    assert strength.main(argv) == 0
+    merged = evidence(out)
+    assert merged["totals"] == whole["totals"]
+    assert missed(merged) == missed(whole)
+    # One shard alone is not the measurement: its merge fails closed, naming the shards.
+    argv = ["--merge", str(shards[0] / "s.json"), "--report", str(out)]
+    assert strength.main(argv) == 2
+    assert "the shards ['1/2'] are not 1..N" in json.loads(out.read_text("utf-8"))["summary"]

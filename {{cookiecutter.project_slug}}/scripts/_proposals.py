@@ -3,8 +3,9 @@
 For a missed mutant, the cases whose run reaches its function (mutmut's coverage pass of the
 cassette tests) are tried as they are, comparing more, then varied one input at a time: each
 value of the stdin's JSON document (a number moved by one, to zero, negated or made large; a
-string emptied or extended; a flag flipped; an item or a key dropped), then each argument (a
-number moved, an argument dropped). Each variant runs twice on the unmutated code; the fields
+string emptied, extended or recased; a flag flipped; an item or a key dropped), then each
+argument (dropped; a number moved; any other text varied as a string is; an option's name is
+kept). Each variant runs twice on the unmutated code; the fields
 that agree in both runs (the case's own, the exit code, stdout and stderr) are the ones it may
 compare. The first variant whose run under the mutant changes one of them is a proposed case,
 and it is tried first for the next mutants. A maintainer reviews it and copies it into
@@ -30,6 +31,12 @@ def numbers(value: int | float) -> list[int | float]:
     return [value + 1, value - 1, 0, -value, value * 100 + 7]
 
 
+def texts(value: str) -> list[str]:
+    """A string emptied, extended, in another case, with spaces, punctuation and digits."""
+    found = ["", value + "x", value.upper(), value.lower(), f" {value}  {value}-_.9 "]
+    return [text for text in dict.fromkeys(found) if text != value]
+
+
 def under_key(head: str, what: str) -> str:
     return head + what if what.startswith("/") else f"{head} {what}"
 
@@ -41,7 +48,7 @@ def changed(value: Any) -> Iterator[tuple[str, Any]]:
     elif isinstance(value, (int, float)):
         yield from ((f"= {n}", n) for n in numbers(value) if n != value)
     elif isinstance(value, str):
-        yield from ((f"= {json.dumps(s)}", s) for s in ("", value + "x") if s != value)
+        yield from ((f"= {json.dumps(text)}", text) for text in texts(value))
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield f"/{index} dropped", value[:index] + value[index + 1 :]
@@ -70,9 +77,12 @@ def variants(case: Case) -> Iterator[tuple[str, Case]]:
         rest = case.argv[:index], case.argv[index + 1 :]
         yield f"argv dropped {arg!r}", dataclasses.replace(case, argv=rest[0] + rest[1])
         if arg.lstrip("-").isdigit():
-            for n in numbers(int(arg)):
-                argv = (*rest[0], str(n), *rest[1])
-                yield f"argv {arg!r} -> {n}", dataclasses.replace(case, argv=argv)
+            others = [str(n) for n in numbers(int(arg))]
+        else:
+            others = [] if arg.startswith("-") else texts(arg)  # an option's name stays
+        for other in others:
+            argv = (*rest[0], other, *rest[1])
+            yield f"argv {arg!r} -> {other!r}", dataclasses.replace(case, argv=argv)
 
 
 def compared(case: Case) -> Case:

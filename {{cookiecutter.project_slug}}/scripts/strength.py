@@ -2,6 +2,8 @@
 
     python scripts/strength.py [--tree .] [--only GLOB ...] [--mutants NAME ...] [--propose N]
     python scripts/strength.py --update-ref          # measure, then store the score
+    python scripts/strength.py --shard I/N --report reports/strength-I.json   # one CI runner
+    python scripts/strength.py --merge reports/strength-*.json    # the shards as one report
     python scripts/strength.py --store reports/strength.json   # store an earlier run's score
 
 Runs in the `strength` session's environment: the project, its judge requirements and mutmut
@@ -24,7 +26,9 @@ reports/proposed-cases.yaml: cases that tell missed mutants apart (scripts/_prop
 a maintainer to review. The score is the share of mutants the cassettes or the properties
 kill; --update-ref (or --store) commits it to the oracle ref as strength.json, where the
 judge's summary shows it and `strength_min` reads it. A run narrowed by --only, --mutants or
---kinds is never stored.
+--kinds is never stored. --shard I/N measures the mutants of the functions shard I owns (by a
+hash of each function's name, scripts/_shard.py), so N runners split the work; --merge joins
+their reports, every shard 1..N once, into the report one run would have written.
 Exit codes: 0 measured, 2 fail closed (no mutmut here, nothing to mutate, evidence that fails
 on the unmutated code, a mutmut run that broke, a partial measurement to store).
 """
@@ -65,6 +69,7 @@ from _gate import (
     run_main,
 )
 from _proposals import Search, as_yaml, propose
+from _shard import add_shard_arg
 from run_oracle import has_tests
 
 KINDS = ("cassettes", "properties", "tests")
@@ -76,6 +81,9 @@ NO_TESTS = 33
 # How mutmut 3 stops when the selected tests reach no mutated function: for strength, a kind of
 # evidence that kills nothing there, not a broken run.
 NOT_REACHED = "could not find any test case for any mutant"
+# How mutmut 3 stops when --mutants matches none of its mutants (a shard whose functions have
+# none): no mutant to judge.
+NOTHING_MATCHES = "Filtered for specific mutants, but nothing matches"
 COPIED = ("oracle", "scripts", "fixtures")  # what the evidence reads, beside the code
 SURVIVORS_SHOWN = 10
 PROPOSED_HEADER = """Proposed by `nox -s strength` on {date}: each case tells a mutant the oracle
@@ -153,6 +161,8 @@ def run_mutmut(
     tail = (done.stdout + done.stderr).decode("utf-8", "replace").replace("\r", "\n")
     if done.returncode != 0 and results and NOT_REACHED in tail:
         return dict.fromkeys(results, NO_TESTS)  # this evidence reaches no mutated function
+    if done.returncode != 0 and NOTHING_MATCHES in tail:
+        return {}
     if done.returncode != 0 or not results:
         lines = [line.strip() for line in tail.splitlines() if line.strip()]
         why = lines[-1] if lines else f"exit {done.returncode}"
@@ -178,6 +188,29 @@ def evidence_runs(
         runs.append(("properties", ["oracle"], options, {"PYTHONPATH": scripts}))
     runs.append(("tests", list(config.tests), [], {}))
     return runs
+
+
+def function_keys(tree: Path, paths: Sequence[str], only: Sequence[str]) -> list[str]:
+    """mutmut's name of each function it may mutate under `paths` (a mutant's name up to
+    `__mutmut_`): `module.x_name`, `module.xǁClassǁname`, the module as mutmut names it."""
+    keys: list[str] = []
+    for root in paths:
+        base = tree / root
+        for file in [base] if base.is_file() else sorted(base.rglob("*.py")):
+            rel = file.relative_to(tree).as_posix()
+            if only and not any(fnmatch(rel, glob) for glob in only):
+                continue
+            module = rel.removesuffix(".py").replace("/", ".").removeprefix("src.")
+            names = [name.replace(".", "ǁ") for name in functions(file)[1]]
+            keys += [f"{module}.x{'_' if 'ǁ' not in n else 'ǁ'}{n}" for n in names]
+    return [key.replace(".__init__.", ".") for key in keys]
+
+
+def shard_patterns(args: argparse.Namespace, tree: Path, config: Config) -> list[str]:
+    """--shard I/N: the mutants of the functions shard I owns (a function's mutants stay
+    together, so mutmut still runs only the tests that reach it)."""
+    owned = args.shard.pick(function_keys(tree, config.strength_paths, args.only), str)
+    return [f"{key}__mutmut_*" for key in owned]
 
 
 def mangled(mutant: str) -> tuple[str, str]:
@@ -307,6 +340,8 @@ def checked(args: argparse.Namespace) -> tuple[Path, Config, Path]:
             f"{tree / 'oracle/judge.yaml'}: strength_paths names {missing[0]!r}, which is not "
             "in the tree; name the folders or files of the code to mutate"
         )
+    if not args.shard.whole and args.mutants:
+        raise FailClosed("--shard picks the mutants itself: pass --shard or --mutants, not both")
     if find_spec("mutmut") is None:
         raise FailClosed("mutmut is not installed in this environment; run `nox -s strength`")
     command = bin_dir(Path(sys.prefix)) / config.command
@@ -361,7 +396,9 @@ def measure(args: argparse.Namespace, tree: Path, config: Config, command: Path)
             started = time.monotonic()
             search = Search(command, mutated_roots(tmp / "cassettes"), tree / "fixtures")
             reach = reached(tmp / "cassettes")
-            proposals = propose(report["missed"], reach, cases, search, args.propose)
+            # A mutant the project's tests kill is observable: the first worth a proposal.
+            missed = sorted(report["missed"], key=lambda row: row["verdict"] != "only_tests")
+            proposals = propose(missed, reach, cases, search, args.propose)
             seconds["propose"] = round(time.monotonic() - started, 2)
     return {**report, "kinds": sorted(results), "seconds": seconds, "proposals": proposals}
 
@@ -401,10 +438,25 @@ def stored(args: argparse.Namespace) -> Outcome:
 def execute(args: argparse.Namespace) -> Outcome:
     if args.store:
         return stored(args)
+    if args.merge:
+        return written(args, merged(args.merge), "merged")
     tree, config, command = checked(args)
+    partial = bool(args.only or args.mutants or set(args.kinds) != set(KINDS))
+    if not args.shard.whole:
+        args.mutants = shard_patterns(args, tree, config) or ["-"]  # "-" names no mutant
     report = measure(args, tree, config, command)
-    report["partial"] = bool(args.only or args.mutants or set(args.kinds) != set(KINDS))
+    report["partial"] = partial
+    report["shard"] = {"index": args.shard.index, "count": args.shard.count}
     report["base"] = git(tree, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip()
+    outcome = written(args, report, "measured")
+    if args.update_ref and report["totals"].get("mutants"):
+        commit = store(tree, config, report, args.today)
+        outcome.summary += f"; score committed to {config.oracle_ref} at {commit[:12]}"
+    return outcome
+
+
+def written(args: argparse.Namespace, report: dict[str, Any], how: str) -> Outcome:
+    """The report's Markdown and proposed cases written, its survivors shown, its summary."""
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
     args.markdown.write_text(markdown(report), "utf-8")
     header = PROPOSED_HEADER.format(date=args.today)
@@ -419,10 +471,58 @@ def execute(args: argparse.Namespace) -> Outcome:
     )
     for row in report["missed"][:SURVIVORS_SHOWN]:
         print(f"missed {row['file']}:{row['line']} {row['function']}: {row['code']}")
-    if args.update_ref and totals.get("mutants"):
-        commit = store(tree, config, report, args.today)
-        summary += f"; score committed to {config.oracle_ref} at {commit[:12]}"
-    return Outcome(PASS, summary, report)
+    shard = report.get("shard") or {}
+    if shard.get("count", 1) > 1:
+        summary = f"shard {shard['index']}/{shard['count']}: {summary}"
+    return Outcome(PASS, f"{how}: {summary}", report)
+
+
+def merged(files: Sequence[Path]) -> dict[str, Any]:
+    """The shard reports of one measurement as one: every shard 1..N once, none narrowed."""
+    reports: list[dict[str, Any]] = []
+    shards: list[tuple[int, int]] = []
+    for path in files:
+        try:
+            reports.append(json.loads(path.read_bytes())["evidence"])
+            shards.append((int(reports[-1]["shard"]["index"]), int(reports[-1]["shard"]["count"])))
+        except (OSError, ValueError, KeyError, TypeError):
+            raise FailClosed(f"{path}: not a strength report of a shard; rerun it") from None
+    shards.sort()
+    count = shards[0][1] if shards else 0
+    if (
+        shards != [(i, count) for i in range(1, count + 1)]
+        or len({r["base"] for r in reports}) != 1
+    ):
+        raise FailClosed(
+            f"the shards {[f'{i}/{n}' for i, n in shards]} are not 1..N of one measurement of one "
+            "base; pass every shard's report once"
+        )
+    files_: dict[str, dict[str, Counter[str]]] = {}
+    totals: Counter[str] = Counter()
+    for report in reports:
+        totals.update(report["totals"])
+        for file, fns in report["files"].items():
+            for fn, counts in fns.items():
+                files_.setdefault(file, {}).setdefault(fn, Counter()).update(counts)
+    missed = sorted(
+        (row for r in reports for row in r["missed"]),
+        key=lambda row: (row["file"], row["line"], row["mutant"]),
+    )
+    score = totals["oracle"] / totals["mutants"] if totals["mutants"] else 0.0
+    return {
+        "score": round(score, 4),
+        "totals": dict(totals),
+        "files": {
+            f: {fn: dict(c) for fn, c in sorted(fns.items())} for f, fns in sorted(files_.items())
+        },
+        "missed": missed,
+        "kinds": sorted({kind for r in reports for kind in r["kinds"]}),
+        "proposals": [p for r in reports for p in r["proposals"]],
+        "seconds": {str(r["shard"]["index"]): r["seconds"] for r in reports},
+        "partial": any(r["partial"] for r in reports),
+        "shard": {"index": 1, "count": 1, "merged": count},
+        "base": reports[0]["base"],
+    }
 
 
 def parser() -> argparse.ArgumentParser:
@@ -443,6 +543,10 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="judge only these mutants (names or fnmatch patterns, as the report lists them)",
+    )
+    add_shard_arg(p)
+    p.add_argument(
+        "--merge", nargs="+", type=Path, metavar="REPORT", help="merge the reports of shards"
     )
     p.add_argument("--markdown", type=Path, default=Path("reports/strength.md"))
     p.add_argument("--proposed", type=Path, default=Path("reports/proposed-cases.yaml"))
