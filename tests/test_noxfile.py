@@ -1,4 +1,5 @@
-"""Both noxfiles: every session documented (nox -l shows it), and nox's version required."""
+"""Both noxfiles: every session documented (nox -l shows it), nox's version required, and
+every baked session a make target."""
 
 from __future__ import annotations
 
@@ -52,3 +53,10 @@ def test_the_baked_noxfile_needs_a_nox_its_ci_pin_satisfies() -> None:
     assert spec.startswith(">=")
     ci = pinned_nox(BAKED / ".github/requirements-ci.txt")
     assert tuple(map(int, ci.split("."))) >= tuple(map(int, spec[2:].split(".")))
+
+
+def test_every_baked_session_has_its_make_target() -> None:
+    # The Makefile's first line says "every target is a nox session": and every session a target.
+    makefile = (BAKED / "Makefile").read_text("utf-8")
+    phony = next(line for line in makefile.splitlines() if line.startswith(".PHONY:"))
+    assert sorted(phony.split()[1:]) == sorted(s.name for s in sessions(BAKED_TREE))
