@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Iterator, Sequence
-from itertools import zip_longest
+from itertools import islice, zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -133,21 +134,24 @@ class Search:
     def tells(self, row: dict[str, Any], cases: Sequence[Case], new: bool) -> None:
         """Find a case that tells the mutant apart: first among the proposals so far (one case
         often kills its function's next mutant too), then, if `new`, among the variants of
-        the cases that reach its function, a few of each case in turn."""
+        the cases that reach its function, a few of each case in turn, a core's worth at once
+        and no more once one tells."""
         told = self.first_telling([found["case"] for found in self.found], row["mutant"])
         if told is not None:
             index, differ = told
             self.found[index]["kills"].append((row, differ))
             return
-        each = [[(case.id, what, v) for what, v in variants(case)] for case in cases]
-        tried = [job for batch in zip_longest(*each) for job in batch if job is not None]
-        tried = tried[:VARIANTS_PER_MUTANT] if new else []
-        told = self.first_telling([variant for _, _, variant in tried], row["mutant"])
-        if told is not None:
-            index, differ = told
-            case_id, what, variant = tried[index]
-            origin = f"case {case_id}, {what}"
-            self.found.append({"from": origin, "case": variant, "kills": [(row, differ)]})
+        each = [((case.id, what, v) for what, v in variants(case)) for case in cases]
+        turns = (job for batch in zip_longest(*each) for job in batch if job is not None)
+        tried = islice(turns, VARIANTS_PER_MUTANT if new else 0)
+        while batch := list(islice(tried, os.cpu_count() or 1)):
+            told = self.first_telling([variant for _, _, variant in batch], row["mutant"])
+            if told is not None:
+                index, differ = told
+                case_id, what, variant = batch[index]
+                origin = f"case {case_id}, {what}"
+                self.found.append({"from": origin, "case": variant, "kills": [(row, differ)]})
+                return
 
 
 def propose(

@@ -51,7 +51,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from _cases import load_cases, observe, run_many
+from _cases import Case, load_cases
 from _gate import (
     EXIT_CODES_HELP,
     PASS,
@@ -70,6 +70,7 @@ from _gate import (
 from _mutants import function_keys, located
 from _proposals import Search, as_yaml, propose
 from _shard import add_shard_arg
+from record_cassettes import record
 from run_oracle import has_tests
 
 KINDS = ("cassettes", "properties", "tests")
@@ -84,6 +85,7 @@ NOT_REACHED = "could not find any test case for any mutant"
 # How mutmut 3 stops when --mutants matches none of its mutants (a shard whose functions have
 # none): no mutant to judge.
 NOTHING_MATCHES = "Filtered for specific mutants, but nothing matches"
+NO_MUTANT = "-"  # a pattern that names no mutant: a shard that owns no function
 COPIED = ("oracle", "scripts", "fixtures")  # what the evidence reads, beside the code
 SURVIVORS_SHOWN = 10
 PROPOSED_HEADER = """Proposed by `nox -s strength` on {date}: each case tells a mutant the oracle
@@ -121,24 +123,20 @@ def copy_tree(tree: Path, dest: Path, table: str) -> Path:
     return dest
 
 
-def record(tree: Path, config: Config, command: Path, tmp: Path) -> Path | None:
-    """The cases' fields on the unmutated build, for the cassette tests (None: no case)."""
-    cases_file = tree / "oracle" / "cases.yaml"
-    cases = load_cases(cases_file, config.case_timeout) if cases_file.is_file() else []
-    if not cases:
-        return None
+def recording(tree: Path, config: Config, command: Path, cases: Sequence[Case], tmp: Path) -> Path:
+    """The cases recorded on the unmutated build, as the record step records them (only the
+    fields stable over its runs), for the cassette tests."""
     fixtures = tree / "fixtures"
-    runs = run_many([(command, case) for case in cases], fixtures, "strength record")
-    expected = {case.id: observe(case, run) for case, run in zip(cases, runs, strict=True)}
-    recording = {
+    cassette = record(command, cases, fixtures, "")["cases"]
+    found = {
         "command": str(command),
         "command_name": config.command,
-        "cases": str(cases_file),
+        "cases": str(tree / "oracle" / "cases.yaml"),
         "fixtures": str(fixtures),
-        "expected": json.loads(json.dumps(expected)),
+        "expected": {case_id: row["fields"] for case_id, row in cassette.items()},
     }
     path = tmp / "recording.json"
-    path.write_text(json.dumps(recording), "utf-8")
+    path.write_text(json.dumps(found), "utf-8")
     return path
 
 
@@ -148,12 +146,11 @@ def mutated_roots(copy: Path) -> str:
 
 
 def run_mutmut(
-    copy: Path, kind: str, args: argparse.Namespace, env: dict[str, str]
+    copy: Path, kind: str, args: argparse.Namespace, patterns: Sequence[str], env: dict[str, str]
 ) -> dict[str, int | None]:
     """mutmut run in `copy`: the exit code of every mutant (None: not run), by mutant name."""
     jobs = args.jobs or os.cpu_count() or 1
-    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)]
-    command += args.mutants
+    command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns]
     done = subprocess.run(command, cwd=copy, env=env, capture_output=True, check=False)
     results: dict[str, int | None] = {}
     for meta in sorted((copy / "mutants").rglob("*.py.meta")):
@@ -216,17 +213,22 @@ def tally(
     the oracle (cassettes and properties) does not."""
     per: dict[str, dict[str, Counter[str]]] = {}
     missed: list[dict[str, Any]] = []
-    totals: Counter[str] = Counter()
-    for mutant, info in sorted(where.items()):
+    for mutant, info in where.items():
         found, killed = verdict({kind: codes.get(mutant) for kind, codes in results.items()})
         bucket = per.setdefault(info["file"], {}).setdefault(info["function"], Counter())
-        for counter in (bucket, totals):
-            counter.update(["mutants", found, *(kind for kind in killed if kind != "tests")])
+        bucket.update(["mutants", found, *(kind for kind in killed if kind != "tests")])
         if found != "oracle":
             missed.append({"mutant": mutant, "verdict": found, **info})
+    return scored(per, missed)
+
+
+def scored(per: dict[str, dict[str, Counter[str]]], missed: list[dict[str, Any]]) -> dict[str, Any]:
+    """The counts per file and function, their totals and the score, and the missed mutants in
+    the order of the source."""
+    totals: Counter[str] = sum((c for fns in per.values() for c in fns.values()), Counter())
     score = totals["oracle"] / totals["mutants"] if totals["mutants"] else 0.0
     files = {f: {fn: dict(c) for fn, c in sorted(fns.items())} for f, fns in sorted(per.items())}
-    missed.sort(key=lambda row: (row["file"], row["line"], row["mutant"]))
+    missed = sorted(missed, key=lambda row: (row["file"], row["line"], row["mutant"]))
     return {"score": round(score, 4), "totals": dict(totals), "files": files, "missed": missed}
 
 
@@ -290,15 +292,20 @@ def reached(copy: Path) -> dict[str, list[str]]:
     }
 
 
-def measure(args: argparse.Namespace, tree: Path, config: Config, command: Path) -> dict[str, Any]:
-    """Every kind of evidence against every mutant; the report, with proposed cases."""
+def measure(
+    args: argparse.Namespace, tree: Path, config: Config, command: Path, patterns: Sequence[str]
+) -> dict[str, Any]:
+    """Every kind of evidence against every mutant `patterns` name (none: all of them); the
+    report, with proposed cases."""
     results: dict[str, dict[str, int | None]] = {}
     seconds: dict[str, float] = {}
+    cases_file = tree / "oracle" / "cases.yaml"
+    cases = load_cases(cases_file, config.case_timeout) if cases_file.is_file() else []
     with tempfile.TemporaryDirectory(prefix="oracle-strength-") as name:
         tmp = Path(name)
-        recording = record(tree, config, command, tmp)
+        recorded = recording(tree, config, command, cases, tmp) if cases else None
         copy = tmp
-        for kind, selection, options, extra in evidence_runs(tree, config, recording):
+        for kind, selection, options, extra in evidence_runs(tree, config, recorded):
             if kind not in args.kinds:
                 continue
             table = mutmut_table(config, args.only, selection, options)
@@ -308,24 +315,24 @@ def measure(args: argparse.Namespace, tree: Path, config: Config, command: Path)
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
             env.update(extra, ORACLE_STRENGTH_MUTATED=mutated_roots(copy))
             started = time.monotonic()
-            results[kind] = run_mutmut(copy, kind, args, env)
+            results[kind] = run_mutmut(copy, kind, args, patterns, env)
             seconds[kind] = round(time.monotonic() - started, 2)
         files = {
             mutant: meta.relative_to(copy / "mutants").as_posix().removesuffix(".meta")
             for meta in (copy / "mutants").rglob("*.py.meta")
             for mutant in json.loads(meta.read_text("utf-8"))["exit_code_by_key"]
-            if not args.mutants or any(fnmatch(mutant, p) for p in args.mutants)
+            if not patterns or any(fnmatch(mutant, p) for p in patterns)
         }
         report = tally(results, located(copy, tree, files))
         proposals: list[dict[str, Any]] = []
-        if recording is not None and "cassettes" in results and args.propose:
-            cases = {case.id: case for case in load_cases(tree / "oracle" / "cases.yaml")}
+        if "cassettes" in results and args.propose:
             started = time.monotonic()
             search = Search(command, mutated_roots(tmp / "cassettes"), tree / "fixtures")
             reach = reached(tmp / "cassettes")
             # A mutant the project's tests kill is observable: the first worth a proposal.
             missed = sorted(report["missed"], key=lambda row: row["verdict"] != "only_tests")
-            proposals = propose(missed, reach, cases, search, args.propose)
+            by_id = {case.id: case for case in cases}
+            proposals = propose(missed, reach, by_id, search, args.propose)
             seconds["propose"] = round(time.monotonic() - started, 2)
     return {**report, "kinds": sorted(results), "seconds": seconds, "proposals": proposals}
 
@@ -369,9 +376,10 @@ def execute(args: argparse.Namespace) -> Outcome:
         return written(args, merged(args.merge), "merged")
     tree, config, command = checked(args)
     partial = bool(args.only or args.mutants or set(args.kinds) != set(KINDS))
+    patterns = args.mutants
     if not args.shard.whole:
-        args.mutants = shard_patterns(args, tree, config) or ["-"]  # "-" names no mutant
-    report = measure(args, tree, config, command)
+        patterns = shard_patterns(args, tree, config) or [NO_MUTANT]
+    report = measure(args, tree, config, command, patterns)
     report["partial"] = partial
     report["shard"] = {"index": args.shard.index, "count": args.shard.count}
     report["base"] = git(tree, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip()
@@ -424,25 +432,13 @@ def merged(files: Sequence[Path]) -> dict[str, Any]:
             f"the shards {[f'{i}/{n}' for i, n in shards]} are not 1..N of one measurement of one "
             "base; pass every shard's report once"
         )
-    files_: dict[str, dict[str, Counter[str]]] = {}
-    totals: Counter[str] = Counter()
+    per: dict[str, dict[str, Counter[str]]] = {}
     for report in reports:
-        totals.update(report["totals"])
         for file, fns in report["files"].items():
             for fn, counts in fns.items():
-                files_.setdefault(file, {}).setdefault(fn, Counter()).update(counts)
-    missed = sorted(
-        (row for r in reports for row in r["missed"]),
-        key=lambda row: (row["file"], row["line"], row["mutant"]),
-    )
-    score = totals["oracle"] / totals["mutants"] if totals["mutants"] else 0.0
+                per.setdefault(file, {}).setdefault(fn, Counter()).update(counts)
     return {
-        "score": round(score, 4),
-        "totals": dict(totals),
-        "files": {
-            f: {fn: dict(c) for fn, c in sorted(fns.items())} for f, fns in sorted(files_.items())
-        },
-        "missed": missed,
+        **scored(per, [row for report in reports for row in report["missed"]]),
         "kinds": sorted({kind for r in reports for kind in r["kinds"]}),
         "proposals": [p for r in reports for p in r["proposals"]],
         "seconds": {str(r["shard"]["index"]): r["seconds"] for r in reports},
