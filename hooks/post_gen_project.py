@@ -128,7 +128,7 @@ def drop_example(root: Path, pkg: str) -> None:
 
 def write_lock(root: Path) -> None:
     sys.path.insert(0, str(root / "scripts"))
-    from lock_fixtures import build, render  # the gate's own code, so the formats cannot drift
+    from fixtures_lock import build, render  # the gate's own code, so the formats cannot drift
 
     (root / "fixtures.lock").write_text(render(build(root)), "utf-8")
 

@@ -87,7 +87,7 @@ def builder(repo: Path, root: Path, wheelhouse: Path) -> Built:
     environment's folder (parent or patch), which some tests read back."""
     done: dict[tuple[str, str], dict[str, Path]] = {}
     sys.path.insert(0, str(SCRIPTS))
-    from _gate import build_env
+    from _gate.envs import build_env
 
     def built(ref: str, side: str) -> dict[str, Path]:
         sha = git(repo, "rev-parse", ref).strip()

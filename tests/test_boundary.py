@@ -22,12 +22,14 @@ from tests.test_judge import as_judged, decided, report_file, sha, worktree
 from tools.bakery import bake, branch, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
+import advisory_tests
 import crossrun
 import flake_budget
-import run_oracle
-import run_tests
-from _gate import PytestRun, build_env, load_config, tools_env
-from judge import verdict
+import oracle
+from _gate.config import load_config
+from _gate.envs import build_env, tools_env
+from _gate.pytest_run import PytestRun
+from _gate.verdict import verdict
 
 DISCOUNTS = "src/shop/discounts.py"
 INVERT_RETURN = "    return amount\n"
@@ -84,7 +86,7 @@ def oracle_step(
     oracle: Path, oracle_python: Path, parent: Path, patch: Path, tmp: Path, *extra: str
 ) -> tuple[int, dict[str, Any]]:
     report = tmp / "oracle.json"
-    code = run_oracle.main(
+    code = oracle.main(
         [
             *("--oracle", str(oracle), "--oracle-python", str(oracle_python)),
             *("--parent-python", str(parent), "--patch-python", str(patch)),
@@ -284,8 +286,8 @@ def run(outcomes: dict[str, str] | None, code: int = 1) -> PytestRun:
 def test_a_failing_id_the_parent_never_had_blocks_and_is_not_deferred() -> None:
     parent = {"oracle/t.py::test_a[1]": "passed"}
     patch = run({"oracle/t.py::test_a[1]": "passed", "oracle/t.py::test_a[2]": "failed"})
-    rows = run_oracle.failures(parent, patch)
-    outcome = run_oracle.judged(parent, patch, {"failures": rows})
+    rows = oracle.failures(parent, patch)
+    outcome = oracle.judged(parent, patch, {"failures": rows})
     assert [row["id"] for row in rows] == ["oracle/t.py::test_a[2]"]
     assert outcome.code == 1 and outcome.status is None
     assert "a test the parent did not have" in outcome.summary
@@ -299,7 +301,7 @@ def test_only_a_parent_passing_test_that_fails_is_left_to_flake_control(
 ) -> None:
     parent = {"oracle/t.py::test_a": "passed"}
     patch = run({"oracle/t.py::test_a": outcome})
-    result = run_oracle.judged(parent, patch, {"failures": run_oracle.failures(parent, patch)})
+    result = oracle.judged(parent, patch, {"failures": oracle.failures(parent, patch)})
     assert result.code == 1
     assert result.status == status
 
@@ -375,7 +377,7 @@ def test_a_dependency_the_wheelhouse_pins_builds(repo: Path, wheelhouse: Path) -
 
 def advisory_step(tree: Path, tmp: Path, *extra: str) -> dict[str, Any]:
     report = tmp / "tests.json"
-    run_tests.main(
+    advisory_tests.main(
         ["--tree", str(tree), "--python", sys.executable, "--report", str(report), *extra]
     )
     data: dict[str, Any] = json.loads(report.read_text())

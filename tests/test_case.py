@@ -15,7 +15,7 @@ from tools.bakery import branch, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
 import add_case
-from _cases import load_cases
+from _gate.cases import load_cases
 
 CART = '{"items": [{"sku": "MUG", "qty": 2, "price_cents": 1250}]}'
 

@@ -22,11 +22,11 @@ from tests.test_inventory import Change, edits
 from tools.bakery import bake, branch, edit, git, judge
 
 sys.path.insert(0, str(SCRIPTS))
+import advisory_tests
 import crossrun
 import flake_budget
-import run_oracle
-import run_tests
-from _gate import tools_env
+import oracle
+from _gate.envs import tools_env
 
 SRC = "src/shop/discounts.py"
 MESSAGE = 'raise ValueError(f"cap_cents must be >= 0, got {coupon.cap_cents}")'
@@ -283,11 +283,11 @@ def test_the_advisory_tests_read_the_crossruns_patch_run_instead_of_running_agai
     argv = ["--tree", str(patch["tree"]), "--python", str(patch["python"])]
     reused, ran = tmp_path / "reused.json", tmp_path / "ran.json"
     crossrun_report = ["--crossrun-report", str(tmp_path / "crossrun.json")]
-    assert run_tests.main([*argv, *crossrun_report, "--report", str(reused)]) == 0
+    assert advisory_tests.main([*argv, *crossrun_report, "--report", str(reused)]) == 0
     # A crossrun report without a patch run (it did not get that far) is no substitute.
     (tmp_path / "empty.json").write_text(json.dumps({"evidence": {"patch": None}}), "utf-8")
     empty = ["--crossrun-report", str(tmp_path / "empty.json")]
-    assert run_tests.main([*argv, *empty, "--report", str(ran)]) == 0
+    assert advisory_tests.main([*argv, *empty, "--report", str(ran)]) == 0
     reused_report, ran_report = (json.loads(p.read_text("utf-8")) for p in (reused, ran))
 
     assert reused_report["evidence"]["outcomes"] == crossran["evidence"]["patch"]
@@ -349,7 +349,7 @@ def test_oracle_shards_split_the_properties_between_them(
     def run(extra: list[str], report: Path) -> int:
         argv = ["--oracle", str(parent["tree"] / "oracle"), "--oracle-python", str(oracle_python)]
         argv += ["--parent-python", str(parent["python"]), "--patch-python", str(parent["python"])]
-        return run_oracle.main([*argv, "--report", str(report), *extra])
+        return oracle.main([*argv, "--report", str(report), *extra])
 
     assert run([], tmp_path / "whole.json") == 0
     whole = json.loads((tmp_path / "whole.json").read_text("utf-8"))["evidence"]["parent"]

@@ -1,6 +1,6 @@
 """Flake control, last: quarantine and ledger on the oracle ref, retries only for old tests.
 
-One bake whose oracle holds a test that flakes once. check_quarantine.py, run_oracle.py and
+One bake whose oracle holds a test that flakes once. check_quarantine.py, oracle.py and
 flake_budget.py run as the judge runs them (`main(argv)`, with the arguments judge.py's
 `dynamic_steps` passes) on a worktree of main and real builds of it: the parent build, the
 patch build (its environment named `patch`, which the flaky test reads back) and the oracle
@@ -26,13 +26,15 @@ from tests.conftest import SCRIPTS, Built, builder, compiled
 from tools.bakery import bake, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
+import _gate.ledger
+import _gate.verdict
 import check_quarantine
 import flake_budget
-import judge
-import run_oracle
 import variance_ledger
-from _gate import Config, load_config, resolve_oracle_ref, tools_env
-from _machine import VARIABLES
+from _gate.config import Config, load_config
+from _gate.envs import tools_env
+from _gate.git import resolve_oracle_ref
+from _gate.machine import VARIABLES
 from judge import Judgment, Ran
 
 # Fails the first time it judges the patch build, passes on every other run: a deterministic
@@ -150,7 +152,7 @@ def oracle_then_budget(
     oracle += ("--call-timeout", str(settings.call_timeout))
     builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
     oracle_report = tmp / "oracle.json"
-    ran = run(run_oracle.main, oracle_report, *oracle, *builds)
+    ran = run(oracle.main, oracle_report, *oracle, *builds)
     file = tmp / "quarantine.yaml"
     if quarantine_text is None:
         from_oracle_ref(repo, settings, "quarantine.yaml", file)
@@ -216,7 +218,7 @@ def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summ
     matrix = (repo / "oracles/MATRIX.md").read_text("utf-8")
     capsys.readouterr()
     report = {"base": "a" * 40, "head": "b" * 40, "steps": steps}
-    code = judge.write_reports(flaky_dir, report, matrix, "judge", repo)
+    code = _gate.verdict.write_reports(flaky_dir, report, matrix, "judge", repo)
     said = capsys.readouterr().out
     written = json.loads((flaky_dir / "judge-report.json").read_text("utf-8"))
     summary = (flaky_dir / "judge-summary.md").read_text("utf-8")
@@ -516,9 +518,9 @@ def test_an_empty_or_earlier_ledger_reads_as_its_rows(
 ) -> None:
     ledger = tmp_path / "variance-ledger.json"
     ledger.write_text(text, "utf-8")
-    read = variance_ledger.load_ledger(ledger)
-    assert variance_ledger.frozen_ids(read, dt.date(1999, 12, 31)) == rows
-    assert variance_ledger.frozen_ids(read, dt.date(2000, 1, 2)) == set()
+    read = _gate.ledger.load_ledger(ledger)
+    assert _gate.ledger.frozen_ids(read, dt.date(1999, 12, 31)) == rows
+    assert _gate.ledger.frozen_ids(read, dt.date(2000, 1, 2)) == set()
 
 
 BY_IMAGE = """from __future__ import annotations

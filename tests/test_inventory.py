@@ -24,9 +24,10 @@ from tests.test_judge import as_judged, decided, report_file, static_steps, work
 from tools.bakery import bake, branch, edit, git, judge
 
 sys.path.insert(0, str(SCRIPTS))
+import advisory_tests
 import count_asserts
-import run_tests
-from _gate import build_env, load_config
+from _gate.config import load_config
+from _gate.envs import build_env
 
 D = "tests/test_discounts.py"
 U = "tests/test_unittest_style.py"
@@ -589,7 +590,7 @@ def test_os_exit_in_the_suite_shows_as_suspicious_results(
     argv = ["--tree", str(tree), "--python", str(python), "--tests", *config.tests]
     argv += ["--timeout", str(config.advisory_timeout)]
     argv += ["--inventory-report", str(report_file(reports, "assert-inventory"))]
-    code = run_tests.main([*argv, "--report", str(report_file(reports, "tests"))])
+    code = advisory_tests.main([*argv, "--report", str(report_file(reports, "tests"))])
     tests = as_judged(reports, "tests", code, advisory=True)
     assert tests["status"] == "advisory"
     assert tests["evidence"]["suspicious"][0].startswith("no result report (exit 0)")

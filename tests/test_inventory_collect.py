@@ -21,8 +21,8 @@ from tests.test_inventory import Change, collected_by, edits, run_inventory
 from tools.bakery import branch, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
-from _collect import annotation, collection_key
-from _gate import tools_env
+from _gate.collect import annotation, collection_key
+from _gate.envs import tools_env
 
 # The same bake and build as test_inventory.py, made again for this module.
 repo = test_inventory.repo

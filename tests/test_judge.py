@@ -24,13 +24,14 @@ from tools.bakery import Verdict, branch, edit, git, judge, judge_script
 from tools.demo import clean_refactor
 
 sys.path.insert(0, str(SCRIPTS))
-import classify_write_set
 import count_asserts
+import fixtures_lock
 import judge as judge_module
-import lock_fixtures
-from _gate import JUDGE_STEPS, load_config
+import write_set
+from _gate.config import load_config
+from _gate.steps import JUDGE_STEPS
+from _gate.verdict import verdict as worst
 from judge import Judgment, Ran
-from judge import verdict as worst
 
 MARKER = "PATCHED-CODE-RAN"
 Step = dict[str, Any]  # one step as the judge records it, and the exit code of its script
@@ -117,9 +118,9 @@ def static_steps(repo: Path, head: str, tmp: Path, base: str = "main") -> dict[s
     config = ("--config", parent / "oracle/judge.yaml")
     lock = ("--lock", parent / "fixtures.lock", "--base-root", parent)
     return {
-        "write-set": run_step(reports, "write-set", classify_write_set.main, *refs, *config),
+        "write-set": run_step(reports, "write-set", write_set.main, *refs, *config),
         "fixtures-lock": run_step(
-            reports, "fixtures-lock", lock_fixtures.main, "--check", "--root", patch, *lock
+            reports, "fixtures-lock", fixtures_lock.main, "--check", "--root", patch, *lock
         ),
     }
 
@@ -215,7 +216,7 @@ def test_the_steps_that_run_are_the_bases_inline_or_not(
     repo = tmp_path / "clone"
     git(shop, "clone", "-q", str(shop), str(repo))
     edit(
-        repo / "scripts/check_preconditions.py", "unset it for the judge", "unset it before judging"
+        repo / "scripts/preconditions.py", "unset it for the judge", "unset it before judging"
     )
     git(repo, "commit", "-q", "-am", "the checkout's judge words it anew")
     verdict = judge_script(repo, "--base", base, "--head", "HEAD", env={"MODEL_ENDPOINT": "x"})
@@ -315,7 +316,7 @@ def test_fixture_edit_without_lock_blocks(shop: Path, tmp_path: Path) -> None:
 def test_fixture_and_lock_together_need_review(shop: Path, tmp_path: Path) -> None:
     def relock(repo: Path) -> None:
         edit(repo / "fixtures/carts.md", "cart-017", "cart-017 (regenerated)")
-        lock = [sys.executable, "scripts/lock_fixtures.py", "--write", "--report", "/dev/null"]
+        lock = [sys.executable, "scripts/fixtures_lock.py", "--write", "--report", "/dev/null"]
         subprocess.run(lock, cwd=repo, check=True, capture_output=True)
 
     steps = static_steps(shop, branch(shop, "fixture-and-lock", relock), tmp_path)

@@ -31,10 +31,11 @@ from tests.test_judge import (
 from tools.bakery import bake, branch, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
+import advisory_tests
 import crossrun
 import judge
-import run_tests
-from _gate import FailClosed, load_config
+from _gate.config import load_config
+from _gate.protocol import FailClosed
 from judge import Judgment, crossrun_args
 
 ROOT_TESTS = '''\
@@ -113,7 +114,7 @@ def judged_run(repo: Path, envs: Built, head: str, tmp: Path) -> dict[str, Step]
     assert cross is not None
     inventory = inventory_step(repo, envs, head, tmp)
     advisory = [*map(str, judge.tests_args(j, pythons[1]))]
-    code = run_tests.main([*advisory, "--report", str(report_file(j.reports, "tests"))])
+    code = advisory_tests.main([*advisory, "--report", str(report_file(j.reports, "tests"))])
     return {
         "assert-inventory": inventory,
         "crossrun": run_step(j.reports, "crossrun", crossrun.main, *cross),

@@ -13,7 +13,7 @@ import yaml
 from tests.conftest import SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
-from check_preconditions import main
+from preconditions import main
 
 MATRIX = SCRIPTS.parent / "oracles/MATRIX.md"
 CASE: dict[str, object] = {"id": "no-args", "argv": [], "compare": ["exit_code", "stdout.raw"]}
@@ -153,7 +153,7 @@ def test_a_decision_table_that_does_not_name_the_judges_steps_fails_closed(
 
 
 def test_the_templates_table_names_every_step_the_judge_reports() -> None:
-    from _gate import JUDGE_STEPS
+    from _gate.steps import JUDGE_STEPS
     from judge import STEP_SCRIPTS
 
     assert set(JUDGE_STEPS) == {*STEP_SCRIPTS, "build"}

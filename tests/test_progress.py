@@ -11,7 +11,7 @@ from tests.conftest import SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
 import judge
-from _gate import Progress
+from _gate.protocol import Progress
 
 # A step module, as judge.run_inline imports it by its script's name.
 INLINE_STEP = """

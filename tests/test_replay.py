@@ -25,7 +25,7 @@ import yaml
 from tests.conftest import SCRIPTS, alive
 
 sys.path.insert(0, str(SCRIPTS))
-import _process
+import _gate.process
 
 
 @dataclass
@@ -440,14 +440,14 @@ SPAN = "import time; start = time.time(); time.sleep(1.0); print(start, time.tim
 def test_commands_share_the_cores_they_are_given(cores: int) -> None:
     """The judge runs steps in its own threads and gives their commands `jobs` slots: with one,
     two commands started at once run one after the other; with two, side by side."""
-    _process.share_cores(cores)
+    _gate.process.share_cores(cores)
     try:
         cmd = [sys.executable, "-c", SPAN]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            jobs = [pool.submit(_process.run_group, cmd, timeout=60) for _ in range(2)]
+            jobs = [pool.submit(_gate.process.run_group, cmd, timeout=60) for _ in range(2)]
         runs = [job.result() for job in jobs]
     finally:
-        _process.share_cores(os.cpu_count() or 1)
+        _gate.process.share_cores(os.cpu_count() or 1)
     (start_a, end_a), (start_b, end_b) = sorted(
         tuple(map(float, run.stdout.head.split())) for run in runs
     )
@@ -465,7 +465,7 @@ esac
 
 
 def test_every_run_starts_in_empty_folders_whatever_the_run_before_left(tmp_path: Path) -> None:
-    from _cases import parse_case, run_many
+    from _gate.cases import parse_case, run_many
 
     cli = tmp_path / "bin" / "cli"
     cli.parent.mkdir()

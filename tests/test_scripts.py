@@ -12,19 +12,42 @@ import pytest
 from tests.conftest import SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
-from _cases import pointer_get, valid_pointer
-from classify_write_set import classify, pattern_regex
+from _gate.cases import pointer_get, valid_pointer
+from _gate.patterns import pattern_regex
+from write_set import classify
 
 ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("_"))
-ALLOWED_IMPORTS = {"yaml", *(p.stem for p in SCRIPTS.glob("*.py"))}
-# The gate's pytest plugins run only inside the pytest processes it starts, in environments of
-# the judge's tools (pytest and hypothesis); _subject.py sets hypothesis' profile for the oracle.
-# _strength_cassettes.py is a test module of the strength session's pytest runs.
-PYTEST_PLUGINS = {
-    "_pytest_evidence.py": {"pytest"},
-    "_subject.py": {"pytest", "hypothesis"},
-    "_strength_cassettes.py": {"pytest"},
+# Renamed step scripts, kept as one-line shims that import their new name.
+SHIMS = {
+    "check_preconditions.py": "preconditions",
+    "classify_write_set.py": "write_set",
+    "lock_fixtures.py": "fixtures_lock",
+    "run_oracle.py": "oracle",
+    "run_tests.py": "advisory_tests",
 }
+PACKAGE = sorted((SCRIPTS / "_gate").glob("*.py"))
+# The gate's pytest plugins and the subject worker run only inside the processes it starts,
+# copied as a package of their own (pytest_run.PLUGIN_FILES): they import only each other,
+# and pytest and hypothesis from the judge's tools. strength_cassettes is a test module of
+# the strength session's pytest runs.
+PLUGINS = {"pytest_evidence", "shard", "subject", "worker"}
+THIRD_PARTY = {
+    "pytest_evidence.py": {"pytest"},
+    "subject.py": {"pytest", "hypothesis"},
+    "strength_cassettes.py": {"pytest"},
+}
+
+
+def imported(script: Path) -> set[str]:
+    tree = ast.parse(script.read_bytes())
+    names = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    names |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    return {name for name in names if name.split(".")[0] not in sys.stdlib_module_names}
 
 
 @pytest.mark.parametrize("script", ENTRY_POINTS, ids=lambda p: p.name)
@@ -40,22 +63,28 @@ def test_script_help_documents_exit_codes(script: Path, tmp_path: Path) -> None:
     assert "exit codes:" in proc.stdout
 
 
-@pytest.mark.parametrize("script", sorted(SCRIPTS.glob("*.py")), ids=lambda p: p.name)
-def test_script_imports_stdlib_pyyaml_and_siblings_only(script: Path) -> None:
+@pytest.mark.parametrize("script", ENTRY_POINTS, ids=lambda p: p.name)
+def test_entry_scripts_import_the_private_package_only_never_each_other(script: Path) -> None:
+    names = imported(script)
+    if script.name in SHIMS:
+        assert names == {SHIMS[script.name]}
+        return
+    assert {name.split(".")[0] for name in names} - {"yaml", "_gate"} == set()
+    assert "_gate" not in names  # a module of it by name, never the package's namespace
     tree = ast.parse(script.read_bytes())
-    names = {
-        alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import)
-        for alias in node.names
-    }
-    names |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    roots = {name.split(".")[0] for name in names} - {"__future__"}
-    allowed = ALLOWED_IMPORTS | PYTEST_PLUGINS.get(script.name, set())
-    assert roots - set(sys.stdlib_module_names) - allowed == set()
-    if not script.name.startswith("_"):
-        main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
-        assert main.returns is not None and ast.unparse(main.returns) == "int"
+    main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
+    assert main.returns is not None and ast.unparse(main.returns) == "int"
+
+
+@pytest.mark.parametrize("module", PACKAGE, ids=lambda p: p.name)
+def test_package_modules_import_stdlib_pyyaml_and_the_package_only(module: Path) -> None:
+    names = imported(module)
+    roots = {name.split(".")[0] for name in names}
+    assert roots - {"yaml", "_gate", *THIRD_PARTY.get(module.name, set())} == set()
+    if module.stem in PLUGINS:  # their copy holds no other module of the package
+        assert {name for name in names if name.startswith("_gate")} <= {
+            f"_gate.{plugin}" for plugin in PLUGINS
+        }
 
 
 @pytest.mark.parametrize(
@@ -102,7 +131,7 @@ def test_json_pointer_follows_rfc_6901() -> None:
 
 
 def test_sarif_puts_each_finding_on_its_file_and_line(tmp_path: Path) -> None:
-    from _sarif import sarif_log
+    from _gate.sarif import sarif_log
 
     cases = tmp_path / "cases.yaml"
     cases.write_text("cases:\n  - id: a\n    argv: []\n  - id: 'b'\n    argv: []\n")

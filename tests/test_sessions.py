@@ -1,7 +1,7 @@
 """The baked sessions beside the judge: record, lock, and the reviewed allowlist path.
 
 record and lock run as nox sessions. The allowlist path runs step by step: on real branches of
-the bake and real builds of them, classify_write_set.py, record_cassettes.py and
+the bake and real builds of them, write_set.py, record_cassettes.py and
 replay_cassettes.py run as the judge runs them (`main(argv)`, with the arguments judge.py
 passes). One whole judge (scripts/judge.py, without nox) shows what only the judge decides:
 under ORACLE_REVIEW=1 it gives replay and the crossrun the patch's allowlist, and the reviewed
@@ -25,10 +25,11 @@ from tests.conftest import SCRIPTS, Built, builder
 from tools.bakery import branch, edit, git, judge_script
 
 sys.path.insert(0, str(SCRIPTS))
-import classify_write_set
 import record_cassettes
 import replay_cassettes
-from _gate import bin_dir, load_config
+import write_set as write_set_step
+from _gate.config import load_config
+from _gate.envs import bin_dir
 
 Report = tuple[int, dict[str, Any]]  # a step's exit code and its JSON report
 
@@ -162,7 +163,7 @@ def test_allowlisted_contract_change_merges_after_review(
     base_tree = envs("main", "parent")["tree"]
     refs: tuple[str | Path, ...] = ("--repo", shop, "--base", git(shop, "rev-parse", "main"))
     refs += ("--head", git(shop, "rev-parse", head), "--config", base_tree / "oracle/judge.yaml")
-    code, write_set = run(classify_write_set.main, tmp_path / "write-set.json", *refs)
+    code, write_set = run(write_set_step.main, tmp_path / "write-set.json", *refs)
     assert code == 2, write_set["summary"]
     assert write_set["status"] == "needs-review"
     assert [hit["path"] for hit in write_set["evidence"]["protected"]] == ["oracle/allowlist.yaml"]

@@ -22,9 +22,9 @@ from tests.conftest import SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
 import merge_shards
-from _shard import Shard, parse_shard
+from _gate.cassettes import cassette_path
+from _gate.shard import Shard, parse_shard
 from judge import Args, Judgment, publish
-from record_cassettes import cassette_path
 
 BASE, HEAD = "b" * 40, "c" * 40
 PRINTF = Path("/usr/bin/printf")
@@ -161,7 +161,7 @@ def test_a_stale_row_fails_closed_in_the_one_shard_that_owns_its_case(
 
 def needs_review_on_shard(folder: Path) -> list[dict[str, str]]:
     """The shard's write-set found a protected path (write-set runs on shard 1 only), reported
-    as classify_write_set.py and the judge report it; returns the protected rows."""
+    as write_set.py and the judge report it; returns the protected rows."""
     rows = [{"path": ".github/workflows/ci.yml", "status": "M", "rule": "/.github/"}]
     summary = "patch touches protected paths a code owner must review: ..."
     own = {"step": "write-set", "status": "needs-review", "exit_code": 2, "summary": summary}

@@ -24,10 +24,10 @@ from tests.conftest import SCRIPTS
 from tools.bakery import bake, edit, git
 
 sys.path.insert(0, str(SCRIPTS))
-import check_preconditions
-import judge
+import _gate.verdict
+import preconditions
 import strength
-from _gate import SCORE_FILE
+from _gate.git import SCORE_FILE
 from judge import Judgment, Ran
 
 SLICE = ("--only", "src/shop/orders.py", "--mutants", "shop.orders.x_put_order__mutmut_*")
@@ -180,7 +180,7 @@ def test_strength_min_fails_closed_below_the_stored_score(
     edit(repo / "oracle/judge.yaml", "strength_min: 0\n", f"strength_min: {minimum}\n")
     out = tmp_path / "preconditions.json"
     argv = ["--tree", str(repo), "--strength", str(on_ref), "--report", str(out)]
-    assert check_preconditions.main(argv) == code
+    assert preconditions.main(argv) == code
     result = json.loads(out.read_text("utf-8"))
     assert result["evidence"]["strength"]["score"] == score
     if code:
@@ -189,7 +189,7 @@ def test_strength_min_fails_closed_below_the_stored_score(
     # The judge's summary shows the score with its date, from the preconditions' report.
     step = Judgment(repo=tmp_path, reports=tmp_path).finish("preconditions", Ran(code, b"", [], 0))
     report = {"base": "a" * 40, "head": "b" * 40, "verdict": "x", "exit_code": 0, "steps": [step]}
-    summary = judge.summary_markdown(report, "")
+    summary = _gate.verdict.summary_markdown(report, "")
     today = dt.date.today().isoformat()
     assert f"Oracle strength: **{score:.1%}** of 200 mutants killed (measured {today}" in summary
 
@@ -204,7 +204,7 @@ def test_strength_min_without_a_score_fails_closed_naming_the_command(
     empty.write_text("", "utf-8")  # the judge writes what the ref holds: nothing
     out = tmp_path / "preconditions.json"
     argv = ["--tree", str(repo), "--strength", str(empty), "--report", str(out)]
-    assert check_preconditions.main(argv) == 2
+    assert preconditions.main(argv) == 2
     summary = json.loads(out.read_text("utf-8"))["summary"]
     assert "no strength score, and judge.yaml sets strength_min 80%" in summary
     assert "nox -s strength -- --update-ref" in summary

@@ -18,7 +18,7 @@ from tests.conftest import SCRIPTS
 from tools.bakery import git
 
 sys.path.insert(0, str(SCRIPTS))
-import classify_write_set
+import write_set as write_set_step
 
 CASES = "oracle/cases.yaml"
 
@@ -69,7 +69,7 @@ def write_set(repo: Path, head: str, trunk: str, tmp: Path) -> tuple[int, dict[s
     base = git(repo, "merge-base", head, trunk)
     report = tmp / f"write-set-{head}.json"
     argv = ["--repo", str(repo), "--base", base, "--head", head, "--report", str(report)]
-    code = classify_write_set.main([*argv, "--config", str(repo / "oracle/judge.yaml")])
+    code = write_set_step.main([*argv, "--config", str(repo / "oracle/judge.yaml")])
     return code, json.loads(report.read_text())
 
 

@@ -18,10 +18,11 @@ from tests.conftest import SCRIPTS
 
 sys.path.insert(0, str(SCRIPTS))
 import check_quarantine
-import classify_write_set
 import count_asserts
 import record_cassettes
-from _gate import FailClosed, load_config, load_yaml
+import write_set
+from _gate.config import load_config, load_yaml
+from _gate.protocol import FailClosed
 
 CASE = "  - id: one\n    argv: []\n    compare: [exit_code]\n"
 
@@ -39,7 +40,7 @@ def test_second_protected_key_in_judge_yaml(shop: Path, tmp_path: Path) -> None:
     config = tmp_path / "judge.yaml"
     config.write_text(text + "protected: []\n")
     argv = ("--repo", str(shop), "--base", "main", "--head", "main", "--config", str(config))
-    code, summary = report_of(tmp_path, classify_write_set.main, *argv)
+    code, summary = report_of(tmp_path, write_set.main, *argv)
     assert code == 2
     last = len(text.splitlines()) + 1
     assert summary == (

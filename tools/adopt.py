@@ -44,7 +44,8 @@ from tools.bakery import TEMPLATE, bake, load_hook
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from _gate import FailClosed, build_env  # noqa: E402  the judge's own build, so adopt sees what it will see
+from _gate.envs import build_env  # noqa: E402
+from _gate.protocol import FailClosed  # noqa: E402
 
 BRANCH = "oracle-gate"
 GATE_NOXFILE = "noxfile_oracle.py"
@@ -338,7 +339,7 @@ def adopt(args: argparse.Namespace) -> str:
         if not changed:
             return "the gate's files are all there: nothing to add (nothing changed)"
         if not (repo / "fixtures.lock").exists():
-            lock = [sys.executable, "scripts/lock_fixtures.py", "--write"]
+            lock = [sys.executable, "scripts/fixtures_lock.py", "--write"]
             run([*lock, "--report", str(tmp / "lock.json")], repo, "writing fixtures.lock")
             changed.append("fixtures.lock")
     commit(repo, args.branch, changed)

@@ -59,10 +59,11 @@ from tools.bakery import TEMPLATE, bake, edit
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 ROUNDS = 5  # of the judge benchmark
 sys.path.insert(0, str(SCRIPTS))
-from _cases import Case, load_cases  # noqa: E402
-from _collect import collect  # noqa: E402
-from _gate import bin_dir, build_env, run_pytest, tools_env  # noqa: E402
-from record_cassettes import record  # noqa: E402
+from _gate.cases import Case, load_cases  # noqa: E402
+from _gate.cassettes import record  # noqa: E402
+from _gate.collect import collect  # noqa: E402
+from _gate.envs import bin_dir, build_env, tools_env  # noqa: E402
+from _gate.pytest_run import run_pytest  # noqa: E402
 from replay_cassettes import replay  # noqa: E402
 
 

@@ -184,7 +184,7 @@ def case(session: nox.Session) -> None:
 @nox.session
 def lock(session: nox.Session) -> None:
     """Write fixtures.lock: a human's action after an intended fixture change."""
-    session.run("python", "scripts/lock_fixtures.py", "--write", *session.posargs)
+    session.run("python", "scripts/fixtures_lock.py", "--write", *session.posargs)
 
 
 @nox.session(requires=["wheelhouse"])
@@ -213,7 +213,7 @@ def strength(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The project's own unit tests, `tests:` of oracle/judge.yaml: advisory to the gate."""
     install_offline(session, project=True)
-    # Read as the gate reads it (scripts/_gate.py needs PyYAML: the session has it, nox not).
+    # Read as the gate reads it (scripts/_gate/ needs PyYAML: the session has it, nox not).
     read = (
         "import sys; sys.path.insert(0, 'scripts'); import _gate\n"
         "try: print(*_gate.tree_tests(_gate.Path('.')), sep='\\n')\n"

@@ -23,20 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _cases import Case, Run, built_cli, load_cases, observe, parse_case, run_many
-from _gate import (
-    PASS,
-    WHEELHOUSE,
-    FailClosed,
-    Outcome,
-    add_report_arg,
-    load_config,
-    repo_root,
-    resolve_commit,
-    run_main,
-    say,
-)
-from record_cassettes import RUNS, traceback_line
+from _gate.cases import Case, Run, built_cli, load_cases, observe, parse_case, run_many
+from _gate.cassettes import RUNS, traceback_line
+from _gate.config import load_config
+from _gate.envs import WHEELHOUSE
+from _gate.git import repo_root, resolve_commit
+from _gate.protocol import PASS, FailClosed, Outcome, add_report_arg, run_main, say
 
 NOT_SAVED = 1
 USAGE = re.compile(rb"^(usage|error):", re.IGNORECASE | re.MULTILINE)

@@ -16,40 +16,17 @@ import datetime as dt
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from _gate import (
+from _gate.inventory import analyze
+from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
-    FailClosed,
     Outcome,
     add_report_arg,
-    load_rows,
     run_main,
 )
-from _inventory import analyze
-
-ROW_FIELDS = ("id", "until", "reason", "owner")
-
-
-def parse_day(value: Any, where: str) -> dt.date:
-    if isinstance(value, dt.date):
-        return value
-    try:
-        return dt.date.fromisoformat(str(value))
-    except ValueError:
-        raise FailClosed(f"{where}: 'until' must be a date YYYY-MM-DD, got {value!r}") from None
-
-
-def load_quarantine(path: Path) -> list[dict[str, Any]]:
-    rows = load_rows(path, "quarantine", ROW_FIELDS)
-    where = f"{path}: quarantine row"
-    return [{**r, "id": str(r["id"]), "until": parse_day(r["until"], where)} for r in rows]
-
-
-def active_ids(rows: Sequence[dict[str, Any]], today: dt.date) -> set[str]:
-    return {row["id"] for row in rows if row["until"] >= today}
+from _gate.quarantine import active_ids, load_quarantine
 
 
 def test_exists(test_id: str, trees: Sequence[Path]) -> bool:

@@ -11,12 +11,12 @@ A project's own `assert*` helper (a function, or a method of the test's class or
 class, wherever that lives) counts the checks its body runs, once per item of a literal argument
 for a check in a loop over that parameter. Per-test counts in the report count such a call into
 another file as one; comparisons count what it runs.
-Assertions are compared site by site (_sites.py): weakened, moved to another test, or hollow.
+Assertions are compared site by site (_gate.sites.py): weakened, moved to another test, or hollow.
 Sources are read as bytes (PEP 263 cookies honoured); a file that does not parse is a finding.
 With --base/--head, git rename detection maps moved files; a test moved between files is found
 by its body, a renamed one by a similar body or similar assertions (`Comparison.rename`). With
 --parent-python/--patch-python, `pytest --collect-only` runs in both trees
-(concurrently, plugin autoloading off; see _collect.py), and every id the parent collects,
+(concurrently, plugin autoloading off; see _gate.collect.py), and every id the parent collects,
 parameters kept, must still be collected on the patch; the files inventoried then include every
 file pytest collects from, and a collected test the AST cannot map fails closed. A pytest plugin
 the patch loads through configuration (`-p` in addopts, `pytest_plugins`, a `pytest11` entry
@@ -48,26 +48,24 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import _collect
-import _gate
-import _inventory
-import _sites
-from _gate import (
+import _gate.collect
+import _gate.config
+import _gate.inventory
+import _gate.sites
+from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
+from _gate.config import load_config
+from _gate.git import git, parse_name_status, resolve_commit
+from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
     add_report_arg,
-    git,
-    load_config,
-    parse_name_status,
-    resolve_commit,
     run_main,
     say,
-    write_json,
 )
-from allow import Row, load_allowlist, other_base_note, split_by_base
+from _gate.reports import write_json
 
 ALLOW_PREFIX = "inventory:"
 PARALLEL_FROM = 64  # files to analyze before a process pool pays for its start-up
@@ -137,7 +135,7 @@ class Tree:
     """One side: test files by path (as bytes and blob id) and their inventories."""
 
     root: Path
-    naming: _inventory.Naming = field(default_factory=_inventory.Naming)
+    naming: _gate.inventory.Naming = field(default_factory=_gate.inventory.Naming)
     blobs: dict[str, str] = field(default_factory=dict)
     data: dict[str, bytes] = field(default_factory=dict)
     files: dict[str, Entry] = field(default_factory=dict)
@@ -145,7 +143,7 @@ class Tree:
     looked: set[str] = field(default_factory=set)  # conftest.py paths already looked for
 
     @classmethod
-    def read(cls, root: Path, entries: Sequence[str], naming: _inventory.Naming) -> Tree:
+    def read(cls, root: Path, entries: Sequence[str], naming: _gate.inventory.Naming) -> Tree:
         """Test files under `entries` (folders: the `python_files` names; files: whatever
         their name), and every conftest.py from them up to the root."""
         tree = cls(root, naming)
@@ -197,25 +195,25 @@ class Tree:
                 yield path, name, test
 
 
-Job = tuple[bytes, str, tuple[str, ...], _inventory.Naming]  # source, path, helpers, naming
+Job = tuple[bytes, str, tuple[str, ...], _gate.inventory.Naming]  # source, path, helpers, naming
 
 
 def _analyze(job: Job) -> dict[str, Any]:
-    return Entry.record(_inventory.analyze(*job))
+    return Entry.record(_gate.inventory.analyze(*job))
 
 
 class Cache:
     """Inventories by git blob id, valid for one analyzer source and one helper list."""
 
     def __init__(
-        self, path: Path | None, helpers: Sequence[str], naming: _inventory.Naming
+        self, path: Path | None, helpers: Sequence[str], naming: _gate.inventory.Naming
     ) -> None:
         self.path, self.helpers, self.naming = path, tuple(helpers), naming
         inputs = json.dumps([list(helpers), repr(naming)]).encode()
-        analyzer = Path(_inventory.__file__).read_bytes() + inputs
+        analyzer = Path(_gate.inventory.__file__).read_bytes() + inputs
         self.key = hashlib.sha256(analyzer).hexdigest()
         self.records: dict[str, Any] = {}
-        # Collected ids by _collect.collection_key: tree id, python, arguments.
+        # Collected ids by _gate.collect.collection_key: tree id, python, arguments.
         self.collections: dict[str, list[str]] = {}
         self.hits = 0
         self.seen = 0  # blobs counted by an earlier fill: files collection added later
@@ -446,12 +444,12 @@ class Comparison:
         body = self.sources[key].get(name, "")
         return SELF.sub("", body), SELF.sub("", sites)
 
-    def sites(self, tree: Tree, path: str, test: dict[str, Any]) -> list[_sites.Site]:
+    def sites(self, tree: Tree, path: str, test: dict[str, Any]) -> list[_gate.sites.Site]:
         raw = test.get("sites", [])
         if test.get("ext"):
             far = self.helpers[id(tree)].sites(path, test["ext"])
             raw = sorted([*raw, *far], key=lambda s: int(s[0]))
-        return [_sites.site(line, text) for line, text in raw]
+        return [_gate.sites.site(line, text) for line, text in raw]
 
     def count(self, tree: Tree, path: str, test: dict[str, Any]) -> int:
         """Meaningful assertions, with those of helpers imported from other files."""
@@ -459,7 +457,7 @@ class Comparison:
 
     def far(self, tree: Tree, path: str, test: dict[str, Any]) -> int:
         """What a test's calls into other files' helpers add to its own count, which holds
-        one per `assert*` call (see _inventory.FileScan.finish)."""
+        one per `assert*` call (see _gate.inventory.FileScan.finish)."""
         if not test["ext"]:
             return 0
         written = sum(1 for call in test["ext"] if call[4])
@@ -507,7 +505,7 @@ class Comparison:
         old, new = self.sites(self.parent, old_path, before), self.sites(self.patch, path, after)
         if [s.text for s in old] == [s.text for s in new]:
             return []
-        changed, lost, gained = _sites.pairs(old, new)
+        changed, lost, gained = _gate.sites.pairs(old, new)
         for was, now, why in weakenings(changed):
             reason = (
                 f"{test_id}: `{was.text}` (parent line {was.line}) became `{now.text}` "
@@ -650,19 +648,19 @@ def site_texts(test: dict[str, Any]) -> set[str]:
 
 
 def weakenings(
-    changed: Iterable[tuple[_sites.Site, _sites.Site]],
-) -> list[tuple[_sites.Site, _sites.Site, str]]:
+    changed: Iterable[tuple[_gate.sites.Site, _gate.sites.Site]],
+) -> list[tuple[_gate.sites.Site, _gate.sites.Site, str]]:
     """Paired sites (parent, patch) where the patch checks less, with why."""
     out = []
     for was, now in changed:
-        why = _sites.weakening(was, now)
+        why = _gate.sites.weakening(was, now)
         if why:
             out.append((was, now, why))
     return out
 
 
 def vacuous_rule(kind: str) -> str:
-    return "dead-assert" if kind in _inventory.DEAD_KINDS else "vacuous"
+    return "dead-assert" if kind in _gate.inventory.DEAD_KINDS else "vacuous"
 
 
 @dataclass
@@ -704,7 +702,7 @@ class Helpers:
                 # `assert*` call still counts as the one check it reads as.
                 out += [[line, fallback]] if fallback else []
             elif where is not None and (where, name) not in seen:  # else a helper cycle
-                out += _inventory.bind(self.expand(where, name, seen), function, shape, line)
+                out += _gate.inventory.bind(self.expand(where, name, seen), function, shape, line)
         return out
 
     def expand(self, where: str, name: str, seen: frozenset[tuple[str, str]]) -> list[list[Any]]:
@@ -787,15 +785,15 @@ class Helpers:
                 self.modules[rel] = entry.detail
             else:
                 data = (self.tree.root / rel).read_bytes()
-                self.modules[rel] = _inventory.analyze(data, rel, (), self.tree.naming)
+                self.modules[rel] = _gate.inventory.analyze(data, rel, (), self.tree.naming)
         return self.modules[rel]
 
 
-def naming_of(root: Path) -> _inventory.Naming:
+def naming_of(root: Path) -> _gate.inventory.Naming:
     """What pytest collects by name, by the parent's configuration: both sides are read by it
     (a patch that changes it is a `not-collected` finding of its own)."""
-    config, default = _collect.PytestConfig(root), _inventory.Naming()
-    return _inventory.Naming(
+    config, default = _gate.collect.PytestConfig(root), _gate.inventory.Naming()
+    return _gate.inventory.Naming(
         tuple(config.get("python_files")) or default.files,
         tuple(config.get("python_classes")) or default.classes,
         tuple(config.get("python_functions")) or default.functions,
@@ -809,7 +807,7 @@ def reaches_anywhere(name: str) -> bool:
 
 def pytest_settings(root: Path) -> dict[str, str]:
     """The collection settings of a tree's pytest configuration, wherever pytest reads them."""
-    return _collect.PytestConfig(root).collection_settings()
+    return _gate.collect.PytestConfig(root).collection_settings()
 
 
 @dataclass
@@ -820,31 +818,31 @@ class Side:
     root: Path
     targets: list[str]
     required: list[str]
-    result: _collect.Collection | None = None
+    result: _gate.collect.Collection | None = None
 
 
 def sides(args: argparse.Namespace, entries: Sequence[str], extra: str) -> list[Side]:
     """Parent and patch: the `tests:` entries each tree holds, plus its own `testpaths` (a
     patch may add test paths; only a parent id that stops being collected matters). Plugins
     load by name: those `required_plugins` names and those of the base's test extra."""
-    tests_need = _collect.test_requirements(args.parent, extra)
+    tests_need = _gate.collect.test_requirements(args.parent, extra)
     out = []
     for python, root in ((args.parent_python, args.parent), (args.patch_python, args.patch)):
-        config = _collect.PytestConfig(root)
+        config = _gate.collect.PytestConfig(root)
         targets = [e for e in entries if (root / e).exists()] + config.testpaths()
         required = [*config.get("required_plugins"), *tests_need]
         out.append(Side(python, root, list(dict.fromkeys(targets)), required))
     return out
 
 
-def collect_side(side: Side, cache: Cache, autoload: bool) -> _collect.Collection:
+def collect_side(side: Side, cache: Cache, autoload: bool) -> _gate.collect.Collection:
     if not side.targets:
-        return _collect.Collection(())
+        return _gate.collect.Collection(())
     args = [*side.required, "--", *side.targets]
-    key = _collect.collection_key(side.python, side.root, args, autoload)
+    key = _gate.collect.collection_key(side.python, side.root, args, autoload)
     if key is not None and key in cache.collections:
-        return _collect.Collection(tuple(cache.collections[key]), cached=True)
-    result = _collect.collect(side.python, side.root, side.targets, side.required, autoload)
+        return _gate.collect.Collection(tuple(cache.collections[key]), cached=True)
+    result = _gate.collect.collect(side.python, side.root, side.targets, side.required, autoload)
     if key is not None and result.ids is not None:
         cache.collections[key] = list(result.ids)
         cache.dirty = True
@@ -861,7 +859,7 @@ class Collector:
         self.pool = ThreadPoolExecutor(max_workers=2)
         self.futures = [self.pool.submit(collect_side, s, cache, False) for s in pair]
 
-    def results(self) -> tuple[_collect.Collection, _collect.Collection]:
+    def results(self) -> tuple[_gate.collect.Collection, _gate.collect.Collection]:
         parent, patch = (f.result() for f in self.futures)
         if parent.ids is None:
             self.autoload = True
@@ -873,14 +871,14 @@ class Collector:
 
 
 def function_id(node_id: str) -> str:
-    path, name, _param = _collect.split_id(node_id)
+    path, name, _param = _gate.collect.split_id(node_id)
     return f"{path}::{name}"
 
 
 def unmapped(tree: Tree, ids: Iterable[str], side: str) -> str:
     """Why a collected id has no test the inventory parsed ('' when every id has one)."""
     for node_id in ids:
-        path, name, _param = _collect.split_id(node_id)
+        path, name, _param = _gate.collect.split_id(node_id)
         if not path.endswith(".py") or "." in name:
             continue  # a doctest or a non-Python item: no function to inventory
         entry = tree.files.get(path)
@@ -906,7 +904,7 @@ def collection_findings(
     now, out = set(patch_ids), []
     reported = {f["id"] for f in cmp.findings}  # a deleted or renamed-away test: found already
     for node_id in parent_ids:
-        path, name, param = _collect.split_id(node_id)
+        path, name, param = _gate.collect.split_id(node_id)
         func = f"{path}::{name}"
         if func in cmp.splits or func in reported or path in reported:
             continue  # split, or already a finding of its own (a deleted test or file)
@@ -945,11 +943,11 @@ def hook_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
     before = {
         (p, name)
         for p, data in parent.conftests.items()
-        for _l, name in _inventory.outcome_hooks(data)
+        for _l, name in _gate.inventory.outcome_hooks(data)
     }
     out = []
     for path, data in patch.conftests.items():
-        for line, name in _inventory.outcome_hooks(data):
+        for line, name in _gate.inventory.outcome_hooks(data):
             if (path, name) not in before:
                 out.append(
                     finding(
@@ -970,8 +968,8 @@ def fixture_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
         old = parent.conftests.get(path)
         if old == data:
             continue
-        before = _inventory.fixture_skips(old) if old is not None else {}
-        for name, skips in _inventory.fixture_skips(data).items():
+        before = _gate.inventory.fixture_skips(old) if old is not None else {}
+        for name, skips in _gate.inventory.fixture_skips(data).items():
             if len(skips) > len(before.get(name, [])):
                 line, kind = skips[-1]
                 reason = f"{path}: fixture {name} gains a skip ({kind}), for every test using it"
@@ -991,12 +989,12 @@ def plugin_findings(parent: Tree, patch: Tree) -> list[dict[str, Any]]:
         for path, data in {**patch.conftests, **patch.data}.items()
         if before_sources.get(path) != data
     }
-    added = _collect.named_plugins(patch.root, _collect.PytestConfig(patch.root), changed)
+    added = _gate.collect.named_plugins(patch.root, _gate.collect.PytestConfig(patch.root), changed)
     if added:
-        config = _collect.PytestConfig(parent.root)
-        before = {n.name for n in _collect.named_plugins(parent.root, config, before_sources)}
+        config = _gate.collect.PytestConfig(parent.root)
+        before = {n.name for n in _gate.collect.named_plugins(parent.root, config, before_sources)}
         added = [n for n in added if n.name not in before]
-    added += _collect.environment_plugins(os.environ)
+    added += _gate.collect.environment_plugins(os.environ)
     return [
         finding(
             "outcome-hook",
@@ -1038,7 +1036,7 @@ def totals(tree: Tree) -> dict[str, int]:
 
 def execute(args: argparse.Namespace) -> Outcome:
     config = load_config(args.config) if args.config else None
-    entries = list(config.tests if config else args.tests or _gate.tree_tests(args.parent))
+    entries = list(config.tests if config else args.tests or _gate.config.tree_tests(args.parent))
     helpers = list(config.assert_helpers) if config else []
     naming = naming_of(args.parent)
     cache = Cache(args.cache, helpers, naming)
@@ -1156,7 +1154,7 @@ def locate(findings: list[dict[str, Any]], cmp: Comparison) -> None:
 def annotate(found: dict[str, Any]) -> str:
     """A GitHub workflow command: the finding on the patch's line, else the parent's."""
     where = found.get("patch") or found.get("parent") or {"path": found["path"], "line": 0}
-    return _collect.annotation(found["rule"], where["path"], where["line"], found["reason"])
+    return _gate.collect.annotation(found["rule"], where["path"], where["line"], found["reason"])
 
 
 TEST_COLUMNS = ["id", "parent [asserts, vacuous, skips]", "patch [asserts, vacuous, skips]"]

@@ -28,7 +28,7 @@ declare are loaded by name.
 The patch's code runs in the process that runs these tests: weaker evidence than the cassettes
 or the worker-isolated oracle, stronger than the patch's own tests. With `--mode advisory` the
 step reports and never decides. With `--shard I/N` both runs hold only the tests of that shard
-and only the rows naming them are checked (scripts/_shard.py); whether any parent test passes
+and only the rows naming them are checked (scripts/_gate/shard.py); whether any parent test passes
 at all is then the merge's to check (`parent_passing` in the evidence).
 Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed.
 """
@@ -37,33 +37,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _collect import test_requirements
-from _gate import (
+from _gate.allowlist import CROSSRUN as FIELD
+from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
+from _gate.collect import test_requirements
+from _gate.config import tree_tests
+from _gate.crossrun_run import run
+from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
-    PytestRun,
     add_report_arg,
-    named,
     run_main,
-    run_pytest,
-    tree_tests,
 )
-from _shard import WHOLE, Shard, add_shard_arg
-from allow import CROSSRUN as FIELD
-from allow import Row, load_allowlist, other_base_note, split_by_base
+from _gate.pytest_run import PytestRun
+from _gate.shard import Shard, add_shard_arg
 
 RETRYABLE = ("failed", "error")
 # Run in a build's environment (isolated: no tree on sys.path): which of the distributions
@@ -119,36 +116,6 @@ def probe(python: Path, names: Sequence[str], modules: Sequence[str]) -> Environ
     return Environment(tuple(data["missing"]), tuple(data["plugins"]), frozenset(data["provided"]))
 
 
-def run(
-    python: Path,
-    tree: Path,
-    targets: Sequence[str],
-    timeout: float,
-    plugins: Sequence[str],
-    hidden: Sequence[str] = (),
-    shard: Shard = WHOLE,
-) -> PytestRun:
-    """The base's tests in one build's environment, from a private copy of the base tree
-    without the `hidden` modules (the build's own): pytest's default import mode puts the
-    root on sys.path for a tests/ package, and a flat-layout package there would shadow the
-    build."""
-    options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
-    with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
-        root = copy_tree(tree, Path(name) / "tree", hidden).resolve()
-        result = run_pytest(
-            python,
-            root,
-            targets,
-            prefix="",
-            timeout=timeout,
-            trusted=True,
-            own_config=True,
-            options=options,
-        )
-    # Messages name the private copy, gone by now: they name the tree it copies instead.
-    return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))
-
-
 def own_modules(tree: Path) -> list[str]:
     """Top-level modules of the tree a build could provide: packages and modules at the root
     (flat layout) and under `src/`."""
@@ -162,28 +129,6 @@ def own_modules(tree: Path) -> list[str]:
             elif (entry / "__init__.py").is_file():
                 found.append(entry.name)
     return sorted(set(found))
-
-
-def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:
-    """The tree's tracked files (all its files outside git) but the `hidden` modules."""
-    skip = {p for name in hidden for p in (name, f"{name}.py", f"src/{name}", f"src/{name}.py")}
-    listed = subprocess.run(
-        ["git", "-C", str(tree), "ls-files", "-z"], capture_output=True, check=False
-    )
-    names = listed.stdout.decode("utf-8", "surrogateescape").split("\0")
-    if listed.returncode != 0:
-        names = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()]
-    for rel in filter(None, names):
-        parts = rel.split("/")
-        if parts[0] in skip or "/".join(parts[:2]) in skip or parts[0] == ".git":
-            continue
-        source = tree / rel
-        if source.is_file() and not source.is_symlink():
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-    dest.mkdir(parents=True, exist_ok=True)
-    return dest
 
 
 def environments(

@@ -24,20 +24,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import crossrun
-from _gate import (
+from _gate.crossrun_run import run as crossrun_run
+from _gate.ledger import frozen_ids, load_ledger
+from _gate.oracle_run import PREFIX, run
+from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
-    PytestRun,
     add_report_arg,
     run_main,
 )
-from check_quarantine import active_ids, load_quarantine
-from run_oracle import PREFIX, run
-from variance_ledger import frozen_ids, load_ledger
+from _gate.pytest_run import PytestRun
+from _gate.quarantine import active_ids, load_quarantine
 
 Rerun = Callable[[argparse.Namespace, str, dict[str, Any]], PytestRun]
 
@@ -71,7 +71,7 @@ def rerun_oracle(args: argparse.Namespace, node: str, _evidence: dict[str, Any])
 def rerun_crossrun(args: argparse.Namespace, node: str, evidence: dict[str, Any]) -> PytestRun:
     plugins = [str(p) for p in evidence.get("plugins") or []]
     hidden = [str(m) for m in evidence.get("hidden") or []]
-    return crossrun.run(args.patch_python, args.tree, [node], args.timeout, plugins, hidden)
+    return crossrun_run(args.patch_python, args.tree, [node], args.timeout, plugins, hidden)
 
 
 def passes_again(

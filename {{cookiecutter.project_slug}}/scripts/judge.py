@@ -18,7 +18,7 @@ when set), and the verdict word to $ORACLE_VERDICT_FILE when set. Reports name t
 `base:` and `head:` ($ORACLE_PATH_NAMES, read by every step), never by their temporary folders.
 
 With `--shard I/N` (one CI runner of N) record, replay, oracle and crossrun judge only the cases
-and tests of shard I (scripts/_shard.py); preconditions, build and flake budget run on every
+and tests of shard I (scripts/_gate/shard.py); preconditions, build and flake budget run on every
 shard, the other steps on shard 1 only. scripts/merge_shards.py combines the N report folders
 into one verdict.
 Exit codes: 0 merge, 1 block, 2 fail closed: verdict `needs-review` when the patch touches a
@@ -45,56 +45,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate import (
-    BLOCK,
-    ERROR,
-    FAIL_CLOSED,
-    JUDGE_STEPS,
-    MATRIX_STEP,
-    NEEDS_REVIEW,
-    PASS,
-    PATH_NAMES,
-    PROGRESS_LINE,
+from _gate.cassettes import cassette_path
+from _gate.config import Config, load_config
+from _gate.envs import WHEELHOUSE, bin_dir, build_env, tools_env
+from _gate.git import (
     SCORE_FILE,
-    STATUS,
-    WHEELHOUSE,
-    Config,
-    FailClosed,
-    NotInWheelhouse,
     add_worktree,
     base_ref,
-    bin_dir,
-    build_env,
-    decision_rows,
     default_base,
     git,
-    listening,
-    load_config,
-    named,
     remove_worktree,
     repo_root,
     resolve_commit,
     resolve_oracle_ref,
     show_file,
-    tools_env,
-    write_json,
-    write_report,
 )
-from _process import exits_within, share_cores
-from _sarif import CASES, sarif_log
-from _shard import WHOLE, Shard, add_shard_arg
-from record_cassettes import cassette_path
+from _gate.process import exits_within, share_cores
+from _gate.protocol import (
+    BLOCK,
+    ERROR,
+    FAIL_CLOSED,
+    PASS,
+    PROGRESS_LINE,
+    STATUS,
+    FailClosed,
+    NotInWheelhouse,
+    listening,
+)
+from _gate.reports import PATH_NAMES, named
+from _gate.shard import WHOLE, Shard, add_shard_arg
+from _gate.steps import JUDGE_STEPS
+from _gate.verdict import CODE, EXIT_CODES, REPORT_FILES, brief, run_id, write_reports
 
-VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: ERROR}  # exit 2: `verdict` tells which
-# "deferred": the step's failures are decided by the later step its evidence names.
-CODE = {
-    "pass": PASS,
-    "advisory": PASS,
-    "deferred": PASS,
-    "block": BLOCK,
-    NEEDS_REVIEW: FAIL_CLOSED,
-    ERROR: FAIL_CLOSED,
-}
 # Each step run by a script of the base's scripts/ (`_gate.JUDGE_STEPS`), and that script.
 STEP_SCRIPTS = {name: script for name, script in JUDGE_STEPS.items() if script}
 # What a base must hold for the judge to run on it: its settings and the scripts it runs.
@@ -103,10 +85,6 @@ GATE_FILES = (
     "scripts/requirements-judge.txt",
     *(f"scripts/{script}" for script in STEP_SCRIPTS.values()),
 )
-VERDICT_FILE = "ORACLE_VERDICT_FILE"  # where to write the verdict word: exit 2 has two
-EXIT_CODES = "exit codes: 0 merge, 1 block, 2 fail closed (verdict needs-review or error)"
-REPORT_FILES = {"replay": "replay-report.json"}
-EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge report
 Args = tuple[str | Path, ...]
 HEARTBEAT = 5.0  # seconds between two "still running" lines of a quiet step
 OWN_SCRIPTS = Path(__file__).resolve().parent
@@ -230,16 +208,6 @@ class Judgment:
         status = str(data.get("status"))
         status = "advisory" if advisory else status if status in CODE else ERROR
         return self.step(name, status, str(data.get("summary", "")), evidence, ran.seconds)
-
-
-def brief(report: Path, evidence: dict[str, Any]) -> dict[str, Any]:
-    """A step's evidence as the judge report carries it: the values that are short, and
-    where the step's own report has them all (beside judge-report.json)."""
-    kept = {"report": report.name}
-    for key, value in evidence.items():
-        if len(json.dumps(value, default=str)) <= EVIDENCE_LIMIT:
-            kept[key] = value
-    return kept
 
 
 @dataclass(frozen=True)
@@ -630,166 +598,17 @@ def gate_missing(repo: Path, sha: str) -> str:
 
 
 def same_files(one: Path, other: Path) -> bool:
-    """Whether two folders hold the same files (not looking into subfolders), byte for byte;
+    """Whether two scripts/ folders hold the same Python files (theirs and _gate's), byte for byte;
     False when either cannot be read (the steps then run as processes, and say what is wrong)."""
 
     def files(folder: Path) -> dict[str, bytes]:
-        return {path.name: path.read_bytes() for path in folder.iterdir() if path.is_file()}
+        paths = [*folder.glob("*.py"), *folder.glob("_gate/*.py")]
+        return {path.relative_to(folder).as_posix(): path.read_bytes() for path in paths}
 
     try:
         return files(one) == files(other)
     except OSError:
         return False
-
-
-def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
-    """The exit code and verdict word: the worst status; a deferred step with no later step to
-    decide it is an error, and so is a judgment without steps. Exit 2 is `needs-review` only
-    when every step that failed closed did so for a protected path; with an error as well the
-    verdict is `error`: evidence that was never produced cannot be reviewed, and the judgment
-    run again under ORACLE_REVIEW=1 would still fail, so the error is what to fix first."""
-    codes = [CODE[s["status"]] for s in steps]
-    errors = [s for s in steps if s["status"] == ERROR]
-    for index, step in enumerate(steps):
-        decider = step["evidence"].get("deferred_to")
-        if step["status"] == "deferred" and all(s["name"] != decider for s in steps[index:]):
-            errors.append(step)
-    if errors or not steps:
-        return FAIL_CLOSED, ERROR
-    code = max(codes)
-    return code, NEEDS_REVIEW if code == FAIL_CLOSED else VERDICT[code]
-
-
-def cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]], absent: str) -> list[str]:
-    """The decision table of oracles/MATRIX.md, each row with this patch's evidence; `absent`
-    for a step this report does not hold (the precondition checked every row names a step)."""
-    rows: list[str] = []
-    shown: set[str] = set()
-    for _, cols in decision_rows(matrix):
-        found = MATRIX_STEP.search(cols[1])
-        name = found.group(1) if found else ""
-        step = steps.get(name)
-        if step is None:
-            evidence = absent
-        elif name in shown:
-            evidence = f"same step as above ({step['status']})"
-        else:
-            evidence = f"**{step['status']}**: {step['summary']}"
-        shown.add(name)
-        rows.append(f"| {cols[0]} | {cols[1]} | {cols[3]} | {cell(evidence)} |")
-    return rows
-
-
-def summary_markdown(report: dict[str, Any], matrix: str) -> str:
-    steps = {s["name"]: s for s in report["steps"]}
-    shard = report.get("shard") or {"count": 1}
-    count, index = shard["count"], shard.get("index")
-    absent = "did not run: the judgment stopped before this step"
-    if count == 1:
-        scope = ""
-    elif index:
-        scope = f" (shard {index}/{count})"
-        absent = "not run on this shard: see shard 1's report" if index > 1 else absent
-    else:
-        scope = f" ({count} shards merged)"
-    lines = [
-        f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']}){scope}",
-        "",
-        f"base `{report['base'][:12]}` head `{report['head'][:12]}`",
-        "",
-        strength_line(steps.get("preconditions", {}).get("evidence", {}).get("strength")),
-        "",
-        *excused_lines(report.get("excused") or []),
-        "| Failure class | First oracle | Merge only if | This patch |",
-        "|---|---|---|---|",
-        *matrix_rows(matrix, steps, absent),
-        "",
-        "| Step | Status | Seconds | Evidence |",
-        "|---|---|---|---|",
-        *(
-            f"| {s['name']} | {s['status']} | {s['seconds']:.1f} | {cell(s['summary'])} |"
-            for s in report["steps"]
-        ),
-    ]
-    for mismatch in (steps.get("replay", {}).get("evidence", {}).get("mismatches") or [])[:3]:
-        title = f"`{mismatch['id']}` `{mismatch['field']}`"
-        lines += ["", title, "```diff", mismatch["diff"], "```"]
-    lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
-    lines += review_lines(report.get("review"))
-    return "\n".join(lines) + "\n"
-
-
-def strength_line(score: dict[str, Any] | None) -> str:
-    """How much the base's oracle sees, as the oracle ref last measured it."""
-    if not score:
-        return "Oracle strength: not measured (`nox -s strength -- --update-ref` on the base)"
-    mutants = (score.get("totals") or {}).get("mutants", "?")
-    when = f"measured {score.get('date', '?')} on `{str(score.get('base', '?'))[:12]}`"
-    return f"Oracle strength: **{score['score']:.1%}** of {mutants} mutants killed ({when})"
-
-
-def excused_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
-    if not rows:
-        return []
-    lines = [f"Flake control excused {failures(len(rows))} (step `flake-budget`):"]
-    lines += [f"- {row['step']} `{row['id']}`: {row['by']}" for row in rows]
-    return [*lines, ""]
-
-
-def review(reports: Path, report: dict[str, Any]) -> dict[str, Any]:
-    """What a code owner looks at before the judge may run again with ORACLE_REVIEW=1: each
-    protected path the patch touches, with the rule of judge.yaml `protected:` it falls under."""
-    paths = [
-        row
-        for step in report["steps"]
-        if step["status"] == NEEDS_REVIEW
-        for row in full_evidence(reports, step).get("protected") or []
-    ]
-    rerun = f"ORACLE_REVIEW=1 nox -s judge -- --base {report['base']} --head {report['head']}"
-    return {"protected": paths, "rerun": rerun}
-
-
-def review_lines(found: dict[str, Any] | None) -> list[str]:
-    if not found:
-        return []
-    lines = ["", "### Needs review: protected paths for a code owner"]
-    lines += [f"- `{row['path']}` (rule `{row['rule']}`)" for row in found["protected"]]
-    return [*lines, "", "Once a code owner approved them, judge again:", f"`{found['rerun']}`"]
-
-
-def full_evidence(folder: Path, step: dict[str, Any]) -> dict[str, Any]:
-    """A step's evidence from its own report in `folder` (all of it), else what the judge
-    report kept (`brief`)."""
-    path = folder / REPORT_FILES.get(step["name"], f"{step['name']}.json")
-    try:
-        evidence = json.loads(path.read_bytes())["evidence"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return dict(step["evidence"])
-    return dict(evidence) if isinstance(evidence, dict) else dict(step["evidence"])
-
-
-def crossrun_lines(evidence: dict[str, Any]) -> list[str]:
-    """The parent's tests that fail on the patch, each with its message and the allowlist row
-    that would let it fail, kept apart from the patch's own (advisory) tests."""
-    failures = evidence.get("failures") or []
-    if not failures:
-        return []
-    lines = ["", "### Parent tests on the patch (these decide)"]
-    for row, command in list(zip(failures, evidence.get("allow_rows") or [], strict=False))[:5]:
-        message = row.get("message", "").strip().splitlines()[-6:]
-        lines += ["", f"`{row['id']}`: {row['outcome']}", "```", *message, "```"]
-        lines += ["If the change is intended, a reviewer adds:", f"`{command}`"]
-    return lines
-
-
-def run_id() -> str:
-    """The CI run this judgment belongs to: a merge takes shard reports of one run only."""
-    run = os.environ.get("GITHUB_RUN_ID", "")
-    return f"{run}.{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}" if run else ""
 
 
 def publish(j: Judgment, matrix: str) -> int:
@@ -803,73 +622,6 @@ def publish(j: Judgment, matrix: str) -> int:
         "steps": j.steps,
     }
     return write_reports(j.reports, report, matrix, "judge", j.repo)
-
-
-def write_reports(
-    reports: Path, report: dict[str, Any], matrix: str, label: str, repo: Path
-) -> int:
-    """Decide the verdict of `report`'s steps, then write the JSON report, its findings as
-    SARIF (judge.sarif: on the lines of `repo`'s checkout), the summary and the verdict word
-    ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2)."""
-    code, word = verdict(report["steps"])
-    report = {"verdict": word, "exit_code": code, **report}
-    report["excused"] = excused(reports, report["steps"])
-    if word == NEEDS_REVIEW:
-        report["review"] = review(reports, report)
-    write_report(reports / "judge-report.json", report)
-    sarif = sarif_log(report, lambda step: full_evidence(reports, step), repo / CASES)
-    write_json(reports / "judge.sarif", sarif)
-    text = summary_markdown(report, matrix)
-    (reports / "judge-summary.md").write_text(text, "utf-8")
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write(text)
-    verdict_file = os.environ.get(VERDICT_FILE)
-    if verdict_file:
-        Path(verdict_file).write_text(f"{word}\n", "utf-8")
-    where = reports / "judge-report.json"
-    notes = review_note(report.get("review")) + excused_note(report["excused"])
-    print(f"{label}: verdict {word} (exit {code}){notes}; see {where}")
-    return code
-
-
-def excused(reports: Path, steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The failures flake control excused: a verdict that stands on them says so everywhere."""
-    budget = next((s for s in steps if s["name"] == "flake-budget"), None)
-    if budget is None or budget["status"] != "pass":
-        return []
-    evidence = full_evidence(reports, budget)
-    retried = [
-        {"id": row["id"], "step": row["step"], "by": f"passing on retry {row['passed_on_retry']}"}
-        for row in evidence.get("flaky") or []
-    ]
-    return [*retried, *(evidence.get("excluded") or [])]
-
-
-def failures(count: int) -> str:
-    return f"{count} failure{'' if count == 1 else 's'}"
-
-
-def excused_note(rows: Sequence[dict[str, Any]]) -> str:
-    if not rows:
-        return ""
-    more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
-    first = rows[0]
-    where = f"{first['step']} {first['id']}: {first['by']}{more}"
-    return f", {failures(len(rows))} excused by flake control ({where})"
-
-
-def review_note(found: dict[str, Any] | None) -> str:
-    """The summary line's share of a review: what a code owner looks at, and what runs after."""
-    if not found:
-        return ""
-    rows = found["protected"]
-    what = "the protected paths the write-set step lists"
-    if rows:
-        more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
-        what = f"protected path {rows[0]['path']} (rule {rows[0]['rule']}){more}"
-    return f": a code owner reviews {what}, then: {found['rerun']}"
 
 
 def parser() -> argparse.ArgumentParser:

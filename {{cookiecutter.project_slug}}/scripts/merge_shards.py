@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate import ERROR, NEEDS_REVIEW, FailClosed, repo_root, show_file, write_report
-from judge import CODE, EXIT_CODES, REPORT_FILES, brief, full_evidence, write_reports
+from _gate.git import repo_root, show_file
+from _gate.protocol import ERROR, NEEDS_REVIEW, FailClosed
+from _gate.reports import write_report
+from _gate.verdict import CODE, EXIT_CODES, REPORT_FILES, brief, full_evidence, write_reports
 
 # An error outranks a review: the shards' evidence is incomplete, whatever a reviewer decides.
 RANK = {"pass": 0, "advisory": 0, "deferred": 1, "block": 2, NEEDS_REVIEW: 3, ERROR: 4}

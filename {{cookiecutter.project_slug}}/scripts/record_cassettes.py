@@ -10,7 +10,7 @@ only when that provenance still matches.
 A recording that is an uncaught Python exception (a traceback on stderr) is a broken base, not a
 contract: it fails closed naming the case and the exception, unless the case says
 `expect_crash: true`. Such a recording is not saved, so `--reuse` never picks it up.
-With `--shard I/N` only the cases of that shard are recorded (scripts/_shard.py).
+With `--shard I/N` only the cases of that shard are recorded (scripts/_gate/shard.py).
 Exit codes: 0 recorded (unstable fields, timeouts and signals are reported, not fatal),
 2 fail closed (bad cases.yaml, no merge base, the base does not build, an unexpected traceback).
 """
@@ -18,92 +18,32 @@ Exit codes: 0 recorded (unstable fields, timeouts and signals are reported, not 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _cases import Case, Run, built_cli, describe, load_cases, observe, run_many
-from _gate import (
+from _gate.cases import Case, built_cli, load_cases
+from _gate.cassettes import cassette_path, load_cassette, provenance, record
+from _gate.config import load_config
+from _gate.envs import WHEELHOUSE
+from _gate.git import default_base, repo_root, resolve_commit
+from _gate.protocol import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
     PASS,
-    WHEELHOUSE,
     FailClosed,
     Outcome,
     add_report_arg,
-    default_base,
-    load_config,
-    repo_root,
-    resolve_commit,
     run_main,
-    write_json,
 )
-from _shard import WHOLE, Shard, add_shard_arg
-
-RUNS = 2
-TRACEBACK = "Traceback (most recent call last):"
-
-
-def provenance(base: str, cases: Sequence[Case]) -> dict[str, Any]:
-    return {
-        "base": base,
-        "cases": {case.id: case.digest for case in cases},
-        "python": platform.python_version(),
-        "platform": platform.platform(terse=True),
-    }
-
-
-def cassette_path(repo: Path, base: str, shard: Shard = WHOLE) -> Path:
-    """Where a base's recording is kept: one file per shard, so shards never share one."""
-    name = "cassettes" if shard.whole else f"cassettes-shard-{shard.index}-of-{shard.count}"
-    return repo / ".oracle" / "cassettes" / base / f"{name}.json"
-
-
-def load_cassette(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def traceback_line(run: Run) -> str | None:
-    """The exception line of the last Python traceback on stderr (None without one): the first
-    unindented line after the header, since frames and source lines are indented."""
-    _, header, after = run.stderr.head.decode("utf-8", "backslashreplace").rpartition(TRACEBACK)
-    if not header:
-        return None
-    lines = [line.rstrip() for line in after.splitlines() if line.strip()]
-    return next((line for line in lines if not line[0].isspace()), (lines or [TRACEBACK])[-1])
+from _gate.reports import write_json
+from _gate.shard import Shard, add_shard_arg
 
 
 def owned_cases(path: Path, timeout: float, shard: Shard) -> list[Case]:
     return shard.pick(load_cases(path, timeout), lambda case: case.id)
-
-
-def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> dict[str, Any]:
-    recorded: dict[str, Any] = {}
-    done = run_many([(command, case) for case in cases for _ in range(RUNS)], fixtures, "record")
-    for index, case in enumerate(cases):
-        runs = done[index * RUNS : (index + 1) * RUNS]
-        seen = [observe(case, run) for run in runs]
-        stable = {k: v for k, v in seen[0].items() if all(s[k] == v for s in seen[1:])}
-        unstable = {k: [s[k] for s in seen] for k in seen[0] if k not in stable}
-        first = runs[0]
-        recorded[case.id] = {
-            "digest": case.digest,
-            "fields": stable,
-            "unstable": unstable,
-            "run": describe(first),
-            "crashed": any(run.timed_out or run.exit_code < 0 for run in runs),
-            "traceback": next(filter(None, map(traceback_line, runs)), None),
-            "expect_crash": case.expect_crash,
-        }
-    return {"provenance": provenance(base, cases), "cases": recorded}
 
 
 def summarize(cassette: dict[str, Any], out: Path, reused: bool, cases_file: Path) -> Outcome:

@@ -10,7 +10,7 @@ base is reported for clean-up, never applied, never fatal. A row missing a field
 this base matching no mismatch (stale), fails closed so rows cannot accumulate. Unstable fields
 (differing between parent runs at record time) never block and are always reported.
 With `--shard I/N` only that shard's cases replay, and only the rows naming them are checked
-(scripts/_shard.py): every case and every row is judged by exactly one shard.
+(scripts/_gate/shard.py): every case and every row is judged by exactly one shard.
 Exit codes: 0 the surface is preserved, 1 block (a mismatch), 2 fail closed (drift, a bad or
 stale allowlist, a cassette whose provenance does not match the cases).
 """
@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _cases import Case, load_cases, observe, run_many
-from _gate import (
+from _gate.allowlist import Row, is_cassette_row, load_allowlist, other_base_note, split_by_base
+from _gate.cases import Case, load_cases, observe, run_many
+from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -37,8 +38,7 @@ from _gate import (
     add_report_arg,
     run_main,
 )
-from _shard import Shard, add_shard_arg
-from allow import Row, is_cassette_row, load_allowlist, other_base_note, split_by_base
+from _gate.shard import Shard, add_shard_arg
 
 
 def cassette_rows(path: Path, base: str, shard: Shard) -> tuple[list[Row], list[Row]]:

@@ -13,7 +13,7 @@ that picks the mutant named by $MUTANT_UNDER_TEST when the function is called, a
 each mutant only the tests that reach its function, each in a process forked for it, on all
 cores. Three mutmut runs, each in a copy of the tree of its own, ask three kinds of evidence:
 
-- cassettes: a test per case of oracle/cases.yaml (scripts/_strength_cassettes.py) that runs
+- cassettes: a test per case of oracle/cases.yaml (scripts/_gate/strength_cassettes.py) that runs
   the console script out of process, against the mutant, and compares the case's fields with
   a recording of the unmutated build made first;
 - properties: the tests of oracle/, calling the adapter in process (`--subject-inprocess`);
@@ -22,12 +22,12 @@ cores. Three mutmut runs, each in a copy of the tree of its own, ask three kinds
 
 Writes reports/strength.json (score, counts per file and function, every mutant the oracle
 misses with its file, line and mutated code), reports/strength.md, and
-reports/proposed-cases.yaml: cases that tell missed mutants apart (scripts/_proposals.py), for
+reports/proposed-cases.yaml: cases that tell missed mutants apart (scripts/_gate/proposals.py), for
 a maintainer to review. The score is the share of mutants the cassettes or the properties
 kill; --update-ref (or --store) commits it to the oracle ref as strength.json, where the
 judge's summary shows it and `strength_min` reads it. A run narrowed by --only, --mutants or
 --kinds is never stored. --shard I/N measures the mutants of the functions shard I owns (by a
-hash of each function's name, scripts/_shard.py), so N runners split the work; --merge joins
+hash of each function's name, scripts/_gate/shard.py), so N runners split the work; --merge joins
 their reports, every shard 1..N once, into the report one run would have written.
 Exit codes: 0 measured, 2 fail closed (no mutmut here, nothing to mutate, evidence that fails
 on the unmutated code, a mutmut run that broke, a partial measurement to store).
@@ -51,27 +51,16 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from _cases import Case, load_cases
-from _gate import (
-    EXIT_CODES_HELP,
-    PASS,
-    SCORE_FILE,
-    Config,
-    FailClosed,
-    Outcome,
-    add_report_arg,
-    bin_dir,
-    commit_file,
-    git,
-    load_config,
-    resolve_oracle_ref,
-    run_main,
-)
-from _mutants import function_keys, located
-from _proposals import Search, as_yaml, propose
-from _shard import add_shard_arg
-from record_cassettes import record
-from run_oracle import has_tests
+from _gate.cases import Case, load_cases
+from _gate.cassettes import record
+from _gate.config import Config, load_config
+from _gate.envs import bin_dir
+from _gate.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
+from _gate.mutants import function_keys, located
+from _gate.oracle_run import has_tests
+from _gate.proposals import Search, as_yaml, propose
+from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, run_main
+from _gate.shard import add_shard_arg
 
 KINDS = ("cassettes", "properties", "tests")
 # mutmut's exit codes for a mutant (mutmut/stats.py): its tests passed, or none reached it; or
@@ -178,9 +167,9 @@ def evidence_runs(
     runs: list[tuple[str, list[str], list[str], dict[str, str]]] = []
     if recording is not None:
         env = {"ORACLE_STRENGTH_RECORDING": str(recording)}
-        runs.append(("cassettes", ["scripts/_strength_cassettes.py"], [], env))
+        runs.append(("cassettes", ["scripts/_gate/strength_cassettes.py"], [], env))
     if has_tests(tree / "oracle"):
-        options = ["-c", "oracle/pytest.ini", "-p", "_subject", "--subject-inprocess"]
+        options = ["-c", "oracle/pytest.ini", "-p", "_gate.subject", "--subject-inprocess"]
         options += ["--subject-adapter", "oracle/adapter.py"]
         runs.append(("properties", ["oracle"], options, {"PYTHONPATH": scripts}))
     runs.append(("tests", list(config.tests), [], {}))

@@ -5,7 +5,7 @@ freeze the tests that disagree with themselves.
     python scripts/variance_ledger.py merge reports/variance-run-*.json --update-ref
 
 `run` executes the oracle (oracle/ of this tree) k times with this interpreter and records each
-test's outcome and duration and the machine the runs ran on (scripts/_machine.py: the CI
+test's outcome and duration and the machine the runs ran on (scripts/_gate/machine.py: the CI
 runner, or the host outside CI). `merge` pools run files, one or more per machine. A test is
 unstable when its outcome changes between the runs of one machine or between machines that ran
 it (a skip on one image is the image's), or when the coefficient of variation of its duration
@@ -30,90 +30,19 @@ import statistics
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate import (
-    EXIT_CODES_HELP,
-    PASS,
-    Config,
-    FailClosed,
-    Outcome,
-    add_report_arg,
-    commit_file,
-    git,
-    load_config,
-    resolve_oracle_ref,
-    run_main,
-    write_report,
-)
-from _machine import identity
-from run_oracle import run
+from _gate.config import Config, load_config
+from _gate.git import commit_file, git, resolve_oracle_ref
+from _gate.ledger import LEDGER, Ledger, live, parse_ledger
+from _gate.machine import identity
+from _gate.oracle_run import run
+from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, run_main
+from _gate.reports import write_report
 
-LEDGER = "variance-ledger.json"
 DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged
 EVENTS = ("frozen", "extended", "cleared", "expired")  # what a measurement does to a row
-HISTORY_LIMIT = 1000  # events the file keeps; the oracle ref's commits keep every one
-LEDGER_SHAPE = 'expected {"frozen": {test id: row with \'expires\' YYYY-MM-DD}, "history": [event]}'
-
-
-@dataclass
-class Ledger:
-    """variance-ledger.json: the live freezes, and why each row came and went."""
-
-    frozen: dict[str, dict[str, Any]] = field(default_factory=dict)
-    history: list[dict[str, Any]] = field(default_factory=list)
-
-    def text(self) -> str:
-        data = {
-            "frozen": dict(sorted(self.frozen.items())),
-            "history": self.history[-HISTORY_LIMIT:],
-        }
-        return json.dumps(data, indent=2, sort_keys=True) + "\n"
-
-
-def load_ledger(path: Path) -> Ledger:
-    try:
-        return parse_ledger(path.read_text("utf-8"), str(path))
-    except (FileNotFoundError, UnicodeDecodeError):
-        raise FailClosed(
-            f"{path}: ledger missing or not UTF-8; it lives on the oracle ref"
-        ) from None
-
-
-def parse_ledger(text: str, where: str) -> Ledger:
-    try:
-        data = json.loads(text or "{}")
-    except ValueError as exc:
-        raise FailClosed(f"{where}: not valid JSON ({exc}); restore it on the oracle ref") from None
-    if isinstance(data, dict) and not data.keys() & {"frozen", "history"}:
-        data = {"frozen": data, "history": []}  # `{}` as baked, or an earlier version's rows
-    shaped = isinstance(data, dict) and set(data) == {"frozen", "history"}
-    frozen, history = (data["frozen"], data["history"]) if shaped else (None, None)
-    if not isinstance(frozen, dict) or not isinstance(history, list):
-        raise FailClosed(f"{where}: {LEDGER_SHAPE}; restore it on the oracle ref")
-    for node, row in frozen.items():
-        if not isinstance(row, dict) or not iso_day(row.get("expires")):
-            raise FailClosed(f"{where}: frozen row {node!r}: {LEDGER_SHAPE}")
-    return Ledger(frozen, history)
-
-
-def iso_day(value: object) -> bool:
-    """A YYYY-MM-DD string: anything else would only fail later, without naming the file."""
-    try:
-        dt.date.fromisoformat(str(value))
-    except ValueError:
-        return False
-    return isinstance(value, str)
-
-
-def live(row: dict[str, Any], today: dt.date) -> bool:
-    return dt.date.fromisoformat(row["expires"]) >= today
-
-
-def frozen_ids(ledger: Ledger, today: dt.date) -> set[str]:
-    return {node for node, row in ledger.frozen.items() if live(row, today)}
 
 
 def run_once(python: Path, oracle: Path, timeout: float) -> dict[str, Any]:

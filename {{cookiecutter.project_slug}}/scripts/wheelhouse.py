@@ -21,16 +21,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from _gate import (
-    EXIT_CODES_HELP,
-    PASS,
-    WHEELHOUSE,
-    FailClosed,
-    Outcome,
-    add_report_arg,
-    bin_dir,
-    run_main,
-)
+from _gate.envs import WHEELHOUSE, bin_dir
+from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, run_main
 
 DEFAULT = Path("scripts/requirements-judge.txt")
 MARKER = ".complete-{}"  # one per set of files: the judge's, the strength session's

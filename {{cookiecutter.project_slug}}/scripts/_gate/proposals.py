@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _cases import Case, observe, run_many
+
+from _gate.cases import Case, observe, run_many
 
 VARIANTS_PER_MUTANT = 30  # inputs tried per mutant: a bound, not a search
 

@@ -23,8 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from _gate import FailClosed, dist_infos, git
-from _process import run_group
+from _gate.envs import dist_infos
+from _gate.git import git
+from _gate.process import run_group
+from _gate.protocol import FailClosed
 
 REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
 COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")

@@ -1,6 +1,6 @@
 """The subject worker: runs inside the build under test and answers the oracle's calls.
 
-    python -I _worker.py BASE/oracle/adapter.py      # started by _subject.py, one per run
+    python -I worker.py BASE/oracle/adapter.py      # started by subject.py, one per run
 
 Reads one JSON request a line on stdin ({"fn", "args", "kwargs"}), calls that function of the
 adapter, and writes one JSON line back: {"ok": value} or {"raised": {"type", "message"}}.

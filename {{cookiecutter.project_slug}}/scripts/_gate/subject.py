@@ -11,8 +11,8 @@ is made in its process.
     def test_total(subject: Subject) -> None:
         assert subject.stack_discounts(100, []) == 100
 
-Loaded by the gate as `-p _subject` with `--subject-python` (the build's python) and
-`--subject-adapter` (the adapter file); the worker is `_worker.py` beside it.
+Loaded by the gate as `-p _gate.subject` with `--subject-python` (the build's python) and
+`--subject-adapter` (the adapter file); the worker is `worker.py` beside it.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from _worker import exported, load_adapter
+
+from _gate.worker import exported, load_adapter
 
 CALL_TIMEOUT = 60.0  # seconds one call may take before the worker is killed
 STDERR_TAIL = 2000
-WORKER = Path(__file__).with_name("_worker.py")
+WORKER = Path(__file__).with_name("worker.py")
 
 
 class SubjectBroken(BaseException):

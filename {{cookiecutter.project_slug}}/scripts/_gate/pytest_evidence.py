@@ -8,7 +8,7 @@ JSON when the session ends. Ids are
 `report.nodeid` verbatim, never rebuilt from JUnit class names. With `--oracle-sources ROOT`
 it also records the modules the run imported from files under ROOT, so the gate can tell a run
 that tested a tree's own sources from one that tested the installed build. With
-`--oracle-shard I/N` it deselects every test another shard owns (scripts/_shard.py) and
+`--oracle-shard I/N` it deselects every test another shard owns (scripts/_gate/shard.py) and
 records how many it deselected.
 
 A run that dies before the session ends leaves no file: the gate reads that as truncated.
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _shard import parse_shard
+
+from _gate.shard import parse_shard
 
 # An outcome never improves: a failed call stays failed when its teardown passes.
 RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}

@@ -21,17 +21,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from _gate import (
-    FailClosed,
-    Progress,
-    add_worktree,
-    bin_dir,
-    build_env,
-    load_yaml,
-    remove_worktree,
-    require_mapping,
-)
-from _process import Stream, run_group
+from _gate.config import load_yaml, require_mapping
+from _gate.envs import bin_dir, build_env
+from _gate.git import add_worktree, remove_worktree
+from _gate.process import Stream, run_group
+from _gate.protocol import FailClosed, Progress
 
 CASE_FIELDS = (
     "id",

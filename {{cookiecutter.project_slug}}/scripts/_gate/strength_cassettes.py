@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _cases import Case, Scratch, load_cases, observe, run_case
+
+from _gate.cases import Case, Scratch, load_cases, observe, run_case
 
 RECORDING: dict[str, Any] = json.loads(
     Path(os.environ["ORACLE_STRENGTH_RECORDING"]).read_text("utf-8")

@@ -1,0 +1,71 @@
+"""Cassettes: the parent build's answers to every case, recorded twice, and where they are kept."""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from _gate.cases import Case, Run, describe, observe, run_many
+from _gate.shard import WHOLE, Shard
+
+RUNS = 2
+
+
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def provenance(base: str, cases: Sequence[Case]) -> dict[str, Any]:
+    return {
+        "base": base,
+        "cases": {case.id: case.digest for case in cases},
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+    }
+
+
+def cassette_path(repo: Path, base: str, shard: Shard = WHOLE) -> Path:
+    """Where a base's recording is kept: one file per shard, so shards never share one."""
+    name = "cassettes" if shard.whole else f"cassettes-shard-{shard.index}-of-{shard.count}"
+    return repo / ".oracle" / "cassettes" / base / f"{name}.json"
+
+
+def load_cassette(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def traceback_line(run: Run) -> str | None:
+    """The exception line of the last Python traceback on stderr (None without one): the first
+    unindented line after the header, since frames and source lines are indented."""
+    _, header, after = run.stderr.head.decode("utf-8", "backslashreplace").rpartition(TRACEBACK)
+    if not header:
+        return None
+    lines = [line.rstrip() for line in after.splitlines() if line.strip()]
+    return next((line for line in lines if not line[0].isspace()), (lines or [TRACEBACK])[-1])
+
+
+def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> dict[str, Any]:
+    recorded: dict[str, Any] = {}
+    done = run_many([(command, case) for case in cases for _ in range(RUNS)], fixtures, "record")
+    for index, case in enumerate(cases):
+        runs = done[index * RUNS : (index + 1) * RUNS]
+        seen = [observe(case, run) for run in runs]
+        stable = {k: v for k, v in seen[0].items() if all(s[k] == v for s in seen[1:])}
+        unstable = {k: [s[k] for s in seen] for k in seen[0] if k not in stable}
+        first = runs[0]
+        recorded[case.id] = {
+            "digest": case.digest,
+            "fields": stable,
+            "unstable": unstable,
+            "run": describe(first),
+            "crashed": any(run.timed_out or run.exit_code < 0 for run in runs),
+            "traceback": next(filter(None, map(traceback_line, runs)), None),
+            "expect_crash": case.expect_crash,
+        }
+    return {"provenance": provenance(base, cases), "cases": recorded}

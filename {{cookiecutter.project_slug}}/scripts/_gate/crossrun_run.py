@@ -1,0 +1,65 @@
+"""One run of the base tree's tests in a build's environment, from a private copy of the tree."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from _gate.pytest_run import PytestRun, run_pytest
+from _gate.reports import named
+from _gate.shard import WHOLE, Shard
+
+
+def run(
+    python: Path,
+    tree: Path,
+    targets: Sequence[str],
+    timeout: float,
+    plugins: Sequence[str],
+    hidden: Sequence[str] = (),
+    shard: Shard = WHOLE,
+) -> PytestRun:
+    """The base's tests in one build's environment, from a private copy of the base tree
+    without the `hidden` modules (the build's own): pytest's default import mode puts the
+    root on sys.path for a tests/ package, and a flat-layout package there would shadow the
+    build."""
+    options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
+    with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
+        root = copy_tree(tree, Path(name) / "tree", hidden).resolve()
+        result = run_pytest(
+            python,
+            root,
+            targets,
+            prefix="",
+            timeout=timeout,
+            trusted=True,
+            own_config=True,
+            options=options,
+        )
+    # Messages name the private copy, gone by now: they name the tree it copies instead.
+    return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))
+
+
+def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:
+    """The tree's tracked files (all its files outside git) but the `hidden` modules."""
+    skip = {p for name in hidden for p in (name, f"{name}.py", f"src/{name}", f"src/{name}.py")}
+    listed = subprocess.run(
+        ["git", "-C", str(tree), "ls-files", "-z"], capture_output=True, check=False
+    )
+    names = listed.stdout.decode("utf-8", "surrogateescape").split("\0")
+    if listed.returncode != 0:
+        names = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()]
+    for rel in filter(None, names):
+        parts = rel.split("/")
+        if parts[0] in skip or "/".join(parts[:2]) in skip or parts[0] == ".git":
+            continue
+        source = tree / rel
+        if source.is_file() and not source.is_symlink():
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+    dest.mkdir(parents=True, exist_ok=True)
+    return dest

@@ -1,0 +1,115 @@
+"""Environments: fresh virtual environments filled from the hash-pinned wheelhouse only, and
+the offline, non-editable builds of the trees under judgment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from _gate.process import Completed, run_group
+from _gate.protocol import FailClosed, NotInWheelhouse
+
+# Merge-time evidence must not depend on what the author's shell exported.
+WHEELHOUSE = Path(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
+
+
+def bin_dir(env: Path) -> Path:
+    return env / ("Scripts" if os.name == "nt" else "bin")
+
+
+def find_uv() -> str | None:
+    """uv beside this interpreter first (installed from the wheelhouse), then PATH."""
+    beside = Path(sys.executable).parent / "uv"
+    return str(beside) if beside.exists() else shutil.which("uv")
+
+
+BUILD_TIMEOUT = 900.0  # seconds for one install: a build backend runs the tree's own code
+
+
+def _run_install(cmd: list[str], what: str) -> Completed:
+    env = {
+        **os.environ,
+        "PIP_NO_INDEX": "1",
+        "UV_OFFLINE": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    done = run_group(cmd, timeout=BUILD_TIMEOUT, env=env)
+    if done.timed_out:
+        raise FailClosed(f"{what} did not finish within {BUILD_TIMEOUT:g} s")
+    if done.exit_code != 0:
+        raise FailClosed(f"{what} failed: {done.last_line()}")
+    return done
+
+
+def tools_env(dest: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, list[str]]:
+    """A fresh venv holding only the hash-checked tools; returns its python and installer."""
+    uv = find_uv()
+    python = bin_dir(dest) / "python"
+    if uv:
+        _run_install([uv, "venv", "--quiet", "--python", sys.executable, str(dest)], "uv venv")
+        pip = [uv, "pip", "install", "--quiet", "--offline", "--python", str(python)]
+    else:
+        _run_install([sys.executable, "-m", "venv", str(dest)], "python -m venv")
+        pip = [str(python), "-m", "pip", "install", "--quiet"]
+    pip += ["--no-index", "--find-links", str(wheelhouse)]
+    _run_install([*pip, "--require-hashes", "-r", str(requirements)], "tool install")
+    return python, pip
+
+
+def dist_infos(env: Path) -> set[Path]:
+    return set(env.glob("lib/python*/site-packages/*.dist-info"))
+
+
+def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> Path:
+    """A fresh venv holding the hash-checked tools and a non-editable build of `tree`.
+
+    Installs only from the local wheelhouse: the judge never reaches the network. The build is
+    not editable so that the tree's own files (conftest.py, pytest settings) never sit on
+    sys.path. Runtime dependencies come from the hash-pinned requirements only: the build is
+    installed without them, then checked, so a dependency the wheelhouse lacks fails closed
+    by name instead of crashing every case.
+    """
+    python, pip = tools_env(dest, wheelhouse, requirements)
+    before = dist_infos(dest)
+    _run_install([*pip, "--no-deps", "--no-build-isolation", str(tree)], f"build of {tree}")
+    for info in sorted(dist_infos(dest) - before):
+        refuse_direct_references(info / "METADATA", tree)
+    check_dependencies(python, tree, requirements)
+    return python
+
+
+def refuse_direct_references(metadata: Path, tree: Path) -> None:
+    """A dependency named by path or URL would bypass the hashes: refuse it."""
+    from email.parser import BytesHeaderParser
+
+    headers = BytesHeaderParser().parse(metadata.open("rb"))
+    for requirement in headers.get_all("Requires-Dist") or []:
+        if "@" in requirement.split(";", 1)[0]:
+            raise NotInWheelhouse(
+                f"{tree}: dependency {requirement.strip()!r} is a direct reference; runtime "
+                "dependencies come only from the hash-pinned wheelhouse: pin it by version "
+                "in scripts/requirements-judge.txt with hashes"
+            )
+
+
+def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
+    uv = find_uv()
+    cmd = (
+        [uv, "pip", "check", "--python", str(python)] if uv else [str(python), "-m", "pip", "check"]
+    )
+    done = run_group(cmd, timeout=BUILD_TIMEOUT)
+    if done.exit_code == 0:
+        return
+    problems = [
+        line.strip()
+        for line in (done.stdout.tail() + done.stderr.tail()).splitlines()
+        if "requires" in line or "not installed" in line
+    ]
+    first = problems[0] if problems else done.last_line()
+    raise NotInWheelhouse(
+        f"{tree}: a runtime dependency is missing from the hash-pinned wheelhouse ({first}); "
+        f"add it to {requirements.name} with hashes (uv pip compile --generate-hashes)"
+    )

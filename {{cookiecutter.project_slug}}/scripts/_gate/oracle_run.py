@@ -1,0 +1,42 @@
+"""One run of the property oracles in oracle/: pytest in the oracle's own environment, the
+build under test reached only through the subject worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from _gate.pytest_run import PytestRun, run_pytest
+from _gate.shard import WHOLE, Shard
+
+PREFIX = "oracle/"
+
+
+RETRYABLE = ("failed", "error")
+
+
+def has_tests(oracle: Path) -> bool:
+    return any(p.name.startswith("test_") for p in oracle.rglob("*.py"))
+
+
+def run(
+    runner: Path,
+    subject: Path,
+    oracle: Path,
+    timeout: float,
+    targets: Sequence[str] = (".",),
+    call_timeout: float = 60.0,
+    shard: Shard = WHOLE,
+) -> PytestRun:
+    return run_pytest(
+        runner,
+        oracle,
+        targets,
+        prefix=PREFIX,
+        timeout=timeout,
+        trusted=True,
+        subject=subject,
+        subject_timeout=call_timeout,
+        options=shard.pytest_options(),
+    )

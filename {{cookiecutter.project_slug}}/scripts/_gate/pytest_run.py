@@ -1,0 +1,145 @@
+"""pytest runs read from the gate's own evidence plugin, never from pytest's exit code alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from _gate.process import Completed, run_group
+
+# The gate's pytest plugins, copied as a package `_gate` of their own into a fresh folder on
+# PYTHONPATH for each run, so no module of the tree under test can shadow them and no other
+# file of scripts/ lands on sys.path. They import only each other and what pytest brings.
+PLUGIN_FILES = ("__init__.py", "pytest_evidence.py", "shard.py", "subject.py", "worker.py")
+
+
+@dataclass
+class PytestRun:
+    """A pytest run judged by the evidence plugin's report, never by its exit code alone."""
+
+    exit_code: int
+    timed_out: bool
+    outcomes: dict[str, str] | None  # node id -> passed/failed/error/skipped; None: no report
+    messages: dict[str, str]
+    durations: dict[str, float]
+    hits: dict[str, int]  # node id -> assertions that passed in it
+    output_tail: str
+    sources: dict[str, str] = field(default_factory=dict)  # module -> file under the root
+    deselected: int = 0  # tests left to other shards
+    properties: frozenset[str] = frozenset()  # node ids of hypothesis properties (@given)
+
+    def renamed(self, fix: Callable[[str], str]) -> PytestRun:
+        """The run with `fix` applied to the text its tests and pytest wrote."""
+        messages = {node: fix(text) for node, text in self.messages.items()}
+        return replace(self, messages=messages, output_tail=fix(self.output_tail))
+
+
+# `../x`: pytest writes a path relative to its working directory when that is shorter.
+RELATIVE_UP = re.compile(r"(?<![\w./-])(?:\.\./)+")
+
+
+def absolute_paths(run: PytestRun, cwd: Path) -> PytestRun:
+    """The run with every path pytest wrote relative to `cwd` going up (`../oracle-judge-x/
+    parent/...`, from a temporary working directory) written absolute, so `named` names it."""
+
+    def absolute(up: re.Match[str]) -> str:
+        return os.path.join(os.path.normpath(cwd / up.group()), "")
+
+    return run.renamed(lambda text: RELATIVE_UP.sub(absolute, text))
+
+
+def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
+    tail = (done.stdout.head + done.stderr.head)[-2000:].decode("utf-8", "backslashreplace")
+    try:
+        data = json.loads(path.read_bytes())
+        tests: dict[str, dict[str, Any]] = data["tests"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return PytestRun(done.exit_code, done.timed_out, None, {}, {}, {}, tail)
+    rows = {prefix + node: row for node, row in tests.items()}
+    return PytestRun(
+        done.exit_code,
+        done.timed_out,
+        {node: str(row["outcome"]) for node, row in rows.items()},
+        {node: str(row["message"]) for node, row in rows.items() if row["message"]},
+        {node: float(row["seconds"]) for node, row in rows.items()},
+        {node: int(row["hits"]) for node, row in rows.items()},
+        tail,
+        dict(data.get("sources") or {}),
+        int(data.get("deselected") or 0),
+        frozenset(prefix + node for node in data.get("properties") or []),
+    )
+
+
+def run_pytest(
+    python: Path,
+    root: Path,
+    targets: Sequence[str],
+    *,
+    prefix: str,
+    timeout: float,
+    trusted: bool,
+    subject: Path | None = None,
+    subject_timeout: float = 60.0,
+    options: Sequence[str] = (),
+    own_config: bool = False,
+) -> PytestRun:
+    """Run pytest on `targets` (relative to `root`); outcomes come from the evidence plugin.
+
+    `trusted=True` runs tests of the base tree: fixed rootdir and ini, no plugin autoloading
+    (a patch can register a pytest11 entry point), no cache, cwd outside any tree, and the
+    modules imported from under `root` recorded. `own_config` reads the ini from the root's own
+    pytest configuration (the crossrun) instead of an empty one with importlib imports (the
+    oracle). `subject` is the python of the build the oracle calls through `root/adapter.py`.
+    """
+    import tempfile
+
+    root = root.resolve()  # trusted runs start from a temporary directory
+    with tempfile.TemporaryDirectory(prefix="oracle-pytest-") as name:
+        tmp = Path(name)
+        plugins, evidence = tmp / "plugins", tmp / "evidence.json"
+        (plugins / "_gate").mkdir(parents=True)
+        for plugin in PLUGIN_FILES:
+            shutil.copy(Path(__file__).with_name(plugin), plugins / "_gate" / plugin)
+        cmd = [str(python), "-m", "pytest", "-q", "-p", "_gate.pytest_evidence"]
+        cmd += [f"--oracle-evidence={evidence}", "-o", "enable_assertion_pass_hook=true"]
+        path = os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
+        if trusted:
+            cmd += trusted_options(root, tmp, env, own_config)
+        if subject is not None:
+            cmd += ["-p", "_gate.subject", f"--subject-python={subject}"]
+            cmd += [
+                f"--subject-adapter={root / 'adapter.py'}",
+                f"--subject-timeout={subject_timeout}",
+            ]
+        cmd += [*options, *(str(root / t) for t in targets)]
+        cwd = tmp if trusted else root
+        done = run_group(cmd, timeout=timeout, cwd=cwd, env=env)
+        return absolute_paths(read_evidence(evidence, prefix, done), cwd)
+
+
+def trusted_options(root: Path, tmp: Path, env: dict[str, str], own_config: bool) -> list[str]:
+    """Pin ini, rootdir and confcutdir to the base tree; nothing is autoloaded or cached."""
+    from _gate.collect import config_file
+
+    ini = config_file(root) if own_config else root / "pytest.ini"
+    if ini is None or not ini.is_file():
+        ini = tmp / "pytest.ini"
+        ini.write_text("[pytest]\n", "utf-8")
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    # Hypothesis caches example constants on disk even with database=None.
+    env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tmp / "hypothesis")
+    env["HOME"] = str(tmp)
+    options = [
+        *("-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root)),
+        *("-p", "no:cacheprovider", f"--oracle-sources={root}"),
+    ]
+    # The crossrun imports as the project's own configuration says (and is checked for
+    # importing the tree's sources instead of the build); an oracle needs no sys.path entry.
+    return options if own_config else [*options, "--import-mode=importlib"]

@@ -1,0 +1,204 @@
+"""Run the property oracles of the base tree against the parent build and the patch build.
+
+    python scripts/oracle.py --oracle BASE/oracle --oracle-python O \
+        --parent-python P --patch-python Q
+
+The oracle directory comes from the base revision and runs in the oracle environment O, where
+neither build is installed: each test reaches the code under test through the `subject`
+fixture, which calls `oracle/adapter.py` in a worker started with P (parent run) or Q (patch
+run). Nothing of the patch runs in the process that makes the assertions and reports the
+outcomes. pytest runs with a fixed rootdir and ini, no plugin autoloading and no cache, from a
+temporary directory; outcomes and assertion hits come from the gate's evidence plugin.
+
+On the parent every oracle must pass and reach at least one assertion (a property whose
+examples never get to an assert is incomplete, not evidence). On the patch, an oracle that
+passed on the parent and now fails or errors may be a flake: the step is `deferred` and
+flake-budget, the last step, decides. Every other failure blocks here: a test missing or
+skipped on the patch, a failing id the parent never had, a truncated run.
+With `--shard I/N` both runs hold only the tests of that shard (scripts/_gate/shard.py); a shard
+that holds none passes, and the merge checks that the shards add up.
+Exit codes: 0 pass, 1 block (or deferred, see the report's status), 2 fail closed (the oracle
+does not pass, or is incomplete, on the parent build).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from _gate.oracle_run import RETRYABLE, has_tests, run
+from _gate.protocol import (
+    BLOCK,
+    EXIT_CODES_HELP,
+    PASS,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+    run_main,
+)
+from _gate.pytest_run import PytestRun
+from _gate.shard import add_shard_arg
+
+
+def parent_baseline(result: PytestRun) -> dict[str, str]:
+    if result.outcomes is None:
+        raise FailClosed(
+            f"oracle left no result report on the parent build (exit {result.exit_code}, "
+            f"timed out: {result.timed_out}); fix the oracle: {result.output_tail[-200:]!r}"
+        )
+    broken = sorted(k for k, v in result.outcomes.items() if v in RETRYABLE)
+    if broken:
+        message = result.messages.get(broken[0], "").strip().splitlines()
+        hint = (
+            "; oracle tests reach the code only through the `subject` fixture "
+            "(oracle/adapter.py), the package is not importable in the oracle process"
+            if any("ModuleNotFoundError" in line for line in message)
+            else ""
+        )
+        raise FailClosed(
+            f"oracle {broken[0]} does not pass on the parent build ({len(broken)} tests: "
+            f"{message[-1] if message else 'no message'}){hint}; fix it on the base branch first"
+        )
+    if not result.outcomes:
+        raise FailClosed("oracle collected no test on the parent build; fix oracle/")
+    hitless = sorted(k for k, v in result.outcomes.items() if v == "passed" and not result.hits[k])
+    if hitless:
+        raise FailClosed(
+            f"oracle {hitless[0]} reached no assertion on the parent build ({len(hitless)} "
+            "tests): every example was filtered out or its asserts sit behind a branch no "
+            "example takes; an incomplete property is not evidence, fix it on the base branch"
+        )
+    return result.outcomes
+
+
+def failures(parent: dict[str, str], patch: PytestRun) -> list[dict[str, Any]]:
+    """Every oracle result on the patch that is not a pass it earned on the parent too."""
+    got = patch.outcomes or {}
+    rows = []
+    for node in sorted(parent.keys() | got.keys()):
+        before, after = parent.get(node, "absent"), got.get(node, "missing")
+        lost = before == "passed" and after != "passed"
+        if lost or (before == "absent" and after in RETRYABLE):
+            rows.append(
+                {
+                    "id": node,
+                    "parent": before,
+                    "outcome": after,
+                    "retryable": before == "passed" and after in RETRYABLE,
+                    "message": patch.messages.get(node, ""),
+                }
+            )
+    return rows
+
+
+def judged(parent: dict[str, str], patch: PytestRun, evidence: dict[str, Any]) -> Outcome:
+    rows = evidence["failures"]
+    final = [row for row in rows if not row["retryable"]]
+    if patch.outcomes is None:
+        why = "timed out" if patch.timed_out else f"exit {patch.exit_code}"
+        return Outcome(
+            BLOCK, f"oracle run on the patch left no result ({why}): truncated", evidence
+        )
+    if final:
+        first = final[0]
+        where = "a test the parent did not have" if first["parent"] == "absent" else "oracle"
+        return Outcome(
+            BLOCK,
+            f"{len(final)} oracle results lost on the patch, not retryable (first: {where} "
+            f"{first['id']} {first['outcome']})",
+            evidence,
+        )
+    if rows:
+        first = rows[0]
+        return Outcome(
+            BLOCK,
+            f"{len(rows)} of {len(parent)} oracles failed on the patch after passing on the "
+            f"parent (first: {first['id']} {first['outcome']}); flake-budget decides",
+            {**evidence, "deferred_to": "flake-budget"},
+            status="deferred",
+        )
+    if patch.exit_code != 0:
+        return Outcome(
+            BLOCK,
+            f"every oracle passed but pytest exited {patch.exit_code}: suspicious run",
+            evidence,
+        )
+    return Outcome(PASS, f"{counted(evidence['kinds'])} pass on the parent and the patch", evidence)
+
+
+def kinds(parent: dict[str, str], result: PytestRun) -> dict[str, int]:
+    """How many of the oracle's tests are hypothesis properties, and how many run examples
+    (a corpus replayed row by row, fixed inputs): a count of one is not the other."""
+    properties = len(parent.keys() & result.properties)
+    return {"properties": properties, "examples": len(parent) - properties}
+
+
+def counted(found: dict[str, int]) -> str:
+    return f"{found['properties']} property oracles and {found['examples']} example oracles"
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    if not has_tests(args.oracle):
+        return Outcome(PASS, f"no property oracles in {args.oracle} on the base", {"tests": 0})
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        jobs = [
+            pool.submit(
+                run,
+                args.oracle_python,
+                python,
+                args.oracle,
+                args.timeout,
+                (".",),
+                args.call_timeout,
+                args.shard,
+            )
+            for python in (args.parent_python, args.patch_python)
+        ]
+        parent_result, patch = (job.result() for job in jobs)
+    held = len(parent_result.outcomes or {})
+    owned = args.shard.evidence(held, held + parent_result.deselected)
+    if parent_result.outcomes == {} and parent_result.deselected:
+        summary = f"shard {args.shard} holds none of the {owned['total']} property oracles"
+        return Outcome(PASS, summary, {"shard": owned})
+    parent = parent_baseline(parent_result)
+    evidence: dict[str, Any] = {
+        "shard": owned,
+        "parent": parent,
+        "kinds": kinds(parent, parent_result),
+        "parent_hits": parent_result.hits,
+        "patch": patch.outcomes,
+        "patch_exit_code": patch.exit_code,
+        "patch_timed_out": patch.timed_out,
+        "failures": failures(parent, patch),
+        "output_tail": patch.output_tail if patch.exit_code else "",
+    }
+    return judged(parent, patch, evidence)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--oracle", type=Path, required=True, help="oracle/ of the base tree")
+    p.add_argument(
+        "--oracle-python", type=Path, required=True, help="python of the oracle env (no build)"
+    )
+    p.add_argument("--parent-python", type=Path, required=True, help="parent build's python")
+    p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
+    p.add_argument(
+        "--call-timeout", type=float, default=60.0, help="seconds one call into the build may take"
+    )
+    add_shard_arg(p)
+    add_report_arg(p, "oracle")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main("oracle", parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

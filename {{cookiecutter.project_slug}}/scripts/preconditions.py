@@ -1,0 +1,184 @@
+"""Preconditions of a judgment: offline, no model endpoint, the decision table, some oracle.
+
+    python scripts/preconditions.py --tree BASE_TREE [--strength ORACLE_REF/strength.json]
+
+The judge must be a judge, not another generator: JUDGE_OFFLINE=1 must be set (the nox session
+sets it), no model endpoint variable may be set (MODEL_ENDPOINT, MODEL_API_KEY, OPENAI_API_KEY,
+ANTHROPIC_API_KEY, plus `model_env` in oracle/judge.yaml). The base's decision table,
+oracles/MATRIX.md, must name in its rows exactly the judge's steps, each as (`step`): every step
+a judgment reports in some row, no step that does not exist, no row without one. Its CODEOWNERS
+(.github/, the root or docs/, as GitHub reads it) must give an owner to every `protected` path
+of judge.yaml and to /fixtures/: a protected path nobody owns is a review nobody is asked for.
+The base must also hold oracle evidence: at least one cassette case in
+oracle/cases.yaml or one property oracle (a test_*.py file under oracle/). With neither, every
+later step would pass for want of anything to compare, and the gate would say merge. With
+`strength_min` set, the oracle's strength score on the oracle ref (`nox -s strength --
+--update-ref`) must exist and reach it.
+Exit codes: 0 all hold, 2 fail closed (any does not). This step never blocks with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from _gate.cases import load_cases
+from _gate.config import load_config
+from _gate.patterns import matches
+from _gate.protocol import (
+    EXIT_CODES_HELP,
+    FAIL_CLOSED,
+    PASS,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+    run_main,
+)
+from _gate.steps import JUDGE_STEPS, MATRIX_STEP, decision_rows
+
+MATRIX = "oracles/MATRIX.md"
+CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")  # GitHub's order
+FIXTURES = "/fixtures/"  # owned too: fixtures.lock judges its bytes, a code owner its changes
+CASES = "oracle/cases.yaml"
+NO_EVIDENCE = (
+    f"no oracle evidence in the base: {CASES} has no case and oracle/ has no test_*.py "
+    f"property oracle; add a case to {CASES} (README: How to add a case) or a property "
+    "test under oracle/ on the base branch"
+)
+
+
+def property_oracles(tree: Path) -> list[str]:
+    """test_*.py files under oracle/: the files the oracle step runs (oracle.py)."""
+    oracle = tree / "oracle"
+    return sorted(p.relative_to(tree).as_posix() for p in oracle.rglob("test_*.py") if p.is_file())
+
+
+def matrix_problems(path: Path) -> list[str]:
+    """What keeps the decision table from describing this judge, the first problem only."""
+    try:
+        rows = decision_rows(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return [f"{MATRIX} is missing from the base; restore the decision table"]
+    if not rows:
+        return [f"{MATRIX}: the decision table has no rows; restore it from the template"]
+    named: set[str] = set()
+    for number, cols in rows:
+        steps = MATRIX_STEP.findall(cols[1])
+        unknown = [step for step in steps if step not in JUDGE_STEPS]
+        if not steps or unknown:
+            what = f"{unknown[0]!r}, which is not a step of the judge" if unknown else "no step"
+            return [
+                f"{MATRIX} line {number}: row {cols[0]!r} names {what}; name the step that sees "
+                f"it first as (`step`), one of {', '.join(JUDGE_STEPS)}"
+            ]
+        named.update(steps)
+    missing = [step for step in JUDGE_STEPS if step not in named]
+    if missing:
+        return [f"{MATRIX}: no row names the judge's step {missing[0]!r}; add its row"]
+    return []
+
+
+def owner_problems(tree: Path, protected: Sequence[str]) -> list[str]:
+    """A protected path no CODEOWNERS rule gives an owner (the last matching rule decides)."""
+    found = next((tree / p for p in CODEOWNERS if (tree / p).is_file()), None)
+    if found is None:
+        return [f"no CODEOWNERS in the base ({' or '.join(CODEOWNERS)}); restore it"]
+    rules = [line.split() for line in found.read_text("utf-8", "replace").splitlines()]
+    rules = [rule for rule in rules if rule and not rule[0].startswith("#")]
+    for pattern in protected:
+        probe = pattern.strip("/").replace("*", "x") + ("/x" if pattern.endswith("/") else "")
+        owners = next((rule[1:] for rule in reversed(rules) if matches(probe, [rule[0]])), [])
+        if not owners:
+            return [
+                f"{found.relative_to(tree)}: protected path {pattern} (oracle/judge.yaml) has no "
+                f"owner; add `{pattern} @owners` so a code owner reviews it"
+            ]
+    return []
+
+
+def read_score(path: Path | None) -> dict[str, Any] | None:
+    """The strength score on the oracle ref (scripts/strength.py), None when there is none or
+    it does not read as one."""
+    try:
+        data = json.loads(path.read_bytes()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("score"), (int, float)):
+        return None
+    return data
+
+
+def strength_problems(path: Path | None, score: dict[str, Any] | None, minimum: float) -> list[str]:
+    if not minimum:
+        return []
+    if score is None:
+        return [
+            f"{path or 'the oracle ref'}: no strength score, and judge.yaml sets strength_min "
+            f"{minimum:.0%}; run `nox -s strength -- --update-ref` on the base"
+        ]
+    if score["score"] < minimum:
+        return [
+            f"the oracle kills {score['score']:.1%} of mutants (strength measured "
+            f"{score.get('date', '?')}), below strength_min {minimum:.0%}: add the cases "
+            "reports/proposed-cases.yaml proposes, or lower strength_min"
+        ]
+    return []
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    config = load_config(args.tree / "oracle" / "judge.yaml")
+    problems = []
+    if os.environ.get("JUDGE_OFFLINE") != "1":
+        problems.append("JUDGE_OFFLINE=1 is not set; run the judge through `nox -s judge`")
+    present = [name for name in config.model_variables if os.environ.get(name)]
+    if present:
+        problems.append(f"model endpoint variable {present[0]} is set; unset it for the judge")
+    problems += matrix_problems(args.tree / MATRIX)
+    problems += owner_problems(args.tree, [*config.protected, FIXTURES])
+    oracles = property_oracles(args.tree)
+    try:
+        cases: int | None = len(load_cases(args.tree / CASES, config.case_timeout))
+    except FailClosed as exc:  # reported with the other problems, in one line
+        problems.append(str(exc))
+        cases = None
+    if cases == 0 and not oracles:
+        problems.append(NO_EVIDENCE)
+    score = read_score(args.strength)
+    problems += strength_problems(args.strength, score, config.strength_min)
+    evidence = {
+        "model_variables_checked": list(config.model_variables),
+        "set": present,
+        "cases": cases,
+        "property_oracles": oracles,
+        "strength": score,
+    }
+    if problems:
+        return Outcome(FAIL_CLOSED, "; ".join(problems), evidence)
+    return Outcome(
+        PASS,
+        f"offline, {len(config.model_variables)} model variables unset, {MATRIX} names every "
+        f"step, protected paths owned, "
+        f"{cases} cases and {len(oracles)} property oracle files",
+        evidence,
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--tree", type=Path, default=Path("."), help="the base tree")
+    p.add_argument("--strength", type=Path, help="strength.json from the oracle ref, if any")
+    add_report_arg(p, "preconditions")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main("preconditions", parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

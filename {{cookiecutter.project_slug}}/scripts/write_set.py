@@ -1,0 +1,138 @@
+"""Classify every path the patch wrote, over all commits of the branch, against the base.
+
+    python scripts/write_set.py --base MERGE_BASE --head HEAD
+
+Classes: `protected` (the judge and its evidence: needs a code owner's review, then
+ORACLE_REVIEW=1),
+`fixtures` (judged by fixtures.lock, reported here), `tests` (the patch's own tests: advisory),
+`source` (everything else). Renames count on both sides, names are read with -z. A merge
+commit counts too: what it wrote against a base-side parent, and any path it made differ from
+every parent, so an edit made in a merge and reverted later is still seen; what merging the
+base back in brought is the base's, not the patch's.
+Exit codes: 0 no protected path touched (or ORACLE_REVIEW=1), 2 fail closed: status
+`needs-review` when a protected path was touched (the summary names each with its rule),
+`error` when git or config input is bad. This step never blocks with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from _gate.config import load_config
+from _gate.git import git, parse_name_status, resolve_commit
+from _gate.patterns import matches
+from _gate.protocol import (
+    EXIT_CODES_HELP,
+    FAIL_CLOSED,
+    NEEDS_REVIEW,
+    PASS,
+    Outcome,
+    add_report_arg,
+    run_main,
+)
+
+FIXTURES = "fixtures/"
+SHOWN = 3  # protected paths named in the summary; the evidence lists them all
+TEST_NAME = re.compile(r"^(test_.*\.py|.*_test\.py|conftest\.py)$")
+
+
+def merge_writes(repo: Path, base: str, head: str) -> list[tuple[str, list[str]]]:
+    """What the branch's merges wrote, which `git log` never shows.
+
+    Against a parent outside the branch (the base merged back in), the merge's whole diff is the
+    patch's: what the base brought is in that parent already. Against a parent inside the branch
+    the diff is the other side's commits, listed on their own, so only paths differing from
+    every parent count there (an edit or a resolution made in the merge itself).
+    """
+    inside = set(git(repo, "rev-list", f"{base}..{head}").split())
+    rows: list[tuple[str, list[str]]] = []
+    for line in git(repo, "rev-list", "--merges", "--parents", f"{base}..{head}").splitlines():
+        merge, *parents = line.split()
+        combined = ("diff-tree", "--no-commit-id", "-z", "-r", "-c", "--name-status", merge)
+        rows += parse_name_status(git(repo, *combined))
+        for parent in (p for p in parents if p not in inside):
+            rows += parse_name_status(git(repo, "diff", "-z", "--name-status", "-M", parent, merge))
+    return rows
+
+
+def touched(repo: Path, base: str, head: str) -> dict[str, set[str]]:
+    """Every path written by the branch: the net diff, each commit, each merge (both sides of
+    renames)."""
+    net = git(repo, "diff", "-z", "--name-status", "-M", base, head)
+    each = git(
+        repo, "log", "-z", "--name-status", "-M", "--no-merges", "--format=", f"{base}..{head}"
+    )
+    rows = parse_name_status(net) + parse_name_status(each) + merge_writes(repo, base, head)
+    paths: dict[str, set[str]] = {}
+    for status, names in rows:
+        for name in names:
+            paths.setdefault(name, set()).add(status[:1])
+    return paths
+
+
+def classify(path: str, protected: Sequence[str], tests: Sequence[str]) -> tuple[str, str]:
+    rule = matches(path, protected)
+    if rule:
+        return "protected", rule
+    if path.startswith(FIXTURES):
+        return "fixtures", FIXTURES
+    in_tests = any(path == t or path.startswith(t.rstrip("/") + "/") for t in tests)
+    if in_tests or TEST_NAME.match(PurePosixPath(path).name):
+        return "tests", "test path"
+    return "source", ""
+
+
+def execute(args: argparse.Namespace) -> Outcome:
+    config = load_config(args.config)
+    base = resolve_commit(args.repo, args.base, "--base")
+    head = resolve_commit(args.repo, args.head, "--head")
+    classes: dict[str, list[dict[str, object]]] = {
+        "protected": [],
+        "fixtures": [],
+        "tests": [],
+        "source": [],
+    }
+    for path, statuses in sorted(touched(args.repo, base, head).items()):
+        kind, rule = classify(path, config.protected, config.tests)
+        classes[kind].append({"path": path, "status": "".join(sorted(statuses)), "rule": rule})
+    review = os.environ.get("ORACLE_REVIEW") == "1"
+    counts = ", ".join(f"{len(v)} {k}" for k, v in classes.items())
+    evidence = {"base": base, "head": head, "oracle_review": review, **classes}
+    hits = classes["protected"]
+    if hits and not review:
+        return Outcome(FAIL_CLOSED, needs_review(hits), evidence, status=NEEDS_REVIEW)
+    note = " (protected paths accepted under ORACLE_REVIEW=1)" if hits else ""
+    return Outcome(PASS, f"write-set: {counts}{note}; tests in it are advisory", evidence)
+
+
+def needs_review(hits: Sequence[dict[str, object]]) -> str:
+    """What a code owner must look at, and what runs once they approved it."""
+    shown = ", ".join(f"{hit['path']} (rule {hit['rule']})" for hit in hits[:SHOWN])
+    more = f" and {len(hits) - SHOWN} more" if len(hits) > SHOWN else ""
+    return (
+        f"patch touches protected paths a code owner must review: {shown}{more}; the gate "
+        "cannot judge edits to itself: once they approve, judge again with ORACLE_REVIEW=1"
+    )
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--repo", type=Path, default=Path("."), help="git repository")
+    p.add_argument("--base", required=True, help="the merge base (commit-ish)")
+    p.add_argument("--head", default="HEAD", help="the patch (commit-ish)")
+    p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"), help="judge.yaml")
+    add_report_arg(p, "write-set")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_main("write-set", parser(), execute, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
