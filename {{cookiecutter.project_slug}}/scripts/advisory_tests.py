@@ -17,23 +17,28 @@ Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arg
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from _gate.config import tree_tests
-from _gate.protocol import EXIT_CODES_HELP, PASS, Outcome, add_report_arg, run_main
+from _gate.context import Judgment
+from _gate.protocol import (
+    EXIT_CODES_HELP,
+    PASS,
+    FailClosed,
+    Outcome,
+    Report,
+    add_report_arg,
+    read_report,
+    run_main,
+)
 from _gate.pytest_run import PytestRun, run_pytest
 
 
-def collected_ids(inventory_report: Path | None) -> list[str]:
+def collected_ids(inventory: Report | None) -> list[str]:
     """Test ids the inventory saw pytest collect in the patch tree (parameters folded)."""
-    try:
-        data = json.loads(inventory_report.read_bytes()) if inventory_report else {}
-    except (OSError, ValueError):
-        return []
-    return list((data.get("evidence") or {}).get("collected_patch") or [])
+    return list((inventory.evidence if inventory else {}).get("collected_patch") or [])
 
 
 def suspicions(result: PytestRun, collected: list[str]) -> list[str]:
@@ -55,19 +60,17 @@ def suspicions(result: PytestRun, collected: list[str]) -> list[str]:
     return found
 
 
-def crossran(report: Path | None) -> PytestRun | None:
+def crossran(crossrun: Report | None) -> PytestRun | None:
     """The crossrun's run on the patch build, when its report has one."""
-    try:
-        evidence = json.loads(report.read_bytes())["evidence"] if report else {}
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    outcomes = evidence.get("patch") if isinstance(evidence, dict) else None
+    outcomes = (crossrun.evidence if crossrun else {}).get("patch")
     if not isinstance(outcomes, dict) or not outcomes:
         return None
     failed = any(v in ("failed", "error") for v in outcomes.values())
     return PytestRun(int(failed), False, dict(outcomes), {}, {}, {}, "")
 
 
+# Files at the root that configure pytest: a patch that changes one changes how tests run.
+PYTEST_CONFIG = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 JUNIT_ELEMENT = {"failed": "failure", "error": "error", "skipped": "skipped"}
 
 
@@ -87,13 +90,31 @@ def write_junit(path: Path, outcomes: dict[str, str]) -> None:
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def execute(args: argparse.Namespace) -> Outcome:
+def reported(path: Path | None) -> Report | None:
+    """By hand: an earlier step's outcome from the report file a flag names, if it is one."""
+    try:
+        return read_report(path) if path else None
+    except FailClosed:
+        return None
+
+
+def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = None) -> Outcome:
+    if earlier is None:
+        earlier = {
+            step: report
+            for step, path in (
+                ("assert-inventory", args.inventory_report),
+                ("crossrun", args.crossrun_report),
+            )
+            if (report := reported(path)) is not None
+        }
     entries = args.tests or tree_tests(args.tree)
     # A file is collected whatever its name: pytest takes one named on its command line.
     folders = [f for f in entries if (args.tree / f).exists()]
     if not folders:
         return Outcome(PASS, f"none of {', '.join(entries)} in the patch", {"outcomes": {}})
-    result = crossran(args.crossrun_report)
+    reuse = args.reuse or args.crossrun_report is not None
+    result = crossran(earlier.get("crossrun")) if reuse else None
     source = "; unchanged from the base, as the crossrun ran them on the patch build"
     if result is None:
         source = ""
@@ -106,7 +127,7 @@ def execute(args: argparse.Namespace) -> Outcome:
         for k in ("passed", "failed", "error", "skipped")
     }
     shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no results"
-    suspicious = suspicions(result, collected_ids(args.inventory_report))
+    suspicious = suspicions(result, collected_ids(earlier.get("assert-inventory")))
     note = f"; suspicious: {suspicious[0]}" if suspicious else source
     junit = args.report.with_suffix(".xml")
     write_junit(junit, outcomes)
@@ -123,6 +144,26 @@ def execute(args: argparse.Namespace) -> Outcome:
     )
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    argv = ["--tree", str(j.patch), "--python", str(j.built.patch), "--tests", *j.config.tests]
+    argv += ["--timeout", str(j.config.advisory_timeout)]
+    return execute(parser().parse_args([*argv, *(["--reuse"] if reuses(j) else [])]), earlier)
+
+
+def reuses(j: Judgment) -> bool:
+    """Whether the crossrun's patch run is these tests' own: the crossrun ran them whole, and
+    the patch left the test folders and every file that configures pytest at the root as the
+    base has them."""
+    if j.config.crossrun == "off" or not j.shard.whole:
+        return False
+    paths = (*j.config.tests, *PYTEST_CONFIG)
+    return not any(under(name, paths) for _, names in j.changes for name in names)
+
+
+def under(path: str, entries: Sequence[str]) -> bool:
+    return any(path == entry or path.startswith(entry.rstrip("/") + "/") for entry in entries)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, required=True, help="patch tree")
@@ -133,6 +174,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds (judge.yaml)")
     p.add_argument("--inventory-report", type=Path, help="assert-inventory.json (collected ids)")
     p.add_argument(
+        "--reuse", action="store_true", help="take the crossrun's patch run (tests unchanged)"
+    )
+    p.add_argument(
         "--crossrun-report",
         type=Path,
         help="crossrun.json: its patch run, when tests are unchanged",
@@ -142,7 +186,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("tests", parser(), execute, argv)
+    return run_main("tests", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

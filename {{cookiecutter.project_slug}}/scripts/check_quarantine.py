@@ -14,15 +14,18 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from _gate.context import Judgment
 from _gate.inventory import analyze
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
+    FailClosed,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
 )
@@ -66,6 +69,13 @@ def execute(args: argparse.Namespace) -> Outcome:
     return Outcome(PASS, f"{len(rows)} quarantine rows, all live", evidence)
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    if j.oracle_ref.quarantine is None:
+        raise FailClosed(j.oracle_ref.unreadable)
+    argv = ["--file", str(j.oracle_ref.quarantine), "--parent", str(j.parent)]
+    return execute(parser().parse_args([*argv, "--patch", str(j.patch)]))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--file", type=Path, required=True, help="quarantine.yaml from the oracle ref")
@@ -79,7 +89,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("quarantine", parser(), execute, argv)
+    return run_main("quarantine", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -54,13 +54,15 @@ import _gate.inventory
 import _gate.sites
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
 from _gate.config import load_config
-from _gate.git import git, parse_name_status, resolve_commit
+from _gate.context import Change, Judgment, changes
+from _gate.git import resolve_commit
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
     say,
@@ -261,9 +263,8 @@ def finding(rule: str, path: str, line: int, reason: str, test: str = "") -> dic
     return {"rule": rule, "id": test or path, "path": path, "line": line, "reason": reason}
 
 
-def renames(repo: Path, base: str, head: str) -> dict[str, str]:
-    raw = git(repo, "diff", "-z", "--name-status", "-M", base, head)
-    return {names[0]: names[1] for status, names in parse_name_status(raw) if status[0] == "R"}
+def renames(net: Sequence[Change]) -> dict[str, str]:
+    return {names[0]: names[1] for status, names in net if status[0] == "R"}
 
 
 class Comparison:
@@ -1034,8 +1035,8 @@ def totals(tree: Tree) -> dict[str, int]:
     }
 
 
-def execute(args: argparse.Namespace) -> Outcome:
-    config = load_config(args.config) if args.config else None
+def execute(args: argparse.Namespace, j: Judgment | None = None) -> Outcome:
+    config = j.config if j else load_config(args.config) if args.config else None
     entries = list(config.tests if config else args.tests or _gate.config.tree_tests(args.parent))
     helpers = list(config.assert_helpers) if config else []
     naming = naming_of(args.parent)
@@ -1072,7 +1073,12 @@ def execute(args: argparse.Namespace) -> Outcome:
             collection["patch_failed"] = after.error
             reason = f"pytest --collect-only fails on the patch: {after.error}"
             findings.append(finding("not-collected", ".", 0, reason))
-    moved = renames(args.repo, args.base, args.head) if args.base and args.head else {}
+    if j is not None:
+        moved = renames(j.changes)
+    elif args.base and args.head:
+        moved = renames(changes(args.repo, args.base, args.head))
+    else:
+        moved = {}
     cmp = Comparison(parent, patch, moved)
     findings = cmp.run() + findings
     if collector is not None:
@@ -1176,6 +1182,16 @@ def test_rows(parent: Tree, patch: Tree, pairs: dict[str, str]) -> list[list[Any
     return [rows[key] for key in sorted(rows)]
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    argv = ["--parent", str(j.parent), "--patch", str(j.patch)]
+    argv += ["--repo", str(j.repo), "--base", j.base, "--head", j.head]
+    argv += ["--config", str(j.parent / "oracle/judge.yaml")]
+    argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
+    argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
+    argv += ["--cache", str(j.repo / ".oracle" / "inventory-cache.json")]
+    return execute(parser().parse_args(argv), j)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--parent", type=Path, required=True, help="parent tree")
@@ -1198,7 +1214,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("assert-inventory", parser(), execute, argv)
+    return run_main("assert-inventory", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

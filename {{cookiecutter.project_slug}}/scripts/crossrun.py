@@ -39,7 +39,7 @@ import argparse
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,13 +49,15 @@ from _gate.allowlist import CROSSRUN as FIELD
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
 from _gate.collect import test_requirements
 from _gate.config import tree_tests
-from _gate.crossrun_run import run
+from _gate.context import Judgment
+from _gate.crossrun_run import run as run_tests
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
 )
@@ -298,7 +300,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {
             side: pool.submit(
-                run, python, args.tree, folders, args.timeout, plugins, hidden, args.shard
+                run_tests, python, args.tree, folders, args.timeout, plugins, hidden, args.shard
             )
             for side, python in pythons.items()
         }
@@ -320,6 +322,20 @@ def execute(args: argparse.Namespace) -> Outcome:
     return outcome
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    settings = j.config
+    if settings.crossrun == "off":
+        return Outcome(PASS, "off in judge.yaml: the parent's tests did not run")
+    argv = ["--tree", str(j.parent), "--tests", *settings.tests, "--base", j.base]
+    argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
+    argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
+    argv += ["--mode", settings.crossrun, "--timeout", str(settings.crossrun_timeout)]
+    argv += ["--shard", str(j.shard)]
+    if settings.test_extra:
+        argv += ["--test-extra", settings.test_extra]
+    return execute(parser().parse_args(argv))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, required=True, help="the base tree (tests, config)")
@@ -339,7 +355,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main(FIELD, parser(), execute, argv)
+    return run_main(FIELD, parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

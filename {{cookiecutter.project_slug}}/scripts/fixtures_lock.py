@@ -14,15 +14,17 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from _gate.context import Judgment
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
 )
@@ -105,6 +107,12 @@ def execute(args: argparse.Namespace) -> Outcome:
     return Outcome(PASS, f"{len(actual)} fixture files match {args.lock.name}", evidence)
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    lock = j.evidence_tree / "fixtures.lock"
+    argv = ["--check", "--root", str(j.patch), "--lock", str(lock), "--base-root", str(j.parent)]
+    return execute(parser().parse_args(argv))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     mode = p.add_mutually_exclusive_group()
@@ -118,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("fixtures-lock", parser(), execute, argv)
+    return run_main("fixtures-lock", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

@@ -18,37 +18,32 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from _gate.config import Config
+from _gate.context import Judgment
 from _gate.crossrun_run import run as crossrun_run
 from _gate.ledger import frozen_ids, load_ledger
-from _gate.oracle_run import PREFIX, run
+from _gate.oracle_run import PREFIX
+from _gate.oracle_run import run as run_oracle
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
+    Report,
     add_report_arg,
+    read_report,
     run_main,
 )
 from _gate.pytest_run import PytestRun
 from _gate.quarantine import active_ids, load_quarantine
 
 Rerun = Callable[[argparse.Namespace, str, dict[str, Any]], PytestRun]
-
-
-def read_report(path: Path, step: str) -> dict[str, Any]:
-    try:
-        report = json.loads(path.read_bytes())
-        evidence = report["evidence"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise FailClosed(f"{path}: no {step} report; run its step first") from None
-    return evidence if isinstance(evidence, dict) else {}
 
 
 def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
@@ -58,7 +53,7 @@ def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
 
 def rerun_oracle(args: argparse.Namespace, node: str, _evidence: dict[str, Any]) -> PytestRun:
     target = node.removeprefix(PREFIX)
-    return run(
+    return run_oracle(
         args.oracle_python,
         args.patch_python,
         args.oracle,
@@ -86,23 +81,26 @@ def passes_again(
     return None
 
 
-def deferred(args: argparse.Namespace) -> list[tuple[str, dict[str, Any], Rerun]]:
+RERUN: dict[str, Rerun] = {"oracle": rerun_oracle, "crossrun": rerun_crossrun}
+
+
+def deferred(earlier: Mapping[str, Report]) -> list[tuple[str, dict[str, Any], Rerun]]:
     """(step, evidence, how to rerun one of its tests) of each step that deferred to us."""
-    steps: list[tuple[str, Path | None, Rerun]] = [
-        ("oracle", args.oracle_report, rerun_oracle),
-        ("crossrun", args.crossrun_report, rerun_crossrun),
-    ]
     found = []
-    for step, path, again in steps:
-        if path is None:
-            continue
-        evidence = read_report(path, step)
-        if evidence.get("deferred_to") == "flake-budget":
-            found.append((step, evidence, again))
+    for step, again in RERUN.items():
+        report = earlier.get(step)
+        if report is not None and report.evidence.get("deferred_to") == "flake-budget":
+            found.append((step, report.evidence, again))
     return found
 
 
-def execute(args: argparse.Namespace) -> Outcome:
+def reported(args: argparse.Namespace) -> dict[str, Report]:
+    """By hand: the earlier outcomes from the report files the flags name."""
+    paths = {"oracle": args.oracle_report, "crossrun": args.crossrun_report}
+    return {step: read_report(path) for step, path in paths.items() if path is not None}
+
+
+def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = None) -> Outcome:
     if args.crossrun_report and args.tree is None:
         raise FailClosed("--crossrun-report needs --tree, the base tree its tests come from")
     quarantined = active_ids(load_quarantine(args.quarantine), args.today)
@@ -111,7 +109,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     flaky: list[dict[str, Any]] = []
     remaining: list[dict[str, Any]] = []
     total = 0
-    for step, evidence, again in deferred(args):
+    for step, evidence, again in deferred(reported(args) if earlier is None else earlier):
         parent = evidence.get("parent") or {}
         for row in [r for r in evidence.get("failures") or [] if r.get("retryable")]:
             total += 1
@@ -143,6 +141,17 @@ def execute(args: argparse.Namespace) -> Outcome:
     return Outcome(PASS, f"{total} deferred failures excused: {spent}", out)
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    ref = j.oracle_ref
+    if ref.quarantine is None or ref.ledger is None:
+        raise FailClosed(ref.unreadable)  # flake control reads nothing but the oracle ref
+    argv = ["--oracle", str(j.parent / "oracle"), "--oracle-python", str(j.built.oracle)]
+    argv += ["--call-timeout", str(j.config.call_timeout), "--patch-python", str(j.built.patch)]
+    argv += ["--quarantine", str(ref.quarantine), "--ledger", str(ref.ledger)]
+    argv += ["--max-retry", str(j.config.flake_max_retry), "--tree", str(j.parent)]
+    return execute(parser().parse_args(argv), earlier)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--oracle-report", type=Path, default=Path("reports/oracle.json"))
@@ -156,13 +165,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-retry", type=int, default=1, help="retries per pre-existing test")
     p.add_argument("--today", type=dt.date.fromisoformat, default=dt.date.today())
     p.add_argument("--timeout", type=float, default=900.0)
-    p.add_argument("--call-timeout", type=float, default=60.0, help="seconds per subject call")
+    p.add_argument(
+        "--call-timeout", type=float, default=Config.call_timeout, help="seconds per subject call"
+    )
     add_report_arg(p, "flake-budget")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("flake-budget", parser(), execute, argv)
+    return run_main("flake-budget", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

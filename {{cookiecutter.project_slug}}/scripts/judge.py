@@ -38,16 +38,16 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from _gate.cassettes import cassette_path
-from _gate.config import Config, load_config
-from _gate.envs import WHEELHOUSE, bin_dir, build_env, tools_env
+from _gate.config import load_config
+from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
+from _gate.envs import WHEELHOUSE, build_env, tools_env
 from _gate.git import (
     SCORE_FILE,
     add_worktree,
@@ -62,6 +62,7 @@ from _gate.git import (
 )
 from _gate.process import exits_within, share_cores
 from _gate.protocol import (
+    ADVISORY,
     BLOCK,
     ERROR,
     FAIL_CLOSED,
@@ -70,22 +71,22 @@ from _gate.protocol import (
     STATUS,
     FailClosed,
     NotInWheelhouse,
+    Report,
+    concluded,
     listening,
+    read_report,
 )
-from _gate.reports import PATH_NAMES, named
+from _gate.reports import PATH_NAMES, named, write_report
 from _gate.shard import WHOLE, Shard, add_shard_arg
-from _gate.steps import JUDGE_STEPS
-from _gate.verdict import CODE, EXIT_CODES, REPORT_FILES, brief, run_id, write_reports
+from _gate.steps import BY_NAME, LANES, SCRIPTS, SETUP, STEPS, TREES, Step
+from _gate.verdict import EXIT_CODES, REPORT_FILES, brief, run_id, write_reports
 
-# Each step run by a script of the base's scripts/ (`_gate.JUDGE_STEPS`), and that script.
-STEP_SCRIPTS = {name: script for name, script in JUDGE_STEPS.items() if script}
 # What a base must hold for the judge to run on it: its settings and the scripts it runs.
 GATE_FILES = (
     "oracle/judge.yaml",
     "scripts/requirements-judge.txt",
-    *(f"scripts/{script}" for script in STEP_SCRIPTS.values()),
+    *(f"scripts/{script}" for script in SCRIPTS),
 )
-Args = tuple[str | Path, ...]
 HEARTBEAT = 5.0  # seconds between two "still running" lines of a quiet step
 OWN_SCRIPTS = Path(__file__).resolve().parent
 # Steps that stay processes even inline: the inventory's AST work, in a process pool when
@@ -94,136 +95,156 @@ OWN_PROCESS = frozenset({"count_asserts.py"})
 
 
 @dataclass
-class Judgment:
-    """One judgment: the refs, the two worktrees, and every step recorded so far."""
+class Judge:
+    """One run of the judge: its judgment, once resolved, and every step's outcome so far,
+    kept in memory (reports/ is written from them, last)."""
 
     repo: Path
     reports: Path
+    shard: Shard = WHOLE
     base: str = ""
     head: str = ""
-    parent: Path = Path()
-    patch: Path = Path()
-    config: Config | None = None
-    shard: Shard = WHOLE
-    # The base's scripts are the judge's own, byte for byte: each step's main(argv) runs in
+    judgment: Judgment | None = None
+    # The base's scripts are the judge's own, byte for byte: each step's `run` is called in
     # this process (the same code a step process would run, without starting Python again).
     inline: bool = False
+    tmp: Path = Path()
     steps: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: dict[str, Report] = field(default_factory=dict)  # name -> all its evidence
     names: dict[str, str] = field(default_factory=dict)  # folder -> its name in reports
 
     @property
-    def leads(self) -> bool:
-        """Whether this run holds the steps that are not split across shards."""
-        return self.shard.index == 1
-
-    @property
-    def settings(self) -> Config:
-        assert self.config is not None, "judge.yaml is read before any step runs"
-        return self.config
+    def j(self) -> Judgment:
+        assert self.judgment is not None, "the judgment is resolved before any step runs"
+        return self.judgment
 
     def record(self, name: str, code: int, summary: str, seconds: float = 0.0) -> int:
-        return self.add(name, STATUS[code], summary, {}, seconds)
+        return self.append(Report(name, STATUS[code], code, self.shorten(summary)), seconds)
 
-    def add(
-        self,
-        name: str,
-        status: str,
-        summary: str,
-        evidence: dict[str, Any],
-        seconds: float = 0.0,
-    ) -> int:
-        return self.append(self.step(name, status, summary, evidence, seconds))
-
-    def step(
-        self, name: str, status: str, summary: str, evidence: dict[str, Any], seconds: float
-    ) -> dict[str, Any]:
-        summary = self.shorten(summary)
-        step = {"name": name, "status": status, "summary": summary, "evidence": evidence}
-        return {**step, "seconds": round(seconds, 2)}
-
-    def append(self, step: dict[str, Any]) -> int:
-        self.steps.append(step)
-        print(f"judge: {step['name']}: {step['status']}: {step['summary']}", flush=True)
-        return CODE[step["status"]]
+    def append(self, report: Report, seconds: float) -> int:
+        """Keep a step's outcome: whole in memory, in brief for judge-report.json."""
+        self.outcomes[report.step] = report
+        evidence = brief(self.reports / report_file(report.step), report.evidence)
+        step = {"name": report.step, "status": report.status, "summary": report.summary}
+        self.steps.append({**step, "evidence": evidence, "seconds": round(seconds, 2)})
+        print(f"judge: {report.step}: {report.status}: {report.summary}", flush=True)
+        return report.code
 
     def shorten(self, text: str) -> str:
         """Name files the way git does (base:path, head:path), not by temporary worktree."""
         return str(named(text, list(self.names.items())))
 
     def name(self, path: Path, label: str) -> None:
-        """Reports write `path` as `label` (`_gate.named`): the judge's own and every step's,
-        inline or a process, which read the names from the environment."""
+        """Reports write `path` as `label` (`reports.named`): the judge's own and every
+        step's, inline or a process, which read the names from the environment."""
         self.names[str(path)] = label
         os.environ[PATH_NAMES] = json.dumps(self.names)
 
-    def run(self, name: str, script: str, *args: str | Path, advisory: bool = False) -> int:
-        """Run one step script of the base tree; its JSON report is the step's only output."""
-        return self.append(self.outcome(Step(name, script, args, advisory)))
+    def conclude(self, step: Step) -> tuple[Report, float]:
+        """Run one step of the table on the judgment, with the outcomes it reads; its status as
+        the table says (`advisory` for a step that does not decide)."""
+        assert step.script is not None
+        earlier = {name: self.outcomes[name] for name in step.reads if name in self.outcomes}
+        start = time.monotonic()
+        if self.inline and step.script not in OWN_PROCESS:
+            report = run_inline(step, self.j, earlier)
+        else:
+            report = self.run_process(step, earlier)
+        if step.advisory(self.j.config):
+            report = replace(report, status=ADVISORY)
+        return replace(report, summary=self.shorten(report.summary)), time.monotonic() - start
 
-    def lanes(self, lanes: Sequence[Sequence[Step]], jobs: int) -> list[list[dict[str, Any]]]:
-        """Run lanes of steps side by side, `jobs` at a time; within a lane one after the other,
-        a `needs_pass` step only if the one before it passed. Returns each lane's steps, for
-        the caller to record in the order of the decision table."""
-
-        def lane(steps: Sequence[Step]) -> list[dict[str, Any]]:
-            done: list[dict[str, Any]] = []
-            for step in steps:
-                if step.needs_pass and done and CODE[done[-1]["status"]] != PASS:
-                    break
-                done.append(self.outcome(step))
-            return done
-
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            return list(pool.map(lane, lanes))
-
-    def outcome(self, step: Step) -> dict[str, Any]:
-        return self.finish(
-            step.name, self.invoke(step.name, step.script, *step.args), step.advisory
+    def run_process(self, step: Step, earlier: Mapping[str, Report]) -> Report:
+        """The base's script of the step, as a process given the judgment in a file; its
+        report is read once, as soon as it exits."""
+        assert step.script is not None
+        given = self.tmp / f"{step.name}.judgment.json"
+        write_judgment(given, self.j, earlier)
+        path = self.reports / report_file(step.name)
+        path.unlink(missing_ok=True)
+        cmd = [sys.executable, str(self.j.parent / "scripts" / step.script)]
+        ran = run_step(
+            step.name, [*cmd, "--judgment", str(given), "--report", str(path)], self.repo
         )
-
-    def invoke(self, name: str, script: str, *args: str | Path) -> Ran:
-        report = self.report_file(name)
-        report.unlink(missing_ok=True)
-        argv = [*map(str, args), "--report", str(report)]
-        if self.inline and script not in OWN_PROCESS:
-            return run_inline(name, script, argv)
-        cmd = [sys.executable, str(self.parent / "scripts" / script), *argv]
-        return run_step(name, cmd, self.repo)
-
-    def report_file(self, name: str) -> Path:
-        return self.reports / REPORT_FILES.get(name, f"{name}.json")
-
-    def finish(self, name: str, ran: Ran, advisory: bool = False) -> dict[str, Any]:
-        """The step as its report tells it (pure: recorded by `append`)."""
-        report = self.report_file(name)
         forward_workflow_commands(ran.stdout)
         try:
-            data = json.loads(report.read_bytes())
-        except (OSError, ValueError):
+            return read_report(path)
+        except FailClosed:
             tail = [line for line in ran.stderr if line.strip()]
             why = tail[-1].strip() if tail else f"exit {ran.returncode}"
-            summary = f"step left no report ({why})"
-            return self.step(name, STATUS[FAIL_CLOSED], summary, {}, ran.seconds)
-        evidence = brief(report, data.get("evidence") or {})
-        status = str(data.get("status"))
-        status = "advisory" if advisory else status if status in CODE else ERROR
-        return self.step(name, status, str(data.get("summary", "")), evidence, ran.seconds)
+            return Report(step.name, ERROR, FAIL_CLOSED, f"step left no report ({why})")
+
+    def run_steps(self, steps: Sequence[Step]) -> None:
+        """Run steps one after the other, each recorded as it ends."""
+        for step in steps:
+            self.append(*self.conclude(step))
+
+    def run_lanes(self, lanes: Sequence[Sequence[Step]]) -> None:
+        """Run lanes side by side, `jobs` at a time; within a lane one after the other, each
+        step once the steps it reads have ended, and not at all when the step it `needs`
+        did not pass. Recorded in the order of the table."""
+        ended = {step.name: threading.Event() for lane in lanes for step in lane}
+        done: dict[str, tuple[Report, float]] = {}
+
+        def lane(steps: Sequence[Step]) -> None:
+            for step in steps:
+                for name in step.reads:
+                    if name in ended:
+                        ended[name].wait()
+                if step.needs and (step.needs not in done or done[step.needs][0].code != PASS):
+                    break
+                try:
+                    done[step.name] = self.conclude(step)
+                finally:
+                    ended[step.name].set()
+            for step in steps:  # those it left out end too, for any lane reading them
+                ended[step.name].set()
+
+        with ThreadPoolExecutor(max_workers=max(1, self.j.config.jobs)) as pool:
+            list(pool.map(lane, lanes))
+        for step in STEPS:
+            if step.name in done:
+                self.append(*done[step.name])
+
+    def write_step_reports(self) -> None:
+        """Every step's report, as the judgment kept it: whatever was written there meanwhile."""
+        for report in self.outcomes.values():
+            if report.step in BY_NAME and BY_NAME[report.step].script:
+                write_report(self.reports / report_file(report.step), report.payload())
 
 
-@dataclass(frozen=True)
-class Step:
-    """One step script to run: its name, script, arguments, and how it is judged."""
+def report_file(name: str) -> str:
+    return REPORT_FILES.get(name, f"{name}.json")
 
-    name: str
-    script: str
-    args: Args
-    advisory: bool = False
-    needs_pass: bool = False  # in a lane, runs only if the step before it passed
 
-    @classmethod
-    def of(cls, name: str, args: Args, advisory: bool = False, needs_pass: bool = False) -> Step:
-        """Step `name` of the table, with its script."""
-        return cls(name, STEP_SCRIPTS[name], args, advisory, needs_pass)
+def run_inline(step: Step, j: Judgment, earlier: Mapping[str, Report]) -> Report:
+    """Call a step's `run` in a thread of this process, watched as `run_step` watches a step
+    process: progress passes through, GitHub annotations too (stdout), the step's own summary
+    line does not (the judge prints its own), and a quiet step is said to be running."""
+    assert step.script is not None
+    module = importlib.import_module(step.script.removesuffix(".py"))
+    quiet = Quiet(step.name)
+    ended: list[Report] = []
+
+    def hear(line: str, error: bool) -> None:
+        if error:
+            quiet.passed(line)
+        elif line.startswith("::error "):
+            print(line, flush=True)
+
+    def body() -> None:
+        with listening(hear):
+            ended.append(concluded(step.name, lambda: module.run(j, earlier)))
+
+    thread = threading.Thread(target=body, name=f"step {step.name}", daemon=True)
+    thread.start()
+    thread.join(HEARTBEAT)
+    while thread.is_alive():
+        quiet.tick()
+        thread.join(HEARTBEAT)
+    if not ended:  # the thread died outside the step's own handling
+        return Report(step.name, ERROR, FAIL_CLOSED, "step left no outcome")
+    return ended[0]
 
 
 @dataclass(frozen=True)
@@ -259,38 +280,6 @@ class Quiet:
             self.heard = now
 
 
-def run_inline(name: str, script: str, argv: list[str]) -> Ran:
-    """Run a step's main(argv) in a thread of this process, watched as `run_step` watches a
-    step process: progress passes through, GitHub annotations too (stdout), the step's own
-    summary line does not (the judge prints its own), and a quiet step is said to be running."""
-    quiet = Quiet(name)
-    ended: list[int | str] = []
-
-    def hear(line: str, error: bool) -> None:
-        if error:
-            quiet.passed(line)
-        elif line.startswith("::error "):
-            print(line, flush=True)
-
-    def body() -> None:
-        try:
-            with listening(hear):
-                ended.append(importlib.import_module(script.removesuffix(".py")).main(argv))
-        except BaseException as exc:  # argparse's SystemExit too: the step left no report
-            ended.append(f"{type(exc).__name__}: {exc}")
-
-    thread = threading.Thread(target=body, name=f"step {name}", daemon=True)
-    thread.start()
-    thread.join(HEARTBEAT)
-    while thread.is_alive():
-        quiet.tick()
-        thread.join(HEARTBEAT)
-    seconds, code = time.monotonic() - quiet.start, ended[0]
-    if isinstance(code, int):
-        return Ran(code, b"", [], seconds)
-    return Ran(FAIL_CLOSED, b"", [code], seconds)
-
-
 def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
     """Run a step, passing its progress lines through as they come, and saying every few
     seconds that a step which reports nothing is still running."""
@@ -320,15 +309,6 @@ def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
     return Ran(proc.returncode, b"".join(out), kept[-50:], time.monotonic() - quiet.start)
 
 
-@dataclass(frozen=True)
-class Builds:
-    """The two builds under judgment, and the oracle's own environment holding neither."""
-
-    parent: Path
-    patch: Path
-    oracle: Path
-
-
 def forward_workflow_commands(stdout: bytes) -> None:
     """A step's GitHub annotations (`::error file=...`) reach the log only through the judge."""
     for line in stdout.decode("utf-8", "replace").splitlines():
@@ -336,13 +316,13 @@ def forward_workflow_commands(stdout: bytes) -> None:
             print(line, flush=True)
 
 
-def build_all(j: Judgment, envs: Path, wheelhouse: Path, static: Sequence[Step]) -> Builds | None:
-    """Build parent, patch and the oracle env side by side, and beside them run the `static`
-    steps (which read trees only; reported first). The base not building is ours."""
-    start = time.monotonic()
+def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
+    """Build parent, patch and the oracle env side by side, and beside them run the steps of
+    the `trees` lane (which read trees only; reported first). The base not building is ours."""
+    j, start = judge.j, time.monotonic()
     requirements = j.parent / "scripts" / "requirements-judge.txt"
     with ThreadPoolExecutor(max_workers=4) as pool:
-        beside = pool.submit(lambda: [j.outcome(step) for step in static])
+        beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
         jobs = {
             side: pool.submit(build_env, tree, envs / side, wheelhouse, requirements)
             for side, tree in (("parent", j.parent), ("patch", j.patch))
@@ -350,8 +330,8 @@ def build_all(j: Judgment, envs: Path, wheelhouse: Path, static: Sequence[Step])
         jobs["oracle"] = pool.submit(
             lambda: tools_env(envs / "oracle", wheelhouse, requirements)[0]
         )
-    for step in beside.result():
-        j.append(step)
+    for done in beside.result():
+        judge.append(*done)
     built: dict[str, Path] = {}
     for side, job in jobs.items():
         try:
@@ -361,194 +341,85 @@ def build_all(j: Judgment, envs: Path, wheelhouse: Path, static: Sequence[Step])
             # build needs means the gate cannot see, whichever side it is.
             own_fault = side == "patch" and not isinstance(exc, NotInWheelhouse)
             code = BLOCK if own_fault else FAIL_CLOSED
-            j.record("build", code, f"the {side} does not build: {exc}", time.monotonic() - start)
+            seconds = time.monotonic() - start
+            judge.record("build", code, f"the {side} does not build: {exc}", seconds)
             return None
-    done = "parent, patch and oracle built into fresh offline environments"
-    j.record("build", PASS, done, time.monotonic() - start)
+    done_line = "parent, patch and oracle built into fresh offline environments"
+    judge.record("build", PASS, done_line, time.monotonic() - start)
     return Builds(**built)
 
 
-def oracle_ref_files(j: Judgment, dest: Path, *names: str) -> list[Path]:
-    """Files as they stand on the protected oracle ref, never on the branch (empty when the
-    ref has none of that name)."""
-    ref = resolve_oracle_ref(j.repo, j.settings.oracle_ref)
-    shown = ref.removeprefix("refs/remotes/").removeprefix("refs/heads/")
-    paths = [dest / name for name in names]
-    for path in paths:
-        path.write_text(git(j.repo, "show", f"{ref}:{path.name}", check=False), "utf-8")
-        j.name(path, f"{shown}:{path.name}")  # reports name them as git does
-    return paths
+def table(judge: Judge, lane: str) -> list[Step]:
+    """The steps of one lane that this shard runs, in the order of the table."""
+    return [s for s in STEPS if s.lane == lane and s.runs_on(judge.shard)]
 
 
-def strength_args(j: Judgment, dest: Path) -> Args:
-    """The oracle's strength score on the oracle ref, for the preconditions (strength_min)."""
+def oracle_ref(judge: Judge, repo: Path, ref: str, dest: Path) -> OracleRef:
+    """The oracle ref's files as they stand on the protected ref, never on the branch (empty
+    when the ref has none of that name)."""
     try:
-        (score,) = oracle_ref_files(j, dest, SCORE_FILE)
-    except FailClosed:  # no oracle ref: the flake budget fails closed on it later
-        return ()
-    return ("--strength", score)
+        full = resolve_oracle_ref(repo, ref)
+    except FailClosed as exc:  # the steps that read it fail closed on it
+        return OracleRef(unreadable=str(exc))
+    shown = full.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+    paths = []
+    for name in ("quarantine.yaml", "variance-ledger.json", SCORE_FILE):
+        path = dest / name
+        path.write_text(git(repo, "show", f"{full}:{name}", check=False), "utf-8")
+        judge.name(path, f"{shown}:{name}")  # reports name them as git does
+        paths.append(path)
+    quarantine, ledger, strength = paths
+    return OracleRef(quarantine, ledger, strength)
 
 
-def static_steps(j: Judgment, tmp: Path) -> list[Step] | None:
-    """Steps that read trees only, to run beside the build; None when preconditions fail and
-    the judgment cannot go on (nothing of the patch, its build included, may run then)."""
-    checks = ("--tree", j.parent, *strength_args(j, tmp))
-    if j.run("preconditions", STEP_SCRIPTS["preconditions"], *checks) != PASS:
-        return None
-    if not j.leads:
-        return []
-    # With ORACLE_REVIEW=1 a human has reviewed the patch's oracle edits, so they take effect.
-    evidence = j.patch if os.environ.get("ORACLE_REVIEW") == "1" else j.parent
-    config = j.parent / "oracle" / "judge.yaml"
-    refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
-    lock = ("--lock", evidence / "fixtures.lock", "--base-root", j.parent)
-    return [
-        Step.of("write-set", (*refs, "--config", config)),
-        Step.of("fixtures-lock", ("--check", "--root", j.patch, *lock)),
-    ]
-
-
-def dynamic_steps(j: Judgment, tmp: Path, built: Builds) -> None:
-    """Steps that run the builds, side by side where they are independent (`jobs` in
-    judge.yaml): the oracle; record then replay; the crossrun; the inventory then the advisory
-    tests (which read its collected ids); quarantine. Flake budget comes after all of them (it
-    decides what they deferred), beside the advisory tests when they are the crossrun's (tests
-    unchanged by the patch); the report lists every step in the order of the decision table."""
-    parent_py, patch_py = built.parent, built.patch
-    review = os.environ.get("ORACLE_REVIEW") == "1"
-    parent_cmd = bin_dir(parent_py.parent.parent) / j.settings.command
-    patch_cmd = bin_dir(patch_py.parent.parent) / j.settings.command
-    cassette = cassette_path(j.repo, j.base, j.shard)
-    shard = ("--shard", str(j.shard))
-    cases: Args = ("--cases", j.parent / "oracle/cases.yaml", "--fixtures", j.parent / "fixtures")
-    cases += ("--timeout", str(j.settings.case_timeout), *shard)
-    record: Args = ("--command", parent_cmd, "--repo", j.repo, "--base", j.base, "--reuse")
-    record += ("--out", cassette)
-    allowlist = (j.patch if review else j.parent) / "oracle/allowlist.yaml"
-    commands = ("--parent-command", parent_cmd, "--patch-command", patch_cmd)
-    replay = ("--cassette", cassette, *commands, "--allowlist", allowlist, "--base", j.base)
-    trees = ("--parent", j.parent, "--patch", j.patch)
-    refs = ("--repo", j.repo, "--base", j.base, "--head", j.head)
-    config = ("--config", j.parent / "oracle/judge.yaml", "--allowlist", allowlist)
-    builds = ("--parent-python", parent_py, "--patch-python", patch_py)
-    cache = ("--cache", j.repo / ".oracle" / "inventory-cache.json")
-    oracle: Args = ("--oracle", j.parent / "oracle", "--oracle-python", built.oracle)
-    oracle += ("--call-timeout", str(j.settings.call_timeout))
-    split: Args = (*oracle, *shard)
-    tests = tests_args(j, patch_py)
-    crossrun = crossrun_args(j, allowlist, builds)
-    # Unchanged tests are the crossrun's: the advisory step reads its patch run, after it
-    # (a shard's crossrun ran only some of them).
-    reuse = crossrun is not None and j.shard.whole and tests_unchanged(j)
-    advised = Step.of("tests", tests, advisory=True)
-    unreadable = ""  # why the oracle ref's files cannot be read: flake budget cannot run
-    try:
-        quarantine, ledger = oracle_ref_files(j, tmp, "quarantine.yaml", "variance-ledger.json")
-    except FailClosed as exc:
-        unreadable, quarantine, ledger = str(exc), None, None
-    # The longest lanes first: `jobs` of them start at once.
-    lanes: list[list[Step]] = [
-        [Step.of("oracle", (*split, *builds))],
-        [
-            Step.of("record", (*record, *cases)),
-            Step.of("replay", (*replay, *cases), needs_pass=True),
-        ],
-        [Step.of("crossrun", (*crossrun, *shard))] if crossrun is not None else [],
-        [
-            Step.of("assert-inventory", (*trees, *refs, *config, *builds, *cache)),
-            *([] if reuse else [advised]),
-        ]
-        if j.leads
-        else [],
-        [Step.of("quarantine", ("--file", quarantine, *trees))]
-        if j.leads and quarantine is not None
-        else [],
-    ]
-    done = {step["name"]: step for lane in j.lanes(lanes, j.settings.jobs) for step in lane}
-    for name in ("record", "replay", "assert-inventory", "oracle", "crossrun", "quarantine"):
-        if name in done:
-            j.append(done[name])
-        elif name == "crossrun" and crossrun is None:
-            j.add(name, "advisory", "off in judge.yaml: the parent's tests did not run", {})
-        elif name == "quarantine" and unreadable:
-            j.record(name, FAIL_CLOSED, unreadable)
-    # The tail, side by side: flake budget reads the oracle and crossrun reports, the reused
-    # advisory tests the crossrun and inventory reports; neither reads the other's.
-    tail: list[list[Step]] = []
-    if quarantine is not None and ledger is not None:
-        flake: Args = ("--oracle-report", j.reports / "oracle.json", *oracle)
-        flake += ("--patch-python", patch_py, "--quarantine", quarantine, "--ledger", ledger)
-        flake += ("--max-retry", str(j.settings.flake_max_retry))
-        if crossrun is not None:
-            flake += ("--crossrun-report", j.report_file("crossrun"), "--tree", j.parent)
-        tail.append([Step.of("flake-budget", flake)])
-    if reuse:
-        report = ("--crossrun-report", j.report_file("crossrun"))
-        tail.append([Step.of("tests", (*tests, *report), advisory=True)])
-    done.update({step["name"]: step for lane in j.lanes(tail, j.settings.jobs) for step in lane})
-    for name in ("flake-budget", "tests"):
-        if name in done:
-            j.append(done[name])
-
-
-def tests_unchanged(j: Judgment) -> bool:
-    """Whether the patch left the test folders and every file that configures pytest at the
-    root as the base has them (the same git objects)."""
-    paths = (
-        *j.settings.tests,
-        "conftest.py",
-        "pytest.ini",
-        "tox.ini",
-        "setup.cfg",
-        "pyproject.toml",
-    )
-    listed = [git(j.repo, "ls-tree", ref, "--", *paths, check=False) for ref in (j.base, j.head)]
-    return listed[0] == listed[1]
-
-
-def tests_args(j: Judgment, patch_python: Path) -> Args:
-    """The advisory tests step's arguments: the patch's copy of the tests the base names."""
-    args: Args = ("--tree", j.patch, "--python", patch_python, "--tests", *j.settings.tests)
-    args += ("--timeout", str(j.settings.advisory_timeout))
-    return (*args, "--inventory-report", j.reports / "assert-inventory.json")
-
-
-def crossrun_args(j: Judgment, allowlist: Path, builds: Args) -> Args | None:
-    """The crossrun step's arguments, or None when judge.yaml turns it off."""
-    settings = j.settings
-    if settings.crossrun == "off":
-        return None
-    args: Args = ("--tree", j.parent, "--tests", *settings.tests, *builds)
-    args += ("--allowlist", allowlist, "--base", j.base, "--mode", settings.crossrun)
-    args += ("--timeout", str(settings.crossrun_timeout))
-    return (*args, "--test-extra", settings.test_extra) if settings.test_extra else args
-
-
-def judge(j: Judgment, args: argparse.Namespace) -> None:
-    git(j.repo, "worktree", "prune", check=False)
-    j.head = resolve_commit(j.repo, args.head, "--head")
-    j.base = base_commit(j.repo, args.base, args.head, j.head)
+def judge(run: Judge, args: argparse.Namespace) -> None:
+    """Resolve the judgment once, then run the table: setup, the trees beside the builds,
+    then every lane after the builds."""
+    repo = run.repo
+    git(repo, "worktree", "prune", check=False)
+    run.head = head = resolve_commit(repo, args.head, "--head")
+    run.base = base = base_commit(repo, args.base, args.head, head)
     with tempfile.TemporaryDirectory(prefix="oracle-judge-") as name:
-        tmp = Path(name).resolve()  # pytest writes resolved paths; names must match them
-        j.name(j.repo, "")
-        j.name(tmp, "tmp:")
-        j.name(tmp / "envs", "envs:")
-        j.parent = add_worktree(j.repo, j.base, tmp / "parent")
-        j.name(j.parent, "base:")
-        j.patch = add_worktree(j.repo, j.head, tmp / "patch")
-        j.name(j.patch, "head:")
-        j.inline = same_files(j.parent / "scripts", OWN_SCRIPTS)
+        run.tmp = tmp = Path(name).resolve()  # pytest writes resolved paths; names must match
+        run.name(repo, "")
+        run.name(tmp, "tmp:")
+        run.name(tmp / "envs", "envs:")
+        parent = add_worktree(repo, base, tmp / "parent")
+        run.name(parent, "base:")
+        patch = add_worktree(repo, head, tmp / "patch")
+        run.name(patch, "head:")
+        run.inline = same_files(parent / "scripts", OWN_SCRIPTS)
         try:
-            j.config = load_config(j.parent / "oracle" / "judge.yaml")
-            share_cores(j.config.jobs)
-            static = static_steps(j, tmp)
-            if static is not None:
-                built = build_all(j, tmp / "envs", args.wheelhouse.resolve(), static)
-                if built:
-                    dynamic_steps(j, tmp, built)
+            config = load_config(parent / "oracle" / "judge.yaml")
+            share_cores(config.jobs)
+            run.judgment = Judgment(
+                repo=repo,
+                reports=run.reports,
+                base=base,
+                head=head,
+                parent=parent,
+                patch=patch,
+                config=config,
+                review=review_requested(),
+                changes=changes(repo, base, head),
+                shard=run.shard,
+                oracle_ref=oracle_ref(run, repo, config.oracle_ref, tmp),
+            )
+            judged(run, args.wheelhouse.resolve())
         finally:
-            remove_worktree(j.repo, j.parent)
-            remove_worktree(j.repo, j.patch)
+            remove_worktree(repo, parent)
+            remove_worktree(repo, patch)
+
+
+def judged(run: Judge, wheelhouse: Path) -> None:
+    for step in table(run, SETUP):
+        if run.append(*run.conclude(step)) != PASS:
+            return  # nothing of the patch, its build included, may run then
+    built = build_all(run, run.tmp / "envs", wheelhouse)
+    if built is None:
+        return
+    run.judgment = run.j.evolve(builds=built)
+    run.run_lanes([table(run, lane) for lane in LANES])
 
 
 def base_commit(repo: Path, base: str | None, head: str, head_sha: str) -> str:
@@ -611,17 +482,25 @@ def same_files(one: Path, other: Path) -> bool:
         return False
 
 
-def publish(j: Judgment, matrix: str) -> int:
+def publish(run: Judge, matrix: str) -> int:
+    """Write reports/ last, from the outcomes in memory: each step's report, judge-report.json,
+    the summary and the SARIF. Nothing written there meanwhile is read."""
+    run.write_step_reports()
     report = {
-        "base": j.base,
-        "head": j.head,
-        "scripts_from": j.base if j.config else "",
-        "steps_inline": j.inline,
-        "shard": {"index": j.shard.index, "count": j.shard.count},
+        "base": run.base,
+        "head": run.head,
+        "scripts_from": run.base if run.judgment else "",
+        "steps_inline": run.inline,
+        "shard": {"index": run.shard.index, "count": run.shard.count},
         "run": run_id(),
-        "steps": j.steps,
+        "steps": run.steps,
     }
-    return write_reports(j.reports, report, matrix, "judge", j.repo)
+
+    def evidence(step: dict[str, Any]) -> dict[str, Any]:
+        kept = run.outcomes.get(step["name"])
+        return dict(kept.evidence) if kept else dict(step["evidence"])
+
+    return write_reports(run.reports, report, matrix, "judge", run.repo, evidence)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -637,19 +516,19 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    j = Judgment(repo=args.repo, reports=args.reports.resolve(), shard=args.shard)
-    j.reports.mkdir(parents=True, exist_ok=True)
+    run = Judge(repo=args.repo, reports=args.reports.resolve(), shard=args.shard)
+    run.reports.mkdir(parents=True, exist_ok=True)
     matrix = b""
     with kept(PATH_NAMES):  # the names of this judgment's folders stay with it
         try:
-            j.repo = repo_root(args.repo)
-            judge(j, args)
-            matrix = show_file(j.repo, j.base, "oracles/MATRIX.md") or b""
+            run.repo = repo_root(args.repo)
+            judge(run, args)
+            matrix = show_file(run.repo, run.base, "oracles/MATRIX.md") or b""
         except FailClosed as exc:
-            j.record("setup" if not j.steps else "judge", FAIL_CLOSED, str(exc))
+            run.record("setup" if not run.steps else "judge", FAIL_CLOSED, str(exc))
         except Exception as exc:  # one line and a report, never a traceback
-            j.record("judge", FAIL_CLOSED, f"internal error {type(exc).__name__}: {exc}")
-    return publish(j, matrix.decode("utf-8", "replace"))
+            run.record("judge", FAIL_CLOSED, f"internal error {type(exc).__name__}: {exc}")
+    return publish(run, matrix.decode("utf-8", "replace"))
 
 
 @contextmanager

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from _gate.git import repo_root, show_file
-from _gate.protocol import ERROR, NEEDS_REVIEW, FailClosed
+from _gate.protocol import CODE, ERROR, NEEDS_REVIEW, FailClosed
 from _gate.reports import write_report
-from _gate.verdict import CODE, EXIT_CODES, REPORT_FILES, brief, full_evidence, write_reports
+from _gate.verdict import EXIT_CODES, REPORT_FILES, brief, full_evidence, write_reports
 
 # An error outranks a review: the shards' evidence is incomplete, whatever a reviewer decides.
 RANK = {"pass": 0, "advisory": 0, "deferred": 1, "block": 2, NEEDS_REVIEW: 3, ERROR: 4}
@@ -238,7 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = str(exc) if isinstance(exc, FailClosed) else f"internal error {exc!r}"
         report = {"base": "", "head": "", "steps": [failed(why)]}
     matrix = matrix_text(args.repo, report["base"])
-    return write_reports(args.out, report, matrix, "merge", args.repo)
+    return write_reports(
+        args.out, report, matrix, "merge", args.repo, lambda step: full_evidence(args.out, step)
+    )
 
 
 if __name__ == "__main__":

@@ -25,18 +25,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _gate.oracle_run import RETRYABLE, has_tests, run
+from _gate.context import Judgment
+from _gate.oracle_run import RETRYABLE, has_tests
+from _gate.oracle_run import run as run_oracle
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
 )
@@ -147,7 +150,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = [
             pool.submit(
-                run,
+                run_oracle,
                 args.oracle_python,
                 python,
                 args.oracle,
@@ -179,6 +182,13 @@ def execute(args: argparse.Namespace) -> Outcome:
     return judged(parent, patch, evidence)
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    argv = ["--oracle", str(j.parent / "oracle"), "--oracle-python", str(j.built.oracle)]
+    argv += ["--call-timeout", str(j.config.call_timeout), "--shard", str(j.shard)]
+    argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
+    return execute(parser().parse_args(argv))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--oracle", type=Path, required=True, help="oracle/ of the base tree")
@@ -197,7 +207,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("oracle", parser(), execute, argv)
+    return run_main("oracle", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

@@ -23,12 +23,13 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from _gate.cases import load_cases
-from _gate.config import load_config
+from _gate.config import Config, load_config
+from _gate.context import Judgment
 from _gate.patterns import matches
 from _gate.protocol import (
     EXIT_CODES_HELP,
@@ -36,6 +37,7 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
 )
@@ -130,8 +132,8 @@ def strength_problems(path: Path | None, score: dict[str, Any] | None, minimum: 
     return []
 
 
-def execute(args: argparse.Namespace) -> Outcome:
-    config = load_config(args.tree / "oracle" / "judge.yaml")
+def execute(args: argparse.Namespace, config: Config | None = None) -> Outcome:
+    config = config or load_config(args.tree / "oracle" / "judge.yaml")
     problems = []
     if os.environ.get("JUDGE_OFFLINE") != "1":
         problems.append("JUDGE_OFFLINE=1 is not set; run the judge through `nox -s judge`")
@@ -168,6 +170,12 @@ def execute(args: argparse.Namespace) -> Outcome:
     )
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    strength = j.oracle_ref.strength
+    argv = ["--tree", str(j.parent), *(["--strength", str(strength)] if strength else [])]
+    return execute(parser().parse_args(argv), j.config)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, default=Path("."), help="the base tree")
@@ -177,7 +185,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("preconditions", parser(), execute, argv)
+    return run_main("preconditions", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from _gate.cases import Case, built_cli, load_cases
-from _gate.cassettes import cassette_path, load_cassette, provenance, record
+from _gate.cassettes import case_args, cassette_path, load_cassette, provenance, record
 from _gate.config import load_config
+from _gate.context import Judgment
 from _gate.envs import WHEELHOUSE
 from _gate.git import default_base, repo_root, resolve_commit
 from _gate.protocol import (
@@ -35,6 +36,7 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
 )
@@ -137,6 +139,13 @@ def execute(args: argparse.Namespace) -> Outcome:
     return write(record(args.command, cases, args.fixtures, args.base), args.out, args.cases)
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    out = cassette_path(j.repo, j.base, j.shard)
+    argv = ["--command", str(j.command("parent")), "--repo", str(j.repo), "--base", j.base]
+    argv += ["--reuse", "--out", str(out), *case_args(j)]
+    return execute(parser().parse_args(argv))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--command", type=Path, help="the parent build's CLI (skips materializing)")
@@ -156,7 +165,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("record", parser(), execute, argv)
+    return run_main("record", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

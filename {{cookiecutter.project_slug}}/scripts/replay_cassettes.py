@@ -20,14 +20,15 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from _gate.allowlist import Row, is_cassette_row, load_allowlist, other_base_note, split_by_base
 from _gate.cases import Case, load_cases, observe, run_many
+from _gate.cassettes import case_args, cassette_path
+from _gate.context import Judgment, review_requested
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -35,6 +36,7 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
 )
@@ -117,7 +119,7 @@ def check_cassette(
     return cassette
 
 
-def execute(args: argparse.Namespace) -> Outcome:
+def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     every = load_cases(args.cases, args.timeout)
     cases = args.shard.pick(every, lambda case: case.id)
     try:
@@ -134,7 +136,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     blocking = [m for m in mismatches if (m["id"], m["field"]) not in allowed]
     used = {(m["id"], m["field"]) for m in mismatches}
     stale = [row for row in allow if (row.id, row.field) not in used]
-    review = os.environ.get("ORACLE_REVIEW") == "1"
+    review = review_requested() if review is None else review
     evidence = {
         "cases": len(cases),
         "shard": args.shard.evidence(len(cases), len(every)),
@@ -182,6 +184,14 @@ def execute(args: argparse.Namespace) -> Outcome:
     return Outcome(PASS, summary, evidence)
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    argv = ["--cassette", str(cassette_path(j.repo, j.base, j.shard)), "--base", j.base]
+    argv += ["--parent-command", str(j.command("parent"))]
+    argv += ["--patch-command", str(j.command("patch"))]
+    argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml"), *case_args(j)]
+    return execute(parser().parse_args(argv), j.review)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--cassette", type=Path, required=True, help="recorded parent cassette")
@@ -198,7 +208,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("replay", parser(), execute, argv)
+    return run_main("replay", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

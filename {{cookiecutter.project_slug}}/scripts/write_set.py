@@ -17,13 +17,13 @@ Exit codes: 0 no protected path touched (or ORACLE_REVIEW=1), 2 fail closed: sta
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from _gate.config import load_config
+from _gate.config import Config, load_config
+from _gate.context import Change, Judgment, changes, review_requested
 from _gate.git import git, parse_name_status, resolve_commit
 from _gate.patterns import matches
 from _gate.protocol import (
@@ -32,6 +32,7 @@ from _gate.protocol import (
     NEEDS_REVIEW,
     PASS,
     Outcome,
+    Report,
     add_report_arg,
     run_main,
 )
@@ -60,14 +61,14 @@ def merge_writes(repo: Path, base: str, head: str) -> list[tuple[str, list[str]]
     return rows
 
 
-def touched(repo: Path, base: str, head: str) -> dict[str, set[str]]:
+def touched(repo: Path, base: str, head: str, net: Sequence[Change]) -> dict[str, set[str]]:
     """Every path written by the branch: the net diff, each commit, each merge (both sides of
     renames)."""
-    net = git(repo, "diff", "-z", "--name-status", "-M", base, head)
     each = git(
         repo, "log", "-z", "--name-status", "-M", "--no-merges", "--format=", f"{base}..{head}"
     )
-    rows = parse_name_status(net) + parse_name_status(each) + merge_writes(repo, base, head)
+    rows = [(status, list(names)) for status, names in net]
+    rows += parse_name_status(each) + merge_writes(repo, base, head)
     paths: dict[str, set[str]] = {}
     for status, names in rows:
         for name in names:
@@ -87,20 +88,30 @@ def classify(path: str, protected: Sequence[str], tests: Sequence[str]) -> tuple
     return "source", ""
 
 
+def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    return classified(j.repo, j.base, j.head, j.config, j.review, j.changes)
+
+
 def execute(args: argparse.Namespace) -> Outcome:
-    config = load_config(args.config)
+    """By hand: the same judgment from the flags."""
     base = resolve_commit(args.repo, args.base, "--base")
     head = resolve_commit(args.repo, args.head, "--head")
+    net = changes(args.repo, base, head)
+    return classified(args.repo, base, head, load_config(args.config), review_requested(), net)
+
+
+def classified(
+    repo: Path, base: str, head: str, config: Config, review: bool, net: Sequence[Change]
+) -> Outcome:
     classes: dict[str, list[dict[str, object]]] = {
         "protected": [],
         "fixtures": [],
         "tests": [],
         "source": [],
     }
-    for path, statuses in sorted(touched(args.repo, base, head).items()):
+    for path, statuses in sorted(touched(repo, base, head, net).items()):
         kind, rule = classify(path, config.protected, config.tests)
         classes[kind].append({"path": path, "status": "".join(sorted(statuses)), "rule": rule})
-    review = os.environ.get("ORACLE_REVIEW") == "1"
     counts = ", ".join(f"{len(v)} {k}" for k, v in classes.items())
     evidence = {"base": base, "head": head, "oracle_review": review, **classes}
     hits = classes["protected"]
@@ -131,7 +142,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("write-set", parser(), execute, argv)
+    return run_main("write-set", parser(), execute, argv, run)
 
 
 if __name__ == "__main__":

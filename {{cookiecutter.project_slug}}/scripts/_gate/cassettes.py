@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from _gate.context import Judgment
+
 import json
 import platform
 from collections.abc import Sequence
@@ -69,3 +74,14 @@ def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> d
             "expect_crash": case.expect_crash,
         }
     return {"provenance": provenance(base, cases), "cases": recorded}
+
+
+def case_args(j: Judgment) -> list[str]:
+    """The flags of record and replay that name the base's cases, as the judgment has them."""
+    args = [
+        "--cases",
+        str(j.parent / "oracle/cases.yaml"),
+        "--fixtures",
+        str(j.parent / "fixtures"),
+    ]
+    return [*args, "--timeout", str(j.config.case_timeout), "--shard", str(j.shard)]

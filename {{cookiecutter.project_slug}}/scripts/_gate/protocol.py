@@ -10,11 +10,13 @@ at first) and `error` (the gate could not judge).
 from __future__ import annotations
 
 import argparse
+import enum
+import json
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,15 +24,36 @@ from typing import Any
 
 from _gate.reports import named, write_report
 
-PASS, BLOCK, FAIL_CLOSED = 0, 1, 2
+
+class ExitCode(enum.IntEnum):
+    """Every script's exit codes, and the judge's verdict word for each (exit 2 has two: see
+    NEEDS_REVIEW; the verdict tells which)."""
+
+    PASS = 0
+    BLOCK = 1
+    FAIL_CLOSED = 2
+
+    @property
+    def verdict(self) -> str:
+        return ("merge", "block", ERROR)[self]
 
 
+PASS, BLOCK, FAIL_CLOSED = ExitCode.PASS, ExitCode.BLOCK, ExitCode.FAIL_CLOSED
 # Exit 2 has two causes: a protected path that waits for a code owner (ORACLE_REVIEW=1 once
 # reviewed), and an error: bad input, a build that fails, a crash, a timeout, missing evidence.
 NEEDS_REVIEW, ERROR = "needs-review", "error"
-
-
-STATUS = {PASS: "pass", BLOCK: "block", FAIL_CLOSED: ERROR}
+ADVISORY = "advisory"  # the status of a step that never decides (steps.Step.decides)
+STATUS: dict[int, str] = {PASS: "pass", BLOCK: "block", FAIL_CLOSED: ERROR}
+# Each status a report may hold, and the exit code it stands for. "deferred": the step's
+# failures are decided by the later step its evidence names (`deferred_to`).
+CODE: dict[str, int] = {
+    "pass": PASS,
+    ADVISORY: PASS,
+    "deferred": PASS,
+    "block": BLOCK,
+    NEEDS_REVIEW: FAIL_CLOSED,
+    ERROR: FAIL_CLOSED,
+}
 
 
 class FailClosed(Exception):
@@ -113,17 +136,55 @@ def add_report_arg(parser: argparse.ArgumentParser, name: str) -> None:
 EXIT_CODES_HELP = "exit codes: 0 pass, 1 block, 2 fail closed (bad input or internal error)"
 
 
-def run_main(
-    name: str,
-    parser: argparse.ArgumentParser,
-    body: Callable[[argparse.Namespace], Outcome],
-    argv: Sequence[str] | None,
-) -> int:
-    """Parse, run, report. Every failure ends as one line and a report, never a traceback."""
-    args = parser.parse_args(argv)
-    report: Path = args.report
+# What a step's `run` gets: the judgment, and the outcomes of the earlier steps it reads.
+Judged = Callable[[Any, Mapping[str, "Report"]], "Outcome"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """A step's report: what its process wrote, or what its `run` returned inline, as the
+    judge keeps it in memory (one reader, `read_report`, for every step's file)."""
+
+    step: str
+    status: str
+    exit_code: int
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def code(self) -> int:
+        return CODE[self.status]
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "summary": self.summary,
+            "evidence": self.evidence,
+        }
+
+
+def read_report(path: Path) -> Report:
+    """A step's report file, read once; one line naming the file when it is not one."""
     try:
-        outcome = body(args)
+        data = json.loads(path.read_bytes())
+        evidence = data.get("evidence") or {}
+        if not isinstance(evidence, dict) or str(data["status"]) not in CODE:
+            raise ValueError(f"status {data.get('status')!r}")
+        summary, code = str(data.get("summary", "")), int(data["exit_code"])
+        return Report(str(data["step"]), str(data["status"]), code, summary, evidence)
+    except FileNotFoundError:
+        raise FailClosed(f"{path}: the step left no report") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FailClosed(f"{path}: not a step report ({exc}); run the step again") from None
+
+
+def concluded(name: str, body: Callable[[], Outcome]) -> Report:
+    """Run a step's body; every failure becomes an outcome, never a traceback. Paths of the
+    judgment's folders are written by their names, here at the source."""
+    try:
+        outcome = body()
     except FailClosed as exc:
         outcome = Outcome(FAIL_CLOSED, str(exc))
     except Exception as exc:  # the contract is one line and exit 2, whatever broke
@@ -134,14 +195,41 @@ def run_main(
             f"({Path(where.filename).name}:{where.lineno})",
             {"traceback": traceback.format_exc()},
         )
-    payload = {
-        "step": name,
-        "status": outcome.status or STATUS[outcome.code],
-        "exit_code": outcome.code,
-        "summary": outcome.summary,
-        "evidence": outcome.evidence,
-    }
-    payload = named(payload)  # the folders of a judgment by their names, here at the source
-    write_report(report, payload)
-    say(f"{name}: {payload['status']}: {payload['summary']}", error=outcome.code != PASS)
-    return outcome.code
+    status = outcome.status or STATUS[outcome.code]
+    summary, evidence = named(outcome.summary), named(outcome.evidence)
+    return Report(name, status, outcome.code, summary, evidence)
+
+
+def run_main(
+    name: str,
+    parser: argparse.ArgumentParser,
+    body: Callable[[argparse.Namespace], Outcome],
+    argv: Sequence[str] | None,
+    judged: Judged | None = None,
+) -> int:
+    """Parse, run, report. Every failure ends as one line and a report, never a traceback.
+
+    `--judgment FILE --report R` (how the judge starts a step as a process) runs `judged`
+    on the judgment the judge wrote, with the earlier outcomes it holds; any other argv is a
+    hand run of `body` on the step's own flags."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if judged is not None and args[:1] == ["--judgment"]:
+        from _gate.context import load_judgment
+
+        given = judgment_parser(name).parse_args(args)
+        report = concluded(name, lambda: judged(*load_judgment(given.judgment)))
+        path: Path = given.report
+    else:
+        parsed = parser.parse_args(args)
+        report = concluded(name, lambda: body(parsed))
+        path = parsed.report
+    write_report(path, report.payload())
+    say(f"{name}: {report.status}: {report.summary}", error=report.exit_code != PASS)
+    return report.exit_code
+
+
+def judgment_parser(name: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{name} --judgment", epilog=EXIT_CODES_HELP)
+    p.add_argument("--judgment", type=Path, required=True, help="the judge's judgment file")
+    add_report_arg(p, name)
+    return p

@@ -3,23 +3,64 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-# Every step a judgment reports, in the order of the decision table (oracles/MATRIX.md), with
-# the script of scripts/ that runs it; the build is the judge's own work.
-JUDGE_STEPS: dict[str, str | None] = {
-    "preconditions": "preconditions.py",
-    "write-set": "write_set.py",
-    "fixtures-lock": "fixtures_lock.py",
-    "build": None,
-    "record": "record_cassettes.py",
-    "replay": "replay_cassettes.py",
-    "assert-inventory": "count_asserts.py",
-    "oracle": "oracle.py",
-    "crossrun": "crossrun.py",
-    "quarantine": "check_quarantine.py",
-    "flake-budget": "flake_budget.py",
-    "tests": "advisory_tests.py",
-}
+from _gate.config import Config
+from _gate.shard import Shard
+
+EVERY, LEAD, SPLIT = "every", "lead", "split"  # how a step shards (`judge --shard I/N`)
+# Lanes: what a step waits for. `setup` runs first and alone (nothing of the patch may run
+# when it fails); `trees` beside the builds (they read trees only); `build` is the judge's
+# own; after the builds, each named lane runs its steps one after the other, side by side
+# with the other lanes (`jobs` in judge.yaml).
+SETUP, TREES, BUILD = "setup", "trees", "build"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the judge."""
+
+    name: str  # as reports, the summary and oracles/MATRIX.md name it
+    script: str | None  # its entry script in scripts/; None: the judge's own work
+    lane: str
+    reads: tuple[str, ...] = ()  # earlier steps whose outcomes it is given; it waits for them
+    decides: bool = True  # False: advisory, its status is `advisory` whatever it found
+    shards: str = LEAD  # EVERY shard runs it, the LEAD shard (1/N) only, or each its SPLIT
+    needs: str = ""  # an earlier step of its lane that must pass for it to run at all
+
+    def advisory(self, config: Config) -> bool:
+        """Whether the step's findings leave the verdict alone: the one place that says so."""
+        return not self.decides or (self.name == "crossrun" and config.crossrun == "advisory")
+
+    def runs_on(self, shard: Shard) -> bool:
+        return self.shards != LEAD or shard.index == 1
+
+
+# Every step a judgment reports, in the order of the decision table (oracles/MATRIX.md): the
+# judge runs this table, the summary and judge-report.json list steps in its order, and the
+# preconditions check that MATRIX.md names exactly these steps.
+STEPS: tuple[Step, ...] = (
+    Step("preconditions", "preconditions.py", SETUP, shards=EVERY),
+    Step("write-set", "write_set.py", TREES),
+    Step("fixtures-lock", "fixtures_lock.py", TREES),
+    Step("build", None, BUILD, shards=EVERY),
+    Step("record", "record_cassettes.py", "cassettes", shards=SPLIT),
+    Step("replay", "replay_cassettes.py", "cassettes", shards=SPLIT, needs="record"),
+    Step("assert-inventory", "count_asserts.py", "inventory"),
+    Step("oracle", "oracle.py", "oracle", shards=SPLIT),
+    Step("crossrun", "crossrun.py", "crossrun", shards=SPLIT),
+    Step("quarantine", "check_quarantine.py", "quarantine"),
+    Step("flake-budget", "flake_budget.py", "flake", ("oracle", "crossrun"), shards=EVERY),
+    # The crossrun's patch run is the advisory tests' own when the patch left the tests as
+    # the base has them; the inventory's collected ids name what they cover.
+    Step("tests", "advisory_tests.py", "inventory", ("assert-inventory", "crossrun"), False),
+)
+# The lanes after the builds, in the order they start: the longest first, and each after
+# every lane it reads from, so a lane never waits on one that has not started.
+LANES = ("oracle", "cassettes", "crossrun", "inventory", "quarantine", "flake")
+BY_NAME = {step.name: step for step in STEPS}
+JUDGE_STEPS = tuple(BY_NAME)  # the names, in order
+SCRIPTS = tuple(step.script for step in STEPS if step.script)
 
 
 MATRIX_STEP = re.compile(r"\(`([a-z-]+)`\)")

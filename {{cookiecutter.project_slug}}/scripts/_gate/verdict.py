@@ -6,28 +6,22 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from _gate.protocol import BLOCK, ERROR, FAIL_CLOSED, NEEDS_REVIEW, PASS
+from _gate.protocol import (
+    CODE,
+    ERROR,
+    FAIL_CLOSED,
+    NEEDS_REVIEW,
+    ExitCode,
+    FailClosed,
+    read_report,
+)
 from _gate.reports import write_json, write_report
 from _gate.sarif import CASES, sarif_log
 from _gate.steps import MATRIX_STEP, decision_rows
-
-VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: ERROR}  # exit 2: `verdict` tells which
-
-
-# "deferred": the step's failures are decided by the later step its evidence names.
-CODE = {
-    "pass": PASS,
-    "advisory": PASS,
-    "deferred": PASS,
-    "block": BLOCK,
-    NEEDS_REVIEW: FAIL_CLOSED,
-    ERROR: FAIL_CLOSED,
-}
-
 
 VERDICT_FILE = "ORACLE_VERDICT_FILE"  # where to write the verdict word: exit 2 has two
 
@@ -66,7 +60,7 @@ def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
     if errors or not steps:
         return FAIL_CLOSED, ERROR
     code = max(codes)
-    return code, NEEDS_REVIEW if code == FAIL_CLOSED else VERDICT[code]
+    return code, NEEDS_REVIEW if code == FAIL_CLOSED else ExitCode(code).verdict
 
 
 def cell(text: object) -> str:
@@ -149,14 +143,17 @@ def excused_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
-def review(reports: Path, report: dict[str, Any]) -> dict[str, Any]:
+Evidence = Callable[[dict[str, Any]], dict[str, Any]]  # a step of the report -> all its evidence
+
+
+def review(report: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
     """What a code owner looks at before the judge may run again with ORACLE_REVIEW=1: each
     protected path the patch touches, with the rule of judge.yaml `protected:` it falls under."""
     paths = [
         row
         for step in report["steps"]
         if step["status"] == NEEDS_REVIEW
-        for row in full_evidence(reports, step).get("protected") or []
+        for row in evidence(step).get("protected") or []
     ]
     rerun = f"ORACLE_REVIEW=1 nox -s judge -- --base {report['base']} --head {report['head']}"
     return {"protected": paths, "rerun": rerun}
@@ -171,14 +168,12 @@ def review_lines(found: dict[str, Any] | None) -> list[str]:
 
 
 def full_evidence(folder: Path, step: dict[str, Any]) -> dict[str, Any]:
-    """A step's evidence from its own report in `folder` (all of it), else what the judge
-    report kept (`brief`)."""
-    path = folder / REPORT_FILES.get(step["name"], f"{step['name']}.json")
+    """A step's evidence from its own report in `folder` (all of it: a shard's, read by the
+    merge), else what the judge report kept (`brief`)."""
     try:
-        evidence = json.loads(path.read_bytes())["evidence"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return read_report(folder / REPORT_FILES.get(step["name"], f"{step['name']}.json")).evidence
+    except FailClosed:
         return dict(step["evidence"])
-    return dict(evidence) if isinstance(evidence, dict) else dict(step["evidence"])
 
 
 def crossrun_lines(evidence: dict[str, Any]) -> list[str]:
@@ -202,18 +197,19 @@ def run_id() -> str:
 
 
 def write_reports(
-    reports: Path, report: dict[str, Any], matrix: str, label: str, repo: Path
+    reports: Path, report: dict[str, Any], matrix: str, label: str, repo: Path, evidence: Evidence
 ) -> int:
     """Decide the verdict of `report`'s steps, then write the JSON report, its findings as
     SARIF (judge.sarif: on the lines of `repo`'s checkout), the summary and the verdict word
-    ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2)."""
+    ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2). `evidence` gives
+    each step's evidence whole: from memory, never read back from `reports`."""
     code, word = verdict(report["steps"])
     report = {"verdict": word, "exit_code": code, **report}
-    report["excused"] = excused(reports, report["steps"])
+    report["excused"] = excused(report["steps"], evidence)
     if word == NEEDS_REVIEW:
-        report["review"] = review(reports, report)
+        report["review"] = review(report, evidence)
     write_report(reports / "judge-report.json", report)
-    sarif = sarif_log(report, lambda step: full_evidence(reports, step), repo / CASES)
+    sarif = sarif_log(report, evidence, repo / CASES)
     write_json(reports / "judge.sarif", sarif)
     text = summary_markdown(report, matrix)
     (reports / "judge-summary.md").write_text(text, "utf-8")
@@ -230,17 +226,17 @@ def write_reports(
     return code
 
 
-def excused(reports: Path, steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def excused(steps: Sequence[dict[str, Any]], evidence: Evidence) -> list[dict[str, Any]]:
     """The failures flake control excused: a verdict that stands on them says so everywhere."""
     budget = next((s for s in steps if s["name"] == "flake-budget"), None)
     if budget is None or budget["status"] != "pass":
         return []
-    evidence = full_evidence(reports, budget)
+    found = evidence(budget)
     retried = [
         {"id": row["id"], "step": row["step"], "by": f"passing on retry {row['passed_on_retry']}"}
-        for row in evidence.get("flaky") or []
+        for row in found.get("flaky") or []
     ]
-    return [*retried, *(evidence.get("excluded") or [])]
+    return [*retried, *(found.get("excluded") or [])]
 
 
 def failures(count: int) -> str:

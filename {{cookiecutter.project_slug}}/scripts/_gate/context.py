@@ -1,0 +1,156 @@
+"""The judgment: what the judge resolves once and every step gets, inline as this object, or as
+one JSON file (`--judgment FILE`) when the step runs as a process.
+
+It holds the base and head commits and their worktrees, the diff between them with renames,
+judge.yaml parsed with every default (`config.Config`), whether a code owner reviewed the
+patch (ORACLE_REVIEW=1, read here and nowhere else), the environments of the builds, and the
+oracle ref's files. No step re-parses judge.yaml, re-resolves a ref or re-runs the diff when
+it has a judgment; a step run by hand derives the same values from its own flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _gate.config import Config
+from _gate.envs import bin_dir
+from _gate.git import git, parse_name_status
+from _gate.protocol import FailClosed, Report
+from _gate.reports import write_json
+from _gate.shard import WHOLE, Shard
+
+REVIEW = "ORACLE_REVIEW"
+Change = tuple[str, tuple[str, ...]]  # (git status letter and score, its path or two)
+
+
+def review_requested() -> bool:
+    """Whether a code owner approved the patch's protected paths: ORACLE_REVIEW=1."""
+    return os.environ.get(REVIEW) == "1"
+
+
+def changes(repo: Path, base: str, head: str) -> tuple[Change, ...]:
+    """The diff from base to head, renames detected (`git diff -M --name-status`)."""
+    raw = git(repo, "diff", "-z", "--name-status", "-M", base, head)
+    return tuple((status, tuple(paths)) for status, paths in parse_name_status(raw))
+
+
+@dataclass(frozen=True)
+class Builds:
+    """The two builds under judgment, and the oracle's own environment holding neither."""
+
+    parent: Path
+    patch: Path
+    oracle: Path
+
+
+@dataclass(frozen=True)
+class OracleRef:
+    """The protected oracle ref's files, copied out (never read from the branch); `unreadable`
+    says why there are none (no such ref)."""
+
+    quarantine: Path | None = None
+    ledger: Path | None = None
+    strength: Path | None = None
+    unreadable: str = ""
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One judgment, as every step sees it."""
+
+    repo: Path
+    reports: Path
+    base: str
+    head: str
+    parent: Path  # the base's worktree: the gate's files come from here
+    patch: Path  # the head's worktree
+    config: Config
+    review: bool
+    changes: tuple[Change, ...]
+    shard: Shard = WHOLE
+    builds: Builds | None = None
+    oracle_ref: OracleRef = OracleRef()
+
+    @property
+    def leads(self) -> bool:
+        """Whether this run holds the steps that are not split across shards."""
+        return self.shard.index == 1
+
+    @property
+    def evidence_tree(self) -> Path:
+        """Where the oracle's evidence files come from: the base's, or the patch's once a code
+        owner reviewed its edits to them (ORACLE_REVIEW=1)."""
+        return self.patch if self.review else self.parent
+
+    @property
+    def built(self) -> Builds:
+        if self.builds is None:
+            raise FailClosed("this step needs the builds, and the judgment has none")
+        return self.builds
+
+    def command(self, side: str) -> Path:
+        """The console script judge.yaml names, in the parent's or the patch's build."""
+        python = self.built.parent if side == "parent" else self.built.patch
+        return bin_dir(python.parent.parent) / self.config.command
+
+    def evolve(self, **changes: Any) -> Judgment:
+        return dataclasses.replace(self, **changes)
+
+
+def to_json(judgment: Judgment, earlier: Mapping[str, Report]) -> dict[str, Any]:
+    data = dataclasses.asdict(judgment)
+    data["earlier"] = {name: report.payload() for name, report in earlier.items()}
+    return data
+
+
+def write_judgment(path: Path, judgment: Judgment, earlier: Mapping[str, Report]) -> None:
+    write_json(path, to_json(judgment, earlier))
+
+
+def load_judgment(path: Path) -> tuple[Judgment, dict[str, Report]]:
+    """The judgment file the judge wrote for a step it runs as a process."""
+    try:
+        data = json.loads(path.read_bytes())
+        return from_json(data)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise FailClosed(f"{path}: not a judgment file ({exc}); it is the judge's own") from None
+
+
+def from_json(data: dict[str, Any]) -> tuple[Judgment, dict[str, Report]]:
+    def paths(value: dict[str, Any] | None, cls: type[Any]) -> Any:
+        if value is None:
+            return None
+        return cls(
+            **{
+                k: Path(v) if isinstance(v, str) and k != "unreadable" else v
+                for k, v in value.items()
+            }
+        )
+
+    settings: dict[str, Any] = {
+        key: tuple(value) if isinstance(value, list) else value
+        for key, value in data["config"].items()
+    }
+    config = Config(**settings)
+    judgment = Judgment(
+        repo=Path(data["repo"]),
+        reports=Path(data["reports"]),
+        base=str(data["base"]),
+        head=str(data["head"]),
+        parent=Path(data["parent"]),
+        patch=Path(data["patch"]),
+        config=config,
+        review=bool(data["review"]),
+        changes=tuple((str(s), tuple(p)) for s, p in data["changes"]),
+        shard=Shard(**data["shard"]),
+        builds=paths(data["builds"], Builds),
+        oracle_ref=paths(data["oracle_ref"], OracleRef),
+    )
+    earlier = {name: Report(**row) for name, row in data["earlier"].items()}
+    return judgment, earlier
