@@ -25,7 +25,7 @@ sys.path.insert(0, str(SCRIPTS))
 import advisory_tests
 import crossrun
 import flake_budget
-import oracle
+import oracle as oracle_script
 from _gate.config import load_config
 from _gate.envs import build_env, tools_env
 from _gate.pytest_run import PytestRun
@@ -86,7 +86,7 @@ def oracle_step(
     oracle: Path, oracle_python: Path, parent: Path, patch: Path, tmp: Path, *extra: str
 ) -> tuple[int, dict[str, Any]]:
     report = tmp / "oracle.json"
-    code = oracle.main(
+    code = oracle_script.main(
         [
             *("--oracle", str(oracle), "--oracle-python", str(oracle_python)),
             *("--parent-python", str(parent), "--patch-python", str(patch)),
@@ -286,8 +286,8 @@ def run(outcomes: dict[str, str] | None, code: int = 1) -> PytestRun:
 def test_a_failing_id_the_parent_never_had_blocks_and_is_not_deferred() -> None:
     parent = {"oracle/t.py::test_a[1]": "passed"}
     patch = run({"oracle/t.py::test_a[1]": "passed", "oracle/t.py::test_a[2]": "failed"})
-    rows = oracle.failures(parent, patch)
-    outcome = oracle.judged(parent, patch, {"failures": rows})
+    rows = oracle_script.failures(parent, patch)
+    outcome = oracle_script.judged(parent, patch, {"failures": rows})
     assert [row["id"] for row in rows] == ["oracle/t.py::test_a[2]"]
     assert outcome.code == 1 and outcome.status is None
     assert "a test the parent did not have" in outcome.summary
@@ -301,7 +301,9 @@ def test_only_a_parent_passing_test_that_fails_is_left_to_flake_control(
 ) -> None:
     parent = {"oracle/t.py::test_a": "passed"}
     patch = run({"oracle/t.py::test_a": outcome})
-    result = oracle.judged(parent, patch, {"failures": oracle.failures(parent, patch)})
+    result = oracle_script.judged(
+        parent, patch, {"failures": oracle_script.failures(parent, patch)}
+    )
     assert result.code == 1
     assert result.status == status
 

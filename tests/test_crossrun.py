@@ -25,7 +25,7 @@ sys.path.insert(0, str(SCRIPTS))
 import advisory_tests
 import crossrun
 import flake_budget
-import oracle
+import oracle as oracle_script
 from _gate.envs import tools_env
 
 SRC = "src/shop/discounts.py"
@@ -349,7 +349,7 @@ def test_oracle_shards_split_the_properties_between_them(
     def run(extra: list[str], report: Path) -> int:
         argv = ["--oracle", str(parent["tree"] / "oracle"), "--oracle-python", str(oracle_python)]
         argv += ["--parent-python", str(parent["python"]), "--patch-python", str(parent["python"])]
-        return oracle.main([*argv, "--report", str(report), *extra])
+        return oracle_script.main([*argv, "--report", str(report), *extra])
 
     assert run([], tmp_path / "whole.json") == 0
     whole = json.loads((tmp_path / "whole.json").read_text("utf-8"))["evidence"]["parent"]

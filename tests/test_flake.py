@@ -11,6 +11,7 @@ where the judge writes what it reads from the oracle ref. The variance session r
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import shutil
 import subprocess
@@ -30,12 +31,13 @@ import _gate.ledger
 import _gate.verdict
 import check_quarantine
 import flake_budget
+import oracle as oracle_script
 import variance_ledger
 from _gate.config import Config, load_config
 from _gate.envs import tools_env
 from _gate.git import resolve_oracle_ref
 from _gate.machine import VARIABLES
-from judge import Judgment, Ran
+from judge import Judge, Ran
 
 # Fails the first time it judges the patch build, passes on every other run: a deterministic
 # stand-in for a test that fails 1 in N on the wall clock. The build it judges is the
@@ -152,7 +154,7 @@ def oracle_then_budget(
     oracle += ("--call-timeout", str(settings.call_timeout))
     builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
     oracle_report = tmp / "oracle.json"
-    ran = run(oracle.main, oracle_report, *oracle, *builds)
+    ran = run(oracle_script.main, oracle_report, *oracle, *builds)
     file = tmp / "quarantine.yaml"
     if quarantine_text is None:
         from_oracle_ref(repo, settings, "quarantine.yaml", file)
@@ -212,13 +214,14 @@ def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summ
 ) -> None:
     (oracle, _), (budget, _) = oracle_then_budget(repo, envs, oracle_python, flaky_dir)
     # The judge's record of the two steps, from their reports, then its verdict and reports.
-    judgment = Judgment(repo=flaky_dir, reports=flaky_dir)
+    judgment = Judge(repo=flaky_dir, reports=flaky_dir)
     steps = [judgment.finish("oracle", Ran(oracle, b"", [], 0.0))]
     steps.append(judgment.finish("flake-budget", Ran(budget, b"", [], 0.0)))
     matrix = (repo / "oracles/MATRIX.md").read_text("utf-8")
     capsys.readouterr()
     report = {"base": "a" * 40, "head": "b" * 40, "steps": steps}
-    code = _gate.verdict.write_reports(flaky_dir, report, matrix, "judge", repo)
+    whole = functools.partial(_gate.verdict.full_evidence, flaky_dir)
+    code = _gate.verdict.write_reports(flaky_dir, report, matrix, "judge", repo, whole)
     said = capsys.readouterr().out
     written = json.loads((flaky_dir / "judge-report.json").read_text("utf-8"))
     summary = (flaky_dir / "judge-summary.md").read_text("utf-8")

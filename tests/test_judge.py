@@ -24,14 +24,16 @@ from tools.bakery import Verdict, branch, edit, git, judge, judge_script
 from tools.demo import clean_refactor
 
 sys.path.insert(0, str(SCRIPTS))
+import advisory_tests
 import count_asserts
 import fixtures_lock
-import judge as judge_module
 import write_set
 from _gate.config import load_config
+from _gate.context import Judgment, changes
 from _gate.steps import JUDGE_STEPS
 from _gate.verdict import verdict as worst
-from judge import Judgment, Ran
+from judge import Judge, Ran
+from judge import report_file as report_name
 
 MARKER = "PATCHED-CODE-RAN"
 Step = dict[str, Any]  # one step as the judge records it, and the exit code of its script
@@ -47,7 +49,7 @@ def judged(repo: Path, name: str, change: Callable[[Path], object]) -> Verdict:
 
 def report_file(reports: Path, name: str) -> Path:
     """Where the judge reads the report of step `name` (replay's is replay-report.json)."""
-    return Judgment(repo=reports, reports=reports).report_file(name)
+    return reports / report_name(name)
 
 
 def as_judged(
@@ -56,9 +58,7 @@ def as_judged(
     """Step `name` as the judge records it from its report in `reports`: status (advisory for
     an advisory step), summary, the evidence the judge report keeps; the `::error` lines of the
     step's `stdout` are forwarded to the judge's output. `exit_code` is the script's own."""
-    step = Judgment(repo=reports, reports=reports).finish(
-        name, Ran(code, stdout, [], 0.0), advisory
-    )
+    step = Judge(repo=reports, reports=reports).finish(name, Ran(code, stdout, [], 0.0), advisory)
     return {**step, "exit_code": code}
 
 
@@ -198,10 +198,10 @@ def test_the_advisory_tests_are_the_crossruns_only_while_tests_and_config_are_th
             out.write("\n# touched\n")
 
     head = branch(shop, f"touch/{change}", touch)
-    j = Judgment(repo=shop, reports=shop, base=git(shop, "rev-parse", "main").strip())
-    j.head = git(shop, "rev-parse", head).strip()
-    j.config = load_config(shop / "oracle/judge.yaml")
-    assert judge_module.tests_unchanged(j) is unchanged
+    base, patch = git(shop, "rev-parse", "main").strip(), git(shop, "rev-parse", head).strip()
+    config = load_config(shop / "oracle/judge.yaml")
+    j = Judgment(shop, shop, base, patch, shop, shop, config, False, changes(shop, base, patch))
+    assert advisory_tests.reuses(j) is unchanged
 
 
 @pytest.mark.parametrize(
@@ -215,9 +215,7 @@ def test_the_steps_that_run_are_the_bases_inline_or_not(
     own step script runs (a process), against the checkout itself the same code runs inline."""
     repo = tmp_path / "clone"
     git(shop, "clone", "-q", str(shop), str(repo))
-    edit(
-        repo / "scripts/preconditions.py", "unset it for the judge", "unset it before judging"
-    )
+    edit(repo / "scripts/preconditions.py", "unset it for the judge", "unset it before judging")
     git(repo, "commit", "-q", "-am", "the checkout's judge words it anew")
     verdict = judge_script(repo, "--base", base, "--head", "HEAD", env={"MODEL_ENDPOINT": "x"})
     assert verdict.returncode == 2

@@ -33,10 +33,9 @@ from tools.bakery import bake, branch, edit, git
 sys.path.insert(0, str(SCRIPTS))
 import advisory_tests
 import crossrun
-import judge
 from _gate.config import load_config
+from _gate.context import Builds, Judgment, changes
 from _gate.protocol import FailClosed
-from judge import Judgment, crossrun_args
 
 ROOT_TESTS = '''\
 """The project's tests: one root module of unittest classes."""
@@ -99,21 +98,23 @@ def envs(slug: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path)
 def judgment(repo: Path, envs: Built, head: str, reports: Path) -> Judgment:
     """The judge's view of `head` against main: refs, the two worktrees, the base's settings."""
     parent, patch = envs("main", "parent")["tree"], envs(head, "patch")["tree"]
-    j = Judgment(repo, reports, sha(repo, "main"), sha(repo, head), parent, patch)
-    j.config = load_config(parent / "oracle/judge.yaml")
-    return j
+    base, tip = sha(repo, "main"), sha(repo, head)
+    config = load_config(parent / "oracle/judge.yaml")
+    pythons = envs("main", "parent")["python"], envs(head, "patch")["python"]
+    builds = Builds(pythons[0], pythons[1], pythons[1])
+    found = changes(repo, base, tip)
+    return Judgment(repo, reports, base, tip, parent, patch, config, False, found, builds=builds)
 
 
 def judged_run(repo: Path, envs: Built, head: str, tmp: Path) -> dict[str, Step]:
     """crossrun, then the advisory tests (each with judge.py's arguments, the tests run again
     as the patch changed none: the judge reads them from the crossrun only when unchanged)."""
     j = judgment(repo, envs, head, tmp / "reports")
-    pythons = (envs("main", "parent")["python"], envs(head, "patch")["python"])
-    builds = ("--parent-python", pythons[0], "--patch-python", pythons[1])
-    cross = crossrun_args(j, j.parent / "oracle/allowlist.yaml", builds)
+    cross = crossrun.arguments(j)
     assert cross is not None
     inventory = inventory_step(repo, envs, head, tmp)
-    advisory = [*map(str, judge.tests_args(j, pythons[1]))]
+    advisory = advisory_tests.arguments(j)
+    advisory += ["--inventory-report", str(j.reports / "assert-inventory.json")]
     code = advisory_tests.main([*advisory, "--report", str(report_file(j.reports, "tests"))])
     return {
         "assert-inventory": inventory,
@@ -158,7 +159,7 @@ def test_a_weakened_root_test_blocks_and_is_the_patchs_own_test(
     assert [row["path"] for row in write_set["evidence"]["tests"]] == ["test.py"]
     assert write_set["evidence"]["source"] == []
     j = judgment(slug, envs, head, tmp_path / "reports")
-    assert judge.tests_unchanged(j) is False
+    assert advisory_tests.reuses(j) is False
 
 
 def test_a_broken_build_fails_the_parents_root_tests_on_the_patch(
@@ -168,7 +169,7 @@ def test_a_broken_build_fails_the_parents_root_tests_on_the_patch(
         edit(repo / "src/shop/discounts.py", FIXED_CUT, FIXED_CUT.replace(")\n", ") - 1\n"))
 
     head = branch(slug, "break-fixed", break_fixed)
-    assert judge.tests_unchanged(judgment(slug, envs, head, tmp_path)) is True
+    assert advisory_tests.reuses(judgment(slug, envs, head, tmp_path)) is True
     steps = judged_run(slug, envs, head, tmp_path)
     cross = steps["crossrun"]
     assert (cross["exit_code"], cross["status"]) == (1, "deferred")

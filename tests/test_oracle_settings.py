@@ -11,7 +11,7 @@ from tests.conftest import SCRIPTS, builder
 from tools.bakery import branch, git
 
 sys.path.insert(0, str(SCRIPTS))
-import oracle
+import oracle as oracle_script
 from _gate.envs import tools_env
 
 UNDECORATED = '''"""Properties that name no settings: the oracle run's own apply."""
@@ -49,7 +49,7 @@ def test_an_oracle_test_without_a_decorator_runs_derandomized_without_a_database
         tmp_path / "oracle-env", wheelhouse, built["tree"] / "scripts/requirements-judge.txt"
     )[0]
     report = tmp_path / "oracle.json"
-    code = oracle.main(
+    code = oracle_script.main(
         [
             *("--oracle", str(built["tree"] / "oracle"), "--oracle-python", str(oracle_python)),
             *("--parent-python", str(built["python"]), "--patch-python", str(built["python"])),

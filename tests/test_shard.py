@@ -24,7 +24,7 @@ sys.path.insert(0, str(SCRIPTS))
 import merge_shards
 from _gate.cassettes import cassette_path
 from _gate.shard import Shard, parse_shard
-from judge import Args, Judgment, publish
+from judge import Judge, publish
 
 BASE, HEAD = "b" * 40, "c" * 40
 PRINTF = Path("/usr/bin/printf")
@@ -68,7 +68,7 @@ def patch_cli(tmp_path: Path) -> Path:
 def recorded(tmp: Path, cases: Path) -> Path:
     """The whole parent cassette, recorded by the step script."""
     out = tmp / f"{cases.stem}.cassette.json"
-    j = Judgment(repo=tmp, reports=tmp / f"record-{cases.stem}", parent=SCRIPTS.parent)
+    j = Judge(repo=tmp, reports=tmp / f"record-{cases.stem}", parent=SCRIPTS.parent)
     j.reports.mkdir()
     args = ("--command", PRINTF, "--base", BASE, "--out", out, "--cases", cases)
     assert j.run("record", "record_cassettes.py", *args, "--fixtures", tmp) == 0, j.steps
@@ -79,10 +79,18 @@ def replayed(
     tmp: Path, name: str, cassette: Path, cases: Path, patch: Path, allow: Path, shard: str
 ) -> Path:
     """One runner's judgment: replay of its shard, reported as the judge reports it."""
-    j = Judgment(tmp, tmp / name, BASE, HEAD, SCRIPTS.parent, shard=parse_shard(shard))
+    j = Judge(tmp, tmp / name, BASE, HEAD, SCRIPTS.parent, shard=parse_shard(shard))
     j.reports.mkdir()
     commands = ("--parent-command", PRINTF, "--patch-command", patch)
-    args: Args = ("--cassette", cassette, *commands, "--cases", cases, "--fixtures", tmp)
+    args: tuple[str | Path, ...] = (
+        "--cassette",
+        cassette,
+        *commands,
+        "--cases",
+        cases,
+        "--fixtures",
+        tmp,
+    )
     args += ("--allowlist", allow, "--base", BASE, "--shard", shard)
     j.run("replay", "replay_cassettes.py", *args)
     publish(j, "")

@@ -28,7 +28,7 @@ import _gate.verdict
 import preconditions
 import strength
 from _gate.git import SCORE_FILE
-from judge import Judgment, Ran
+from judge import Judge, Ran
 
 SLICE = ("--only", "src/shop/orders.py", "--mutants", "shop.orders.x_put_order__mutmut_*")
 REMOVED = "put-conflicting-order-rejects"  # the only case that puts a conflicting order
@@ -187,7 +187,7 @@ def test_strength_min_fails_closed_below_the_stored_score(
         assert f"kills {score:.1%} of mutants" in result["summary"]
         assert f"below strength_min {minimum:.0%}" in result["summary"]
     # The judge's summary shows the score with its date, from the preconditions' report.
-    step = Judgment(repo=tmp_path, reports=tmp_path).finish("preconditions", Ran(code, b"", [], 0))
+    step = Judge(repo=tmp_path, reports=tmp_path).finish("preconditions", Ran(code, b"", [], 0))
     report = {"base": "a" * 40, "head": "b" * 40, "verdict": "x", "exit_code": 0, "steps": [step]}
     summary = _gate.verdict.summary_markdown(report, "")
     today = dt.date.today().isoformat()

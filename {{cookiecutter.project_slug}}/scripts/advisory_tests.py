@@ -145,9 +145,14 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    return execute(parser().parse_args(arguments(j)), earlier)
+
+
+def arguments(j: Judgment) -> list[str]:
+    """The step's flags for the judgment: the patch's copy of the tests the base names."""
     argv = ["--tree", str(j.patch), "--python", str(j.built.patch), "--tests", *j.config.tests]
     argv += ["--timeout", str(j.config.advisory_timeout)]
-    return execute(parser().parse_args([*argv, *(["--reuse"] if reuses(j) else [])]), earlier)
+    return [*argv, *(["--reuse"] if reuses(j) else [])]
 
 
 def reuses(j: Judgment) -> bool:

@@ -323,9 +323,17 @@ def execute(args: argparse.Namespace) -> Outcome:
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    argv = arguments(j)
+    if argv is None:
+        return Outcome(PASS, "off in judge.yaml: the parent's tests did not run")
+    return execute(parser().parse_args(argv))
+
+
+def arguments(j: Judgment) -> list[str] | None:
+    """The step's flags for the judgment; None when judge.yaml turns the crossrun off."""
     settings = j.config
     if settings.crossrun == "off":
-        return Outcome(PASS, "off in judge.yaml: the parent's tests did not run")
+        return None
     argv = ["--tree", str(j.parent), "--tests", *settings.tests, "--base", j.base]
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
@@ -333,7 +341,7 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv += ["--shard", str(j.shard)]
     if settings.test_extra:
         argv += ["--test-extra", settings.test_extra]
-    return execute(parser().parse_args(argv))
+    return argv
 
 
 def parser() -> argparse.ArgumentParser:

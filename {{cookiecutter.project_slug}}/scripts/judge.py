@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -101,9 +101,11 @@ class Judge:
 
     repo: Path
     reports: Path
-    shard: Shard = WHOLE
     base: str = ""
     head: str = ""
+    parent: Path = Path()  # the base's worktree, whose scripts/ run
+    patch: Path = Path()
+    shard: Shard = WHOLE
     judgment: Judgment | None = None
     # The base's scripts are the judge's own, byte for byte: each step's `run` is called in
     # this process (the same code a step process would run, without starting Python again).
@@ -124,7 +126,9 @@ class Judge:
     def append(self, report: Report, seconds: float) -> int:
         """Keep a step's outcome: whole in memory, in brief for judge-report.json."""
         self.outcomes[report.step] = report
-        evidence = brief(self.reports / report_file(report.step), report.evidence)
+        evidence = report.evidence
+        if has_report(report.step):
+            evidence = brief(self.reports / report_file(report.step), evidence)
         step = {"name": report.step, "status": report.status, "summary": report.summary}
         self.steps.append({**step, "evidence": evidence, "seconds": round(seconds, 2)})
         print(f"judge: {report.step}: {report.status}: {report.summary}", flush=True)
@@ -147,7 +151,7 @@ class Judge:
         earlier = {name: self.outcomes[name] for name in step.reads if name in self.outcomes}
         start = time.monotonic()
         if self.inline and step.script not in OWN_PROCESS:
-            report = run_inline(step, self.j, earlier)
+            report = inline(step, self.j, earlier)
         else:
             report = self.run_process(step, earlier)
         if step.advisory(self.j.config):
@@ -155,24 +159,29 @@ class Judge:
         return replace(report, summary=self.shorten(report.summary)), time.monotonic() - start
 
     def run_process(self, step: Step, earlier: Mapping[str, Report]) -> Report:
-        """The base's script of the step, as a process given the judgment in a file; its
-        report is read once, as soon as it exits."""
+        """The base's script of the step, as a process given the judgment in a file."""
         assert step.script is not None
         given = self.tmp / f"{step.name}.judgment.json"
         write_judgment(given, self.j, earlier)
-        path = self.reports / report_file(step.name)
+        return self.process(step.name, step.script, "--judgment", given)
+
+    def process(self, name: str, script: str, *args: str | Path) -> Report:
+        """Run a step script of the base's scripts/ as a process; its report is read once, as
+        soon as it exits."""
+        path = self.reports / report_file(name)
         path.unlink(missing_ok=True)
-        cmd = [sys.executable, str(self.j.parent / "scripts" / step.script)]
-        ran = run_step(
-            step.name, [*cmd, "--judgment", str(given), "--report", str(path)], self.repo
-        )
-        forward_workflow_commands(ran.stdout)
-        try:
-            return read_report(path)
-        except FailClosed:
-            tail = [line for line in ran.stderr if line.strip()]
-            why = tail[-1].strip() if tail else f"exit {ran.returncode}"
-            return Report(step.name, ERROR, FAIL_CLOSED, f"step left no report ({why})")
+        cmd = [sys.executable, str(self.parent / "scripts" / script), *map(str, args)]
+        return finished(path, name, run_step(name, [*cmd, "--report", str(path)], self.repo))
+
+    def run(self, name: str, script: str, *args: str | Path) -> int:
+        """A step script run on its own flags, recorded as the judge records a step."""
+        return self.append(self.process(name, script, *args), 0.0)
+
+    def finish(self, name: str, ran: Ran, advisory: bool = False) -> dict[str, Any]:
+        """The step `name` of a process that ended, as judge-report.json lists it."""
+        report = finished(self.reports / report_file(name), name, ran)
+        self.append(replace(report, status=ADVISORY) if advisory else report, ran.seconds)
+        return self.steps[-1]
 
     def run_steps(self, steps: Sequence[Step]) -> None:
         """Run steps one after the other, each recorded as it ends."""
@@ -195,6 +204,7 @@ class Judge:
                     break
                 try:
                     done[step.name] = self.conclude(step)
+                    self.outcomes[step.name] = done[step.name][0]  # for the lanes reading it
                 finally:
                     ended[step.name].set()
             for step in steps:  # those it left out end too, for any lane reading them
@@ -209,22 +219,37 @@ class Judge:
     def write_step_reports(self) -> None:
         """Every step's report, as the judgment kept it: whatever was written there meanwhile."""
         for report in self.outcomes.values():
-            if report.step in BY_NAME and BY_NAME[report.step].script:
+            if has_report(report.step):
                 write_report(self.reports / report_file(report.step), report.payload())
+
+
+def finished(path: Path, name: str, ran: Ran) -> Report:
+    """A step process's outcome as its report tells it, read once; its GitHub annotations
+    (`::error file=...`) reach the log only through the judge."""
+    forward_workflow_commands(ran.stdout)
+    try:
+        return read_report(path)
+    except FailClosed:
+        tail = [line for line in ran.stderr if line.strip()]
+        why = tail[-1].strip() if tail else f"exit {ran.returncode}"
+        return Report(name, ERROR, FAIL_CLOSED, f"step left no report ({why})")
+
+
+def has_report(name: str) -> bool:
+    """Whether the step is one of a script, which has a report of its own."""
+    return name in BY_NAME and BY_NAME[name].script is not None
 
 
 def report_file(name: str) -> str:
     return REPORT_FILES.get(name, f"{name}.json")
 
 
-def run_inline(step: Step, j: Judgment, earlier: Mapping[str, Report]) -> Report:
-    """Call a step's `run` in a thread of this process, watched as `run_step` watches a step
+def run_inline(name: str, body: Callable[[], int]) -> Ran:
+    """Run a step's body in a thread of this process, watched as `run_step` watches a step
     process: progress passes through, GitHub annotations too (stdout), the step's own summary
     line does not (the judge prints its own), and a quiet step is said to be running."""
-    assert step.script is not None
-    module = importlib.import_module(step.script.removesuffix(".py"))
-    quiet = Quiet(step.name)
-    ended: list[Report] = []
+    quiet = Quiet(name)
+    ended: list[int | str] = []
 
     def hear(line: str, error: bool) -> None:
         if error:
@@ -232,19 +257,40 @@ def run_inline(step: Step, j: Judgment, earlier: Mapping[str, Report]) -> Report
         elif line.startswith("::error "):
             print(line, flush=True)
 
-    def body() -> None:
-        with listening(hear):
-            ended.append(concluded(step.name, lambda: module.run(j, earlier)))
+    def watched() -> None:
+        try:
+            with listening(hear):
+                ended.append(body())
+        except BaseException as exc:  # argparse's SystemExit too: the step left no outcome
+            ended.append(f"{type(exc).__name__}: {exc}")
 
-    thread = threading.Thread(target=body, name=f"step {step.name}", daemon=True)
+    thread = threading.Thread(target=watched, name=f"step {name}", daemon=True)
     thread.start()
     thread.join(HEARTBEAT)
     while thread.is_alive():
         quiet.tick()
         thread.join(HEARTBEAT)
-    if not ended:  # the thread died outside the step's own handling
-        return Report(step.name, ERROR, FAIL_CLOSED, "step left no outcome")
-    return ended[0]
+    seconds, code = time.monotonic() - quiet.start, ended[0]
+    if isinstance(code, int):
+        return Ran(code, b"", [], seconds)
+    return Ran(FAIL_CLOSED, b"", [code], seconds)
+
+
+def inline(step: Step, j: Judgment, earlier: Mapping[str, Report]) -> Report:
+    """A step's `run`, called in this process on the judgment: its outcome stays in memory."""
+    assert step.script is not None
+    module = importlib.import_module(step.script.removesuffix(".py"))
+    kept: list[Report] = []
+
+    def body() -> int:
+        kept.append(concluded(step.name, lambda: module.run(j, earlier)))
+        return kept[-1].exit_code
+
+    ran = run_inline(step.name, body)
+    if kept:
+        return kept[0]
+    why = ran.stderr[-1] if ran.stderr else f"exit {ran.returncode}"
+    return Report(step.name, ERROR, FAIL_CLOSED, f"step left no report ({why})")
 
 
 @dataclass(frozen=True)
@@ -386,7 +432,8 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
         run.name(tmp / "envs", "envs:")
         parent = add_worktree(repo, base, tmp / "parent")
         run.name(parent, "base:")
-        patch = add_worktree(repo, head, tmp / "patch")
+        run.parent = parent
+        patch = run.patch = add_worktree(repo, head, tmp / "patch")
         run.name(patch, "head:")
         run.inline = same_files(parent / "scripts", OWN_SCRIPTS)
         try:
