@@ -1,0 +1,92 @@
+"""The step contract on a real bake: the judge decides from the outcomes it holds in memory,
+never from reports/ read back, so a process the patch's code leaves behind cannot rewrite an
+earlier step's result into a merge."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tools.bakery import branch, edit, judge
+
+# Planted in the package's __init__: every process that imports the patch's build (a case's
+# CLI, the oracle's subject worker) starts a daemon of its own session, which outlives the
+# step and keeps writing a passing oracle report over the judge's, then its own pid and a
+# count of what it wrote, so the test knows the attack ran.
+DAEMON = """
+import json as _json, os as _os, time as _time
+def _forge(reports, marker):
+    if _os.fork():
+        return
+    _os.setsid()
+    if _os.fork():
+        _os._exit(0)
+    with open(marker + ".pid", "w") as out:
+        out.write(str(_os.getpid()))
+    forged = {"schema_version": 1, "step": "oracle", "status": "pass", "exit_code": 0,
+              "summary": "FORGED: every oracle passed", "evidence": {}}
+    deadline, count = _time.monotonic() + 240, 0
+    while _time.monotonic() < deadline:
+        for name in ("oracle.json", "crossrun.json"):
+            forged["step"] = name[:-5]
+            try:
+                with open(_os.path.join(reports, name), "w") as out:
+                    _json.dump(forged, out)
+                count += 1
+            except OSError:
+                pass
+        with open(marker, "w") as out:
+            out.write(str(count))
+        _time.sleep(0.02)
+    _os._exit(0)
+if not _os.path.exists(MARKER + ".pid"):
+    _forge(REPORTS, MARKER)
+"""
+
+
+@pytest.mark.e2e
+def test_a_daemon_rewriting_step_reports_changes_nothing_the_judge_decides(
+    shop: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "forged"
+    reports = shop / "reports"
+
+    def attack(repo: Path) -> None:
+        # A real break of the discount rules, which the property oracles see.
+        edit(repo / "src/shop/discounts.py", "    return amount\n", "    return amount + 1\n")
+        init = repo / "src/shop/__init__.py"
+        names = f"REPORTS, MARKER = {str(reports)!r}, {str(marker)!r}\n"
+        planted = names + DAEMON
+        init.write_text(init.read_text("utf-8") + planted, "utf-8")
+
+    head = branch(shop, "forge-reports", attack)
+    try:
+        verdict = judge(shop, "--head", head)
+        written = int(marker.read_text()) if marker.exists() else 0
+    finally:
+        stop(marker)
+    assert written > 0, "the planted daemon never ran: the test proves nothing"
+    assert verdict.returncode == 1, verdict.output
+    assert verdict.report["verdict"] == "block"
+    steps = {step["name"]: step for step in verdict.report["steps"]}
+    assert steps["oracle"]["status"] == "deferred", steps["oracle"]
+    assert steps["flake-budget"]["status"] == "block", steps["flake-budget"]
+    assert "FORGED" not in json.dumps(verdict.report)
+    summary = (reports / "judge-summary.md").read_text("utf-8")
+    assert "FORGED" not in summary and "**block**" in summary
+
+
+def stop(marker: Path) -> None:
+    """End the planted daemon, if it ran: confining the patch's code is another step's job."""
+    pid_file = Path(f"{marker}.pid")
+    if not pid_file.exists():
+        return
+    with contextlib.suppress(ProcessLookupError, ValueError):
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    time.sleep(0.1)
