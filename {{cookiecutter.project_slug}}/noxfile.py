@@ -215,9 +215,10 @@ def tests(session: nox.Session) -> None:
     install_offline(session, project=True)
     # Read as the gate reads it (scripts/_gate/ needs PyYAML: the session has it, nox not).
     read = (
-        "import sys; sys.path.insert(0, 'scripts'); import _gate\n"
-        "try: print(*_gate.tree_tests(_gate.Path('.')), sep='\\n')\n"
-        "except _gate.FailClosed as exc: sys.exit(str(exc))"
+        "import pathlib, sys; sys.path.insert(0, 'scripts')\n"
+        "from _gate.config import tree_tests; from _gate.protocol import FailClosed\n"
+        "try: print(*tree_tests(pathlib.Path('.')), sep='\\n')\n"
+        "except FailClosed as exc: sys.exit(str(exc))"
     )
     listed = session.run("python", "-c", read, silent=True, env=offline_env())
     paths = str(listed or "").splitlines()
