@@ -83,12 +83,12 @@ def build_patch(repo: Path, name: str, change: Callable[[Path], object], wheelho
 
 
 def oracle_step(
-    oracle: Path, oracle_python: Path, parent: Path, patch: Path, tmp: Path, *extra: str
+    folder: Path, oracle_python: Path, parent: Path, patch: Path, tmp: Path, *extra: str
 ) -> tuple[int, dict[str, Any]]:
     report = tmp / "oracle.json"
     code = oracle.main(
         [
-            *("--oracle", str(oracle), "--oracle-python", str(oracle_python)),
+            *("--oracle", str(folder), "--oracle-python", str(oracle_python)),
             *("--parent-python", str(parent), "--patch-python", str(patch)),
             *("--report", str(report), *extra),
         ]

@@ -30,6 +30,7 @@ import _gate.ledger
 import _gate.verdict
 import check_quarantine
 import flake_budget
+import oracle
 import variance_ledger
 from _gate.config import Config, load_config
 from _gate.envs import tools_env
@@ -148,18 +149,18 @@ def oracle_then_budget(
     parent, patch = envs("main", "parent"), envs("main", "patch")
     base = parent["tree"]
     settings = settings or load_config(base / "oracle/judge.yaml")
-    oracle: tuple[str | Path, ...] = ("--oracle", base / "oracle", "--oracle-python", oracle_python)
-    oracle += ("--call-timeout", str(settings.call_timeout))
+    oracle_args: tuple[str | Path, ...] = ("--oracle", base / "oracle")
+    oracle_args += ("--oracle-python", oracle_python, "--call-timeout", str(settings.call_timeout))
     builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
     oracle_report = tmp / "oracle.json"
-    ran = run(oracle.main, oracle_report, *oracle, *builds)
+    ran = run(oracle.main, oracle_report, *oracle_args, *builds)
     file = tmp / "quarantine.yaml"
     if quarantine_text is None:
         from_oracle_ref(repo, settings, "quarantine.yaml", file)
     else:
         file.write_text(quarantine_text, "utf-8")
     ledger = from_oracle_ref(repo, settings, "variance-ledger.json", tmp / "ledger.json")
-    flake: tuple[str | Path, ...] = ("--oracle-report", oracle_report, *oracle)
+    flake: tuple[str | Path, ...] = ("--oracle-report", oracle_report, *oracle_args)
     flake += ("--patch-python", patch["python"], "--quarantine", file, "--ledger", ledger)
     flake += ("--max-retry", str(settings.flake_max_retry))
     return ran, run(flake_budget.main, tmp / "flake-budget.json", *flake)

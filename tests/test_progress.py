@@ -16,7 +16,7 @@ from _gate.protocol import Progress
 # A step module, as judge.run_inline imports it by its script's name.
 INLINE_STEP = """
 import time
-from _gate import Progress, say
+from _gate.protocol import Progress, say
 
 def main(argv):
     if argv == ["--slow"]:
