@@ -15,21 +15,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.conftest import SCRIPTS, alive, compiled
-from tests.test_judge import as_judged, decided, report_file, sha, worktree
-from tools.bakery import bake, branch, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
 import advisory_tests
 import crossrun
 import flake_budget
 import oracle
+import pytest
 from _gate.config import load_config
 from _gate.envs import build_env, tools_env
 from _gate.pytest_run import PytestRun
 from _gate.verdict import verdict
+
+from tests.helpers import alive, as_judged, compiled, decided, report_file, sha, worktree
+from tools.bakery import branch, edit, git
 
 DISCOUNTS = "src/shop/discounts.py"
 INVERT_RETURN = "    return amount\n"
@@ -52,11 +49,6 @@ except ImportError:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return bake(tmp_path_factory.mktemp("boundary"))
-
-
-@pytest.fixture(scope="module")
 def envs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("envs")
 
@@ -66,13 +58,13 @@ def requirements(repo: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def oracle_python(repo: Path, envs: Path, wheelhouse: Path) -> Path:
-    return compiled(tools_env(envs / "oracle", wheelhouse, requirements(repo))[0])
+def oracle_python(shop: Path, envs: Path, wheelhouse: Path) -> Path:
+    return compiled(tools_env(envs / "oracle", wheelhouse, requirements(shop))[0])
 
 
 @pytest.fixture(scope="module")
-def parent_python(repo: Path, envs: Path, wheelhouse: Path) -> Path:
-    return build_env(repo, envs / "parent", wheelhouse, requirements(repo))
+def parent_python(shop: Path, envs: Path, wheelhouse: Path) -> Path:
+    return build_env(shop, envs / "parent", wheelhouse, requirements(shop))
 
 
 def build_patch(repo: Path, name: str, change: Callable[[Path], object], wheelhouse: Path) -> Path:

@@ -12,16 +12,22 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import advisory_tests
+import crossrun
+import judge
 import pytest
+from _gate.config import load_config
+from _gate.protocol import FailClosed
+from judge import Judgment, crossrun_args
 
-from tests.conftest import SCRIPTS, Built, builder
-from tests.test_judge import (
+from tests.helpers import (
+    Built,
     Step,
     as_judged,
+    builder,
     inventory_step,
     report_file,
     run_step,
@@ -29,14 +35,6 @@ from tests.test_judge import (
     static_steps,
 )
 from tools.bakery import bake, branch, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
-import advisory_tests
-import crossrun
-import judge
-from _gate.config import load_config
-from _gate.protocol import FailClosed
-from judge import Judgment, crossrun_args
 
 ROOT_TESTS = '''\
 """The project's tests: one root module of unittest classes."""

@@ -4,15 +4,13 @@ properties and examples are counted apart."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from tests.conftest import SCRIPTS, builder
-from tools.bakery import branch, git
-
-sys.path.insert(0, str(SCRIPTS))
 import oracle
 from _gate.envs import tools_env
+
+from tests.helpers import builder
+from tools.bakery import branch, git
 
 UNDECORATED = '''"""Properties that name no settings: the oracle run's own apply."""
 

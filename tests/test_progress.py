@@ -5,12 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import SCRIPTS
-
-sys.path.insert(0, str(SCRIPTS))
 import judge
+import pytest
 from _gate.protocol import Progress
 
 # A step module, as judge.run_inline imports it by its script's name.
