@@ -1,4 +1,7 @@
-"""Fixtures shared by the template's tests: one wheelhouse, real bakes, real repositories."""
+"""Fixtures shared by the template's tests: one wheelhouse, real bakes, real repositories.
+
+The plain helpers the tests share (functions, constants, types) are helpers.py's.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +9,14 @@ import fcntl
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _gate.envs import build_env
 
+from tests.helpers import CLASS_STYLE, SCRIPTS, UNITTEST_STYLE, C, U, bake_with, compiled
 from tools.bakery import TEMPLATE, bake, git
-
-SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
-Built = Callable[[str, str], dict[str, Path]]  # (ref, side) -> {"tree": ..., "python": ...}
-
-
-def alive(pid: int, grace: float = 5.0) -> bool:
-    """Whether the process still runs `grace` seconds on: SIGKILL to a group is delivered at
-    once but acted on when each process is next scheduled, later on a loaded machine."""
-    deadline = time.monotonic() + grace
-    while True:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        stat = Path(f"/proc/{pid}/stat")
-        if stat.exists() and stat.read_text().split()[2] == "Z":
-            return False
-        if time.monotonic() > deadline:
-            return True
-        time.sleep(0.05)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -72,32 +56,32 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return bake(tmp_path_factory.mktemp("bake"))
 
 
-def compiled(python: Path) -> Path:
-    """`python`'s environment with its bytecode compiled, for a fixture whose environment runs
-    many pytest processes: the judge's fresh builds go without, and bytecode changes nothing
-    a run finds, only what each start costs (a third of a short run)."""
-    lib = python.parent.parent / "lib"
-    subprocess.run([str(python), "-m", "compileall", "-q", "-j", "0", str(lib)], check=True)
-    return python
+@pytest.fixture
+def repo(shop: Path) -> Iterator[Path]:
+    """The module's bake (`shop`) for one test, put back after it: on main, its work tree and
+    index as committed, and no merge in progress (a failed test may leave one). Branches a
+    test commits stay, as they do in `shop`; a module's fixtures that need its bake for the
+    whole module take `shop` itself."""
+    yield shop
+    git(shop, "reset", "-q", "--hard")
+    git(shop, "checkout", "-q", "--force", "main")
 
 
-def builder(repo: Path, root: Path, wheelhouse: Path) -> Built:
-    """Worktree and build of a commit, as the judge makes them, each built once: a step's
-    script then runs on them (`main(argv)`) without a whole judge. `side` names the
-    environment's folder (parent or patch), which some tests read back."""
-    done: dict[tuple[str, str], dict[str, Path]] = {}
-    sys.path.insert(0, str(SCRIPTS))
-    from _gate.envs import build_env
+@pytest.fixture(scope="module")
+def inventory_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+    """The inventory's bake (test_inventory*.py): its base gains unittest and class-based tests
+    in one commit. Module-scoped: each module that takes it gets a bake of its own."""
+    files = {U: UNITTEST_STYLE, C: CLASS_STYLE}
+    base = bake_with(tmp_path_factory.mktemp("inventory"), files, "unittest and class tests")
+    yield base
 
-    def built(ref: str, side: str) -> dict[str, Path]:
-        sha = git(repo, "rev-parse", ref).strip()
-        if (sha, side) not in done:
-            tree = root / sha[:12] / "tree"
-            if not tree.exists():
-                git(repo, "worktree", "add", "-q", "--detach", str(tree), sha)
-            requirements = tree / "scripts/requirements-judge.txt"
-            python = build_env(tree, root / sha[:12] / side, wheelhouse, requirements)
-            done[sha, side] = {"tree": tree, "python": python}
-        return done[sha, side]
 
-    return built
+@pytest.fixture(scope="module")
+def inventory_python(
+    inventory_repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path
+) -> Path:
+    """The example built once: patches here touch only tests, so both sides share it."""
+    requirements = inventory_repo / "scripts/requirements-judge.txt"
+    return compiled(
+        build_env(inventory_repo, tmp_path_factory.mktemp("env") / "env", wheelhouse, requirements)
+    )

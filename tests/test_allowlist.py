@@ -16,23 +16,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-import yaml
-
-from tests.conftest import SCRIPTS, builder
-from tests.test_judge import decided, inventory_step, run_step, sha
-from tools.bakery import branch, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
 import _gate.allowlist
 import allow
 import count_asserts
+import pytest
 import record_cassettes
 import replay_cassettes
+import yaml
 from _gate.config import load_config
 from _gate.envs import bin_dir
 from _gate.git import default_base
 from _gate.protocol import FailClosed
+
+from tests.helpers import builder, decided, inventory_step, run_step, sha
+from tools.bakery import branch, edit, git
 
 BASE = "3f2c9a1d" + "0" * 32
 MOVED = "9e8d7c6b" + "1" * 32

@@ -15,21 +15,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.conftest import SCRIPTS, alive, compiled
-from tests.test_judge import as_judged, decided, report_file, sha, worktree
-from tools.bakery import bake, branch, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
 import advisory_tests
 import crossrun
 import flake_budget
-import oracle as oracle_script
+import oracle
+import pytest
 from _gate.config import load_config
 from _gate.envs import build_env, tools_env
 from _gate.pytest_run import PytestRun
 from _gate.verdict import verdict
+
+from tests.helpers import alive, as_judged, compiled, decided, report_file, sha, worktree
+from tools.bakery import branch, edit, git
 
 DISCOUNTS = "src/shop/discounts.py"
 INVERT_RETURN = "    return amount\n"
@@ -52,11 +49,6 @@ except ImportError:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return bake(tmp_path_factory.mktemp("boundary"))
-
-
-@pytest.fixture(scope="module")
 def envs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("envs")
 
@@ -66,13 +58,13 @@ def requirements(repo: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def oracle_python(repo: Path, envs: Path, wheelhouse: Path) -> Path:
-    return compiled(tools_env(envs / "oracle", wheelhouse, requirements(repo))[0])
+def oracle_python(shop: Path, envs: Path, wheelhouse: Path) -> Path:
+    return compiled(tools_env(envs / "oracle", wheelhouse, requirements(shop))[0])
 
 
 @pytest.fixture(scope="module")
-def parent_python(repo: Path, envs: Path, wheelhouse: Path) -> Path:
-    return build_env(repo, envs / "parent", wheelhouse, requirements(repo))
+def parent_python(shop: Path, envs: Path, wheelhouse: Path) -> Path:
+    return build_env(shop, envs / "parent", wheelhouse, requirements(shop))
 
 
 def build_patch(repo: Path, name: str, change: Callable[[Path], object], wheelhouse: Path) -> Path:
@@ -83,12 +75,12 @@ def build_patch(repo: Path, name: str, change: Callable[[Path], object], wheelho
 
 
 def oracle_step(
-    oracle: Path, oracle_python: Path, parent: Path, patch: Path, tmp: Path, *extra: str
+    folder: Path, oracle_python: Path, parent: Path, patch: Path, tmp: Path, *extra: str
 ) -> tuple[int, dict[str, Any]]:
     report = tmp / "oracle.json"
-    code = oracle_script.main(
+    code = oracle.main(
         [
-            *("--oracle", str(oracle), "--oracle-python", str(oracle_python)),
+            *("--oracle", str(folder), "--oracle-python", str(oracle_python)),
             *("--parent-python", str(parent), "--patch-python", str(patch)),
             *("--report", str(report), *extra),
         ]
@@ -286,8 +278,8 @@ def run(outcomes: dict[str, str] | None, code: int = 1) -> PytestRun:
 def test_a_failing_id_the_parent_never_had_blocks_and_is_not_deferred() -> None:
     parent = {"oracle/t.py::test_a[1]": "passed"}
     patch = run({"oracle/t.py::test_a[1]": "passed", "oracle/t.py::test_a[2]": "failed"})
-    rows = oracle_script.failures(parent, patch)
-    outcome = oracle_script.judged(parent, patch, {"failures": rows})
+    rows = oracle.failures(parent, patch)
+    outcome = oracle.judged(parent, patch, {"failures": rows})
     assert [row["id"] for row in rows] == ["oracle/t.py::test_a[2]"]
     assert outcome.code == 1 and outcome.status is None
     assert "a test the parent did not have" in outcome.summary
@@ -301,9 +293,7 @@ def test_only_a_parent_passing_test_that_fails_is_left_to_flake_control(
 ) -> None:
     parent = {"oracle/t.py::test_a": "passed"}
     patch = run({"oracle/t.py::test_a": outcome})
-    result = oracle_script.judged(
-        parent, patch, {"failures": oracle_script.failures(parent, patch)}
-    )
+    result = oracle.judged(parent, patch, {"failures": oracle.failures(parent, patch)})
     assert result.code == 1
     assert result.status == status
 

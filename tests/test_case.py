@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.conftest import SCRIPTS
-from tools.bakery import branch, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
 import add_case
+import pytest
 from _gate.cases import load_cases
 
+from tools.bakery import branch, edit, git
+
 CART = '{"items": [{"sku": "MUG", "qty": 2, "price_cents": 1250}]}'
-
-
-@pytest.fixture
-def repo(shop: Path) -> Iterator[Path]:
-    """The module's bake on main with its cases.yaml as committed, after each test too."""
-    yield shop
-    git(shop, "checkout", "--quiet", "--force", "main")
 
 
 def add(repo: Path, tmp_path: Path, *argv: str) -> tuple[int, dict[str, Any]]:

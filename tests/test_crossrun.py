@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-import pytest
-
-from tests.conftest import SCRIPTS, Built, builder
-from tests.test_inventory import Change, edits
-from tools.bakery import bake, branch, edit, git, judge
-
-sys.path.insert(0, str(SCRIPTS))
 import advisory_tests
 import crossrun
 import flake_budget
-import oracle as oracle_script
+import oracle
+import pytest
 from _gate.envs import tools_env
+
+from tests.helpers import Built, Change, builder, edits
+from tools.bakery import branch, edit, git, judge
 
 SRC = "src/shop/discounts.py"
 MESSAGE = 'raise ValueError(f"cap_cents must be >= 0, got {coupon.cap_cents}")'
@@ -70,13 +66,8 @@ REFACTOR = edits((SRC, MESSAGE, MESSAGE.replace('f"cap_cents', '"cap_cents" + f"
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
-    yield bake(tmp_path_factory.mktemp("crossrun"))
-
-
-@pytest.fixture(scope="module")
-def envs(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    return builder(repo, tmp_path_factory.mktemp("envs"), wheelhouse)
+def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
+    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 def step(
@@ -349,7 +340,7 @@ def test_oracle_shards_split_the_properties_between_them(
     def run(extra: list[str], report: Path) -> int:
         argv = ["--oracle", str(parent["tree"] / "oracle"), "--oracle-python", str(oracle_python)]
         argv += ["--parent-python", str(parent["python"]), "--patch-python", str(parent["python"])]
-        return oracle_script.main([*argv, "--report", str(report), *extra])
+        return oracle.main([*argv, "--report", str(report), *extra])
 
     assert run([], tmp_path / "whole.json") == 0
     whole = json.loads((tmp_path / "whole.json").read_text("utf-8"))["evidence"]["parent"]

@@ -9,18 +9,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import judge as judge_module
 import pytest
 
-from tests.conftest import SCRIPTS
 from tools.bakery import Verdict, git
 from tools.bakery import judge_script as judge
-
-sys.path.insert(0, str(SCRIPTS))
-import judge as judge_module
 
 
 def clone(shop: Path, tmp_path: Path) -> Path:

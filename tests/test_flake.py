@@ -20,24 +20,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-import yaml
-
-from tests.conftest import SCRIPTS, Built, builder, compiled
-from tools.bakery import bake, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
 import _gate.ledger
 import _gate.verdict
 import check_quarantine
 import flake_budget
-import oracle as oracle_script
+import oracle
+import pytest
 import variance_ledger
+import yaml
 from _gate.config import Config, load_config
 from _gate.envs import tools_env
 from _gate.git import resolve_oracle_ref
 from _gate.machine import VARIABLES
 from judge import Judge, Ran
+
+from tests.helpers import Built, builder, compiled
+from tools.bakery import bake, edit, git
 
 # Fails the first time it judges the patch build, passes on every other run: a deterministic
 # stand-in for a test that fails 1 in N on the wall clock. The build it judges is the
@@ -74,22 +72,22 @@ def with_flaky_oracle(repo: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def flaky_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One bake, its oracle holding the flaky test on main: base and head of every judgment."""
     return with_flaky_oracle(bake(tmp_path_factory.mktemp("bake")))
 
 
 @pytest.fixture(scope="module")
-def envs(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    return builder(repo, tmp_path_factory.mktemp("envs"), wheelhouse)
+def envs(flaky_repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
+    return builder(flaky_repo, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 @pytest.fixture(scope="module")
-def tree(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tree(flaky_repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A worktree of main, parent and patch tree at once (the judge judges main against
     itself): all the quarantine check reads."""
     path = tmp_path_factory.mktemp("worktree") / "main"
-    git(repo, "worktree", "add", "-q", "--detach", str(path), "main")
+    git(flaky_repo, "worktree", "add", "-q", "--detach", str(path), "main")
     return path
 
 
@@ -150,18 +148,18 @@ def oracle_then_budget(
     parent, patch = envs("main", "parent"), envs("main", "patch")
     base = parent["tree"]
     settings = settings or load_config(base / "oracle/judge.yaml")
-    oracle: tuple[str | Path, ...] = ("--oracle", base / "oracle", "--oracle-python", oracle_python)
-    oracle += ("--call-timeout", str(settings.call_timeout))
+    oracle_args: tuple[str | Path, ...] = ("--oracle", base / "oracle")
+    oracle_args += ("--oracle-python", oracle_python, "--call-timeout", str(settings.call_timeout))
     builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
     oracle_report = tmp / "oracle.json"
-    ran = run(oracle_script.main, oracle_report, *oracle, *builds)
+    ran = run(oracle.main, oracle_report, *oracle_args, *builds)
     file = tmp / "quarantine.yaml"
     if quarantine_text is None:
         from_oracle_ref(repo, settings, "quarantine.yaml", file)
     else:
         file.write_text(quarantine_text, "utf-8")
     ledger = from_oracle_ref(repo, settings, "variance-ledger.json", tmp / "ledger.json")
-    flake: tuple[str | Path, ...] = ("--oracle-report", oracle_report, *oracle)
+    flake: tuple[str | Path, ...] = ("--oracle-report", oracle_report, *oracle_args)
     flake += ("--patch-python", patch["python"], "--quarantine", file, "--ledger", ledger)
     flake += ("--max-retry", str(settings.flake_max_retry))
     return ran, run(flake_budget.main, tmp / "flake-budget.json", *flake)
@@ -195,9 +193,9 @@ def test_quarantine_row_naming_no_test_blocks(tmp_path: Path, tree: Path) -> Non
 
 
 def test_pre_existing_flaky_oracle_passes_within_budget(
-    repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
+    flaky_repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
 ) -> None:
-    oracle, (code, budget) = oracle_then_budget(repo, envs, oracle_python, flaky_dir)
+    oracle, (code, budget) = oracle_then_budget(flaky_repo, envs, oracle_python, flaky_dir)
     assert_deferred(oracle)
     assert "flake-budget decides" in oracle[1]["summary"]
     assert code == 0, budget["summary"]
@@ -206,22 +204,22 @@ def test_pre_existing_flaky_oracle_passes_within_budget(
 
 
 def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summary(
-    repo: Path,
+    flaky_repo: Path,
     envs: Built,
     oracle_python: Path,
     flaky_dir: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    (oracle, _), (budget, _) = oracle_then_budget(repo, envs, oracle_python, flaky_dir)
+    (oracle, _), (budget, _) = oracle_then_budget(flaky_repo, envs, oracle_python, flaky_dir)
     # The judge's record of the two steps, from their reports, then its verdict and reports.
     judgment = Judge(repo=flaky_dir, reports=flaky_dir)
     steps = [judgment.finish("oracle", Ran(oracle, b"", [], 0.0))]
     steps.append(judgment.finish("flake-budget", Ran(budget, b"", [], 0.0)))
-    matrix = (repo / "oracles/MATRIX.md").read_text("utf-8")
+    matrix = (flaky_repo / "oracles/MATRIX.md").read_text("utf-8")
     capsys.readouterr()
     report = {"base": "a" * 40, "head": "b" * 40, "steps": steps}
     whole = functools.partial(_gate.verdict.full_evidence, flaky_dir)
-    code = _gate.verdict.write_reports(flaky_dir, report, matrix, "judge", repo, whole)
+    code = _gate.verdict.write_reports(flaky_dir, report, matrix, "judge", flaky_repo, whole)
     said = capsys.readouterr().out
     written = json.loads((flaky_dir / "judge-report.json").read_text("utf-8"))
     summary = (flaky_dir / "judge-summary.md").read_text("utf-8")
@@ -244,10 +242,12 @@ def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summ
 
 
 def test_zero_retry_budget_blocks_the_same_flake(
-    repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
+    flaky_repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
 ) -> None:
     settings = zero_retries(envs("main", "parent")["tree"], flaky_dir)
-    oracle, (code, budget) = oracle_then_budget(repo, envs, oracle_python, flaky_dir, settings)
+    oracle, (code, budget) = oracle_then_budget(
+        flaky_repo, envs, oracle_python, flaky_dir, settings
+    )
     assert_deferred(oracle)
     assert code == 1, budget["summary"]
     assert budget["status"] == "block"
@@ -257,7 +257,7 @@ def test_zero_retry_budget_blocks_the_same_flake(
 
 
 def test_live_quarantine_row_excludes_a_failing_oracle(
-    repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
+    flaky_repo: Path, envs: Built, oracle_python: Path, flaky_dir: Path
 ) -> None:
     base = envs("main", "parent")["tree"]
     settings = zero_retries(base, flaky_dir)
@@ -267,7 +267,7 @@ def test_live_quarantine_row_excludes_a_failing_oracle(
     assert checked == 0, report["summary"]
     assert report["evidence"]["active"] == [FLAKY_ID]
     oracle, (code, budget) = oracle_then_budget(
-        repo, envs, oracle_python, flaky_dir, settings, live
+        flaky_repo, envs, oracle_python, flaky_dir, settings, live
     )
     assert_deferred(oracle)
     assert code == 0, budget["summary"]

@@ -7,63 +7,30 @@ real environment) judges each branch; one branch also goes through the whole jud
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import sys
 import textwrap
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from tests.conftest import SCRIPTS, compiled
-from tests.test_judge import as_judged, decided, report_file, static_steps, worktree
-from tools.bakery import bake, branch, edit, git, judge
-
-sys.path.insert(0, str(SCRIPTS))
 import advisory_tests
-import count_asserts
+import pytest
 from _gate.config import load_config
-from _gate.envs import build_env
 
-D = "tests/test_discounts.py"
-U = "tests/test_unittest_style.py"
-C = "tests/test_classes.py"
-# The example has pytest functions only; the base gains unittest and class-based tests.
-UNITTEST_STYLE = """\
-import unittest
-
-from shop.discounts import apply_discount
-
-
-class ApplyDiscountTest(unittest.TestCase):
-    def test_ten_percent(self) -> None:
-        self.assertEqual(apply_discount(1000, 1000), 900)
-
-    def test_zero_rate(self) -> None:
-        result = apply_discount(999, 0)
-        self.assertEqual(result, 999)
-"""
-CLASS_STYLE = """\
-from shop.discounts import apply_discount
-
-
-class TestHalfOff:
-    def test_even_amount(self) -> None:
-        assert apply_discount(1000, 5000) == 500
-"""
-Change = Callable[[Path], object]
-
-
-def edits(*changes: tuple[str, str, str]) -> Change:
-    def change(repo: Path) -> None:
-        for path, old, new in changes:
-            edit(repo / path, old, new)
-
-    return change
+from tests.helpers import (
+    C,
+    Change,
+    D,
+    U,
+    as_judged,
+    collected_by,
+    decided,
+    edits,
+    inventory,
+    report_file,
+    run_inventory,
+    static_steps,
+    worktree,
+)
+from tools.bakery import branch, git, judge
 
 
 def write(path: str, text: str) -> Change:
@@ -340,108 +307,16 @@ BENIGN: dict[str, Change] = {
 }
 
 
-def bake_with(root: Path, files: dict[str, str], message: str) -> Path:
-    """A bake whose base gains these files in one commit."""
-    base = bake(root)
-    for path, text in files.items():
-        (base / path).write_text(text, "utf-8")
-    git(base, "add", "--all")
-    git(base, "commit", "-q", "-m", message)
-    return base
-
-
-def rule_ids(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """(rule, test id) of each blocking finding."""
-    return [(f["rule"], f["id"]) for f in report["evidence"]["findings"]]
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
-    files = {U: UNITTEST_STYLE, C: CLASS_STYLE}
-    base = bake_with(tmp_path_factory.mktemp("inventory"), files, "unittest and class tests")
-    yield base
-
-
-@pytest.fixture(scope="module")
-def python(repo: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
-    """The example built once: patches here touch only tests, so both sides share it."""
-    requirements = repo / "scripts/requirements-judge.txt"
-    return compiled(
-        build_env(repo, tmp_path_factory.mktemp("env") / "env", wheelhouse, requirements)
-    )
-
-
-def run_inventory(
-    repo: Path,
-    base: str,
-    head: str,
-    tmp: Path,
-    *extra: str,
-    env: dict[str, str] | None = None,
-    config: Path | None = None,
-) -> tuple[int, dict[str, Any], str]:
-    """The inventory step on base and head worktrees, as the judge runs it, from any base:
-    `count_asserts.main(argv)` in this process (its collections are real processes).
-
-    `config` defaults to the base tree's oracle/judge.yaml; the environment never carries the
-    runner's own GITHUB_ACTIONS or PYTEST_ADDOPTS, which change what the step prints and finds.
-    """
-    tmp.mkdir(exist_ok=True)
-    trees = {}
-    for side, ref in (("parent", base), ("patch", head)):
-        trees[side] = tmp / side
-        git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
-    report = tmp / "assert-inventory.json"  # the name the judge gives it
-    config = config or trees["parent"] / "oracle/judge.yaml"
-    argv = ["--parent", str(trees["parent"]), "--patch", str(trees["patch"]), "--repo", str(repo)]
-    argv += ["--base", base, "--head", head, "--config", str(config), "--report", str(report)]
-    if "--cache" not in extra:
-        # One cache per bake, as a repository keeps .oracle/inventory-cache.json: the base's
-        # trees are analysed and collected once for all the patches judged against them.
-        argv += ["--cache", str(repo.parent / f"{repo.name}.inventory-cache.json")]
-    clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "PYTEST_ADDOPTS")}
-    out = io.StringIO()
-    try:
-        with (
-            environ({**clean, **(env or {})}),
-            redirect_stdout(out),
-            redirect_stderr(io.StringIO()),
-        ):
-            code = count_asserts.main([*argv, *extra])
-    finally:
-        for path in trees.values():
-            git(repo, "worktree", "remove", "--force", str(path))
-    return code, json.loads(report.read_text()), out.getvalue()
-
-
-@contextmanager
-def environ(values: dict[str, str]) -> Iterator[None]:
-    """os.environ as `values` for one in-process step (each xdist worker is its own process)."""
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-def inventory(repo: Path, head: str, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    """The inventory step of `head` against main."""
-    code, report, _ = run_inventory(repo, "main", head, tmp, *extra)
-    return code, report
-
-
-def collected_by(python: Path) -> tuple[str, ...]:
-    return ("--parent-python", str(python), "--patch-python", str(python))
-
-
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_attack_is_found_and_blocks(repo: Path, python: Path, tmp_path: Path, name: str) -> None:
+def test_attack_is_found_and_blocks(
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, name: str
+) -> None:
     change, rule = ATTACKS[name]
     code, report = inventory(
-        repo, branch(repo, f"attack/{name}", change), tmp_path, *collected_by(python)
+        inventory_repo,
+        branch(inventory_repo, f"attack/{name}", change),
+        tmp_path,
+        *collected_by(inventory_python),
     )
     rules = {f["rule"] for f in report["evidence"]["findings"]}
     assert code == 1, report["summary"]
@@ -452,17 +327,22 @@ def test_attack_is_found_and_blocks(repo: Path, python: Path, tmp_path: Path, na
 
 @pytest.mark.parametrize("name", sorted(BENIGN))
 def test_benign_change_of_the_same_shape_passes(
-    repo: Path, python: Path, tmp_path: Path, name: str
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, name: str
 ) -> None:
     code, report = inventory(
-        repo, branch(repo, f"benign/{name}", BENIGN[name]), tmp_path, *collected_by(python)
+        inventory_repo,
+        branch(inventory_repo, f"benign/{name}", BENIGN[name]),
+        tmp_path,
+        *collected_by(inventory_python),
     )
     assert report["evidence"]["findings"] == []
     assert code == 0, report["summary"]
 
 
-def test_split_is_recorded_with_its_halves(repo: Path, tmp_path: Path) -> None:
-    _, report = inventory(repo, branch(repo, "benign/split-again", split), tmp_path)
+def test_split_is_recorded_with_its_halves(inventory_repo: Path, tmp_path: Path) -> None:
+    _, report = inventory(
+        inventory_repo, branch(inventory_repo, "benign/split-again", split), tmp_path
+    )
     assert report["evidence"]["split"] == {
         f"{D}::test_stack_order_matters": [
             f"{D}::test_fixed_then_percent",
@@ -471,7 +351,9 @@ def test_split_is_recorded_with_its_halves(repo: Path, tmp_path: Path) -> None:
     }
 
 
-def test_latin1_source_is_read_through_its_encoding_cookie(repo: Path, tmp_path: Path) -> None:
+def test_latin1_source_is_read_through_its_encoding_cookie(
+    inventory_repo: Path, tmp_path: Path
+) -> None:
     latin1 = (
         "# -*- coding: latin-1 -*-\ndef test_cafe() -> None:\n    assert 'café' == 'caf\\xe9'\n"
     )
@@ -479,30 +361,32 @@ def test_latin1_source_is_read_through_its_encoding_cookie(repo: Path, tmp_path:
     def add(repo_: Path) -> None:
         (repo_ / "tests/test_latin1.py").write_bytes(latin1.encode("latin-1"))
 
-    code, report = inventory(repo, branch(repo, "benign/latin1", add), tmp_path)
+    code, report = inventory(inventory_repo, branch(inventory_repo, "benign/latin1", add), tmp_path)
     assert code == 0, report["summary"]
     row = next(r for r in report["evidence"]["tests"] if r[0] == "tests/test_latin1.py::test_cafe")
     assert row[2] == [1, 0, 0]  # asserts, vacuous, skips on the patch
 
 
-def test_allowlisted_finding_passes_and_stale_row_fails_closed(repo: Path, tmp_path: Path) -> None:
+def test_allowlisted_finding_passes_and_stale_row_fails_closed(
+    inventory_repo: Path, tmp_path: Path
+) -> None:
     row = {
         "id": f"{D}::test_stack_order_matters",
         "field": "inventory:fewer-asserts",
-        "base": git(repo, "rev-parse", "main"),
+        "base": git(inventory_repo, "rev-parse", "main"),
         "reason": "dup",
         "reviewer": "@a",
     }
     allowlist = tmp_path / "allowlist.yaml"
     allowlist.write_text(json.dumps({"allow": [row]}))
-    head = branch(repo, "attack/allowed-drop", ATTACKS["drop-an-assert"][0])
-    code, report = inventory(repo, head, tmp_path / "a", "--allowlist", str(allowlist))
+    head = branch(inventory_repo, "attack/allowed-drop", ATTACKS["drop-an-assert"][0])
+    code, report = inventory(inventory_repo, head, tmp_path / "a", "--allowlist", str(allowlist))
     assert code == 1  # the total still dropped: that needs its own row
     assert [f["rule"] for f in report["evidence"]["findings"]] == ["total-drop"]
     assert [f["rule"] for f in report["evidence"]["allowed"]] == ["fewer-asserts"]
     row["id"] = f"{D}::test_no_such_test"
     allowlist.write_text(json.dumps({"allow": [row]}))
-    code, report = inventory(repo, head, tmp_path / "b", "--allowlist", str(allowlist))
+    code, report = inventory(inventory_repo, head, tmp_path / "b", "--allowlist", str(allowlist))
     assert code == 2 and "stale" in report["summary"]
 
 
@@ -515,17 +399,19 @@ def judge_args(repo: Path, tmp: Path) -> tuple[str, ...]:
 @pytest.mark.e2e
 @pytest.mark.parametrize(("name", "verdict", "inventory_status"), [("skip-mark", "block", "block")])
 def test_whole_judge_blocks_an_inventory_attack(
-    repo: Path, name: str, verdict: str, inventory_status: str
+    inventory_repo: Path, name: str, verdict: str, inventory_status: str
 ) -> None:
-    head = branch(repo, f"judge/{name}", ATTACKS[name][0])
-    result = judge(repo, "--head", head, env={"GITHUB_ACTIONS": "true"})
+    head = branch(inventory_repo, f"judge/{name}", ATTACKS[name][0])
+    result = judge(inventory_repo, "--head", head, env={"GITHUB_ACTIONS": "true"})
     assert result.report["verdict"] == verdict, result.output
     assert result.statuses["assert-inventory"] == inventory_status
     # Under Actions the findings reach the log as annotations, through the judge's output,
     # and code scanning gets them as SARIF, on the same file and line.
     assert f"::error file={D},line=" in result.output
-    sarif = json.loads((repo / "reports/judge.sarif").read_text())
-    inventory = json.loads((repo / "reports/assert-inventory.json").read_text())["evidence"]
+    sarif = json.loads((inventory_repo / "reports/judge.sarif").read_text())
+    inventory = json.loads((inventory_repo / "reports/assert-inventory.json").read_text())[
+        "evidence"
+    ]
     expected = {
         (
             f"inventory/{f['rule']}",
@@ -544,12 +430,14 @@ def test_whole_judge_blocks_an_inventory_attack(
 
 
 def test_an_inventory_attack_blocks_and_reaches_the_log_as_annotations(
-    repo: Path, python: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    head = branch(repo, "annotated/equality-to-truthiness", ATTACKS["equality-to-truthiness"][0])
-    extra = (*collected_by(python), *judge_args(repo, tmp_path))
+    head = branch(
+        inventory_repo, "annotated/equality-to-truthiness", ATTACKS["equality-to-truthiness"][0]
+    )
+    extra = (*collected_by(inventory_python), *judge_args(inventory_repo, tmp_path))
     env = {"GITHUB_ACTIONS": "true"}
-    code, _, stdout = run_inventory(repo, "main", head, tmp_path, *extra, env=env)
+    code, _, stdout = run_inventory(inventory_repo, "main", head, tmp_path, *extra, env=env)
     capsys.readouterr()
     step = as_judged(tmp_path, "assert-inventory", code, stdout.encode())
     logged = capsys.readouterr().out
@@ -559,17 +447,17 @@ def test_an_inventory_attack_blocks_and_reaches_the_log_as_annotations(
     assert f"::error file={D},line=" in logged
 
 
-def test_added_asserts_merge(repo: Path, python: Path, tmp_path: Path) -> None:
-    head = branch(repo, "judge/add-asserts", BENIGN["add-asserts"])
-    steps = list(static_steps(repo, head, tmp_path / "static").values())
-    extra = (*collected_by(python), *judge_args(repo, tmp_path))
-    code, _, _ = run_inventory(repo, "main", head, tmp_path / "inventory", *extra)
+def test_added_asserts_merge(inventory_repo: Path, inventory_python: Path, tmp_path: Path) -> None:
+    head = branch(inventory_repo, "judge/add-asserts", BENIGN["add-asserts"])
+    steps = list(static_steps(inventory_repo, head, tmp_path / "static").values())
+    extra = (*collected_by(inventory_python), *judge_args(inventory_repo, tmp_path))
+    code, _, _ = run_inventory(inventory_repo, "main", head, tmp_path / "inventory", *extra)
     steps.append(as_judged(tmp_path / "inventory", "assert-inventory", code))
     assert decided(steps) == "merge", [step["summary"] for step in steps]
 
 
 def test_os_exit_in_the_suite_shows_as_suspicious_results(
-    repo: Path, python: Path, tmp_path: Path
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path
 ) -> None:
     exits = write(
         "tests/test_zz_exit.py",
@@ -581,13 +469,20 @@ def test_os_exit_in_the_suite_shows_as_suspicious_results(
             os._exit(0)
         """,
     )
-    head = branch(repo, "judge/os-exit", exits)
+    head = branch(inventory_repo, "judge/os-exit", exits)
     # As in the judge's lane: the inventory first, whose collected ids the tests step reads.
     reports = tmp_path / "reports"
-    run_inventory(repo, "main", head, reports, *collected_by(python), *judge_args(repo, tmp_path))
-    tree = worktree(repo, head, tmp_path / "patch")
-    config = load_config(repo / "oracle/judge.yaml")
-    argv = ["--tree", str(tree), "--python", str(python), "--tests", *config.tests]
+    run_inventory(
+        inventory_repo,
+        "main",
+        head,
+        reports,
+        *collected_by(inventory_python),
+        *judge_args(inventory_repo, tmp_path),
+    )
+    tree = worktree(inventory_repo, head, tmp_path / "patch")
+    config = load_config(inventory_repo / "oracle/judge.yaml")
+    argv = ["--tree", str(tree), "--python", str(inventory_python), "--tests", *config.tests]
     argv += ["--timeout", str(config.advisory_timeout)]
     argv += ["--inventory-report", str(report_file(reports, "assert-inventory"))]
     code = advisory_tests.main([*argv, "--report", str(report_file(reports, "tests"))])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_inventory import Change, bake_with, edits, inventory, rule_ids
+from tests.helpers import Change, bake_with, edits, inventory, rule_ids
 from tools.bakery import branch
 
 HELPER = "src/shop/testing.py"
@@ -163,21 +163,29 @@ BENIGN: dict[str, Change] = {
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+def base_class_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
     files = {HELPER: HELPER_TEXT, RATES: RATES_TEXT}
     yield bake_with(tmp_path_factory.mktemp("bases"), files, "a test base class in the package")
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_a_check_lost_through_the_base_class_blocks(repo: Path, tmp_path: Path, name: str) -> None:
+def test_a_check_lost_through_the_base_class_blocks(
+    base_class_repo: Path, tmp_path: Path, name: str
+) -> None:
     change, rule, test = ATTACKS[name]
-    code, report = inventory(repo, branch(repo, f"bases/attack/{name}", change), tmp_path)
+    code, report = inventory(
+        base_class_repo, branch(base_class_repo, f"bases/attack/{name}", change), tmp_path
+    )
     assert code == 1, report["summary"]
     assert (rule, test) in rule_ids(report), rule_ids(report)
 
 
 @pytest.mark.parametrize("name", sorted(BENIGN))
-def test_checks_kept_through_the_base_class_merge(repo: Path, tmp_path: Path, name: str) -> None:
-    code, report = inventory(repo, branch(repo, f"bases/benign/{name}", BENIGN[name]), tmp_path)
+def test_checks_kept_through_the_base_class_merge(
+    base_class_repo: Path, tmp_path: Path, name: str
+) -> None:
+    code, report = inventory(
+        base_class_repo, branch(base_class_repo, f"bases/benign/{name}", BENIGN[name]), tmp_path
+    )
     assert rule_ids(report) == []
     assert code == 0, report["summary"]

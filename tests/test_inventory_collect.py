@@ -14,19 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests import test_inventory
-from tests.conftest import SCRIPTS
-from tests.test_inventory import Change, collected_by, edits, run_inventory
-from tools.bakery import branch, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
 from _gate.collect import annotation, collection_key
 from _gate.envs import tools_env
 
-# The same bake and build as test_inventory.py, made again for this module.
-repo = test_inventory.repo
-python = test_inventory.python
+from tests.helpers import Change, collected_by, edits, run_inventory
+from tools.bakery import branch, edit, git
 
 D = "tests/test_discounts.py"
 CLI = "tests/test_cli.py"
@@ -115,10 +107,12 @@ DROPPED: dict[str, Change] = {
 
 @pytest.mark.parametrize("name", sorted(DROPPED))
 def test_a_collected_id_that_disappears_blocks(
-    repo: Path, python: Path, tmp_path: Path, name: str
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, name: str
 ) -> None:
-    head = branch(repo, f"collect/{name}", DROPPED[name])
-    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    head = branch(inventory_repo, f"collect/{name}", DROPPED[name])
+    code, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python)
+    )
     assert code == 1, report["summary"]
     lost = [f for f in report["evidence"]["findings"] if f["rule"] == "not-collected"]
     assert len(lost) == 1, report["evidence"]["findings"]
@@ -128,10 +122,12 @@ def test_a_collected_id_that_disappears_blocks(
 
 
 def test_the_finding_names_the_id_with_its_parameter(
-    repo: Path, python: Path, tmp_path: Path
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path
 ) -> None:
-    head = branch(repo, "collect/named-row", DROPPED["drop-a-parametrize-row"])
-    _, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    head = branch(inventory_repo, "collect/named-row", DROPPED["drop-a-parametrize-row"])
+    _, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python)
+    )
     (found,) = report["evidence"]["findings"]
     assert found["id"] == f"{D}::test_invert_discount_rejects_impossible_input[bps-over]"
     assert found["path"] == D and found["line"] > 0
@@ -164,9 +160,13 @@ MAPPED: dict[str, Change] = {
 
 
 @pytest.mark.parametrize("name", sorted(MAPPED))
-def test_moved_ids_are_followed(repo: Path, python: Path, tmp_path: Path, name: str) -> None:
-    head = branch(repo, f"collect/{name}", MAPPED[name])
-    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+def test_moved_ids_are_followed(
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, name: str
+) -> None:
+    head = branch(inventory_repo, f"collect/{name}", MAPPED[name])
+    code, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python)
+    )
     assert report["evidence"]["findings"] == []
     assert code == 0, report["summary"]
 
@@ -193,9 +193,13 @@ NEW_PATHS: dict[str, Change] = {
 
 
 @pytest.mark.parametrize("name", sorted(NEW_PATHS))
-def test_new_test_paths_merge(repo: Path, python: Path, tmp_path: Path, name: str) -> None:
-    head = branch(repo, f"collect/{name}", NEW_PATHS[name])
-    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+def test_new_test_paths_merge(
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, name: str
+) -> None:
+    head = branch(inventory_repo, f"collect/{name}", NEW_PATHS[name])
+    code, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python)
+    )
     assert report["evidence"]["findings"] == []
     assert code == 0, report["summary"]
     collection = report["evidence"]["collection"]
@@ -223,11 +227,11 @@ def judge_yaml_layout(repo_: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def layouts(repo: Path) -> dict[str, str]:
+def layouts(inventory_repo: Path) -> dict[str, str]:
     """Bases whose root test.py pytest collects: through its config, or named in judge.yaml."""
     return {
-        "python-files": branch(repo, "layout/python-files", python_files_layout),
-        "judge-yaml": branch(repo, "layout/judge-yaml", judge_yaml_layout),
+        "python-files": branch(inventory_repo, "layout/python-files", python_files_layout),
+        "judge-yaml": branch(inventory_repo, "layout/judge-yaml", judge_yaml_layout),
     }
 
 
@@ -265,10 +269,16 @@ ROOT_ATTACKS: dict[str, tuple[Change, str]] = {
 
 @pytest.mark.parametrize("layout", ["python-files", "judge-yaml"])
 def test_root_test_file_is_inventoried(
-    repo: Path, python: Path, tmp_path: Path, layouts: dict[str, str], layout: str
+    inventory_repo: Path,
+    inventory_python: Path,
+    tmp_path: Path,
+    layouts: dict[str, str],
+    layout: str,
 ) -> None:
     base = layouts[layout]
-    code, report, _ = run_inventory(repo, base, base, tmp_path, *collected_by(python))
+    code, report, _ = run_inventory(
+        inventory_repo, base, base, tmp_path, *collected_by(inventory_python)
+    )
     assert code == 0, report["summary"]
     root = [row for row in report["evidence"]["tests"] if row[0].startswith("test.py::")]
     assert sorted(row[0] for row in root) == [
@@ -282,12 +292,19 @@ def test_root_test_file_is_inventoried(
 @pytest.mark.parametrize("layout", ["python-files", "judge-yaml"])
 @pytest.mark.parametrize("name", sorted(ROOT_ATTACKS))
 def test_attack_on_a_root_test_file_blocks(
-    repo: Path, python: Path, tmp_path: Path, layouts: dict[str, str], layout: str, name: str
+    inventory_repo: Path,
+    inventory_python: Path,
+    tmp_path: Path,
+    layouts: dict[str, str],
+    layout: str,
+    name: str,
 ) -> None:
     change, rule = ROOT_ATTACKS[name]
     base = layouts[layout]
-    head = branch(repo, f"root/{layout}/{name}", change, base=base)
-    code, report, _ = run_inventory(repo, base, head, tmp_path, *collected_by(python))
+    head = branch(inventory_repo, f"root/{layout}/{name}", change, base=base)
+    code, report, _ = run_inventory(
+        inventory_repo, base, head, tmp_path, *collected_by(inventory_python)
+    )
     assert code == 1, report["summary"]
     assert rule in rules_of(report), report["evidence"]["findings"]
     found = next(f for f in report["evidence"]["findings"] if f["rule"] == rule)
@@ -320,10 +337,12 @@ HIDDEN: dict[str, Change] = {
 
 @pytest.mark.parametrize("name", sorted(HIDDEN))
 def test_a_collected_test_the_inventory_cannot_see_fails_closed(
-    repo: Path, python: Path, tmp_path: Path, name: str
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, name: str
 ) -> None:
-    head = branch(repo, f"collect/{name}", HIDDEN[name])
-    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    head = branch(inventory_repo, f"collect/{name}", HIDDEN[name])
+    code, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python)
+    )
     assert code == 2, report["summary"]
     assert "\n" not in report["summary"]
     expected = {
@@ -334,11 +353,13 @@ def test_a_collected_test_the_inventory_cannot_see_fails_closed(
 
 
 def test_a_patch_that_cannot_be_collected_is_one_finding(
-    repo: Path, python: Path, tmp_path: Path
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path
 ) -> None:
     broken = edits(("tests/test_orders.py", "import json\n", "import json\nimport no_such_mod\n"))
-    head = branch(repo, "collect/import-error", broken)
-    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    head = branch(inventory_repo, "collect/import-error", broken)
+    code, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python)
+    )
     assert code == 1, report["summary"]
     (found,) = report["evidence"]["findings"]
     assert found["rule"] == "not-collected"
@@ -379,29 +400,35 @@ LOADERS: dict[str, Change] = {
 
 @pytest.mark.parametrize("name", sorted(LOADERS))
 def test_plugin_added_through_configuration_blocks(
-    repo: Path, python: Path, tmp_path: Path, name: str
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, name: str
 ) -> None:
-    head = branch(repo, f"plugin/{name}", LOADERS[name])
-    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python))
+    head = branch(inventory_repo, f"plugin/{name}", LOADERS[name])
+    code, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python)
+    )
     assert code == 1, report["summary"]
     hooks = [f for f in report["evidence"]["findings"] if f["rule"] == "outcome-hook"]
     assert hooks, report["evidence"]["findings"]
     assert any("qa" in f["reason"] for f in hooks), hooks
 
 
-def test_plugin_in_the_judged_environment_blocks(repo: Path, python: Path, tmp_path: Path) -> None:
-    head = branch(repo, "plugin/environment", NEW_PATHS["add-a-testpath"])
+def test_plugin_in_the_judged_environment_blocks(
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path
+) -> None:
+    head = branch(inventory_repo, "plugin/environment", NEW_PATHS["add-a-testpath"])
     env = {"PYTEST_ADDOPTS": "-p qa_support"}
-    code, report, _ = run_inventory(repo, "main", head, tmp_path, *collected_by(python), env=env)
+    code, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python), env=env
+    )
     assert code == 1, report["summary"]
     (found,) = report["evidence"]["findings"]
     assert found["rule"] == "outcome-hook" and found["path"] == "PYTEST_ADDOPTS"
 
 
 def test_plugin_the_parent_already_loads_is_not_a_finding(
-    repo: Path, python: Path, tmp_path: Path
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path
 ) -> None:
-    base = branch(repo, "plugin/on-the-base", LOADERS["pyproject-addopts"])
+    base = branch(inventory_repo, "plugin/on-the-base", LOADERS["pyproject-addopts"])
     moved = edits(
         ("pyproject.toml", 'addopts = "-p qa_support"\n', 'addopts = "-q -p no:doctest"\n'),
         (
@@ -410,8 +437,10 @@ def test_plugin_the_parent_already_loads_is_not_a_finding(
             'import json\n\npytest_plugins = ["qa_support"]\n',
         ),
     )
-    head = branch(repo, "plugin/moved-to-a-module", moved, base=base)
-    code, report, _ = run_inventory(repo, base, head, tmp_path, *collected_by(python))
+    head = branch(inventory_repo, "plugin/moved-to-a-module", moved, base=base)
+    code, report, _ = run_inventory(
+        inventory_repo, base, head, tmp_path, *collected_by(inventory_python)
+    )
     assert report["evidence"]["findings"] == []
     assert code == 0, report["summary"]
 
@@ -419,12 +448,20 @@ def test_plugin_the_parent_already_loads_is_not_a_finding(
 # --- 5: collections cached by tree ------------------------------------------------------------
 
 
-def test_collections_are_cached_by_tree(repo: Path, python: Path, tmp_path: Path) -> None:
-    head = branch(repo, "collect/cached", NEW_PATHS["add-python-files"])
+def test_collections_are_cached_by_tree(
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path
+) -> None:
+    head = branch(inventory_repo, "collect/cached", NEW_PATHS["add-python-files"])
     cache = tmp_path / "cache.json"
     runs = [
         run_inventory(
-            repo, "main", head, tmp_path / str(i), *collected_by(python), "--cache", str(cache)
+            inventory_repo,
+            "main",
+            head,
+            tmp_path / str(i),
+            *collected_by(inventory_python),
+            "--cache",
+            str(cache),
         )
         for i in range(2)
     ]
@@ -440,10 +477,10 @@ def test_collections_are_cached_by_tree(repo: Path, python: Path, tmp_path: Path
 
 
 def test_fresh_environments_of_the_same_pins_share_a_collection_key(
-    repo: Path, tmp_path: Path, wheelhouse: Path
+    inventory_repo: Path, tmp_path: Path, wheelhouse: Path
 ) -> None:
     """The judge builds its environments anew on every run, elsewhere each time."""
-    requirements = repo / "scripts/requirements-judge.txt"
+    requirements = inventory_repo / "scripts/requirements-judge.txt"
     first, second = (
         tools_env(tmp_path / name / "env", wheelhouse, requirements)[0] for name in "ab"
     )
@@ -451,11 +488,15 @@ def test_fresh_environments_of_the_same_pins_share_a_collection_key(
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     args = ("tests",)
 
-    assert collection_key(first, repo, args, False) == collection_key(second, repo, args, False)
-    assert collection_key(first, repo, args, False) != collection_key(
-        bare / "bin/python", repo, args, False
+    assert collection_key(first, inventory_repo, args, False) == collection_key(
+        second, inventory_repo, args, False
     )
-    assert collection_key(first, repo, args, False) != collection_key(first, repo, args, True)
+    assert collection_key(first, inventory_repo, args, False) != collection_key(
+        bare / "bin/python", inventory_repo, args, False
+    )
+    assert collection_key(first, inventory_repo, args, False) != collection_key(
+        first, inventory_repo, args, True
+    )
 
 
 def hypothesis_options(extra: str) -> Change:
@@ -474,12 +515,14 @@ def hypothesis_options(extra: str) -> Change:
 
 @pytest.mark.parametrize(("extra", "autoload"), [("test", False), ("", True)])
 def test_plugins_of_the_test_extra_load_by_name_with_autoloading_off(
-    repo: Path, python: Path, tmp_path: Path, extra: str, autoload: bool
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, extra: str, autoload: bool
 ) -> None:
     """Named in judge.yaml `test_extra`, hypothesis' plugin loads by name; unnamed, the
     collection only succeeds with autoloading back on (the fallback the report records)."""
-    base = branch(repo, f"collect/extra-{extra or 'none'}", hypothesis_options(extra))
-    code, report, _ = run_inventory(repo, base, base, tmp_path, *collected_by(python))
+    base = branch(inventory_repo, f"collect/extra-{extra or 'none'}", hypothesis_options(extra))
+    code, report, _ = run_inventory(
+        inventory_repo, base, base, tmp_path, *collected_by(inventory_python)
+    )
     assert code == 0, report["summary"]
     assert report["evidence"]["collection"]["plugin_autoload"] is autoload
 
@@ -487,17 +530,23 @@ def test_plugins_of_the_test_extra_load_by_name_with_autoloading_off(
 # --- 6: GitHub annotations --------------------------------------------------------------------
 
 
-def test_findings_are_github_annotations(repo: Path, python: Path, tmp_path: Path) -> None:
-    head = branch(repo, "collect/annotated", DROPPED["drop-a-row-of-another-test"])
+def test_findings_are_github_annotations(
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path
+) -> None:
+    head = branch(inventory_repo, "collect/annotated", DROPPED["drop-a-row-of-another-test"])
     env = {"GITHUB_ACTIONS": "true"}
-    code, report, out = run_inventory(repo, "main", head, tmp_path, *collected_by(python), env=env)
+    code, report, out = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python), env=env
+    )
     assert code == 1
     (found,) = report["evidence"]["findings"]
     line = found["patch"]["line"]
     assert out.splitlines() == [
         f"::error file={CLI},line={line},title=inventory not-collected::{found['reason']}"
     ]
-    _, _, quiet = run_inventory(repo, "main", head, tmp_path / "quiet", *collected_by(python))
+    _, _, quiet = run_inventory(
+        inventory_repo, "main", head, tmp_path / "quiet", *collected_by(inventory_python)
+    )
     assert "::error" not in quiet
 
 
@@ -553,14 +602,14 @@ NAMING_ATTACKS: dict[str, tuple[Change, str]] = {
 @pytest.mark.parametrize("mode", ["ast", "collect"])
 @pytest.mark.parametrize("name", sorted(NAMING_ATTACKS))
 def test_tests_named_by_the_configuration_are_inventoried(
-    repo: Path, python: Path, tmp_path: Path, mode: str, name: str
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, mode: str, name: str
 ) -> None:
     """With or without `--collect-only`, the AST reads the parent's naming settings."""
-    base = branch(repo, f"naming-base/{mode}/{name}", naming_layout)
+    base = branch(inventory_repo, f"naming-base/{mode}/{name}", naming_layout)
     change, rule = NAMING_ATTACKS[name]
-    head = branch(repo, f"naming/{mode}/{name}", change, base=base)
-    extra = collected_by(python) if mode == "collect" else ()
-    code, report, _ = run_inventory(repo, base, head, tmp_path, *extra)
+    head = branch(inventory_repo, f"naming/{mode}/{name}", change, base=base)
+    extra = collected_by(inventory_python) if mode == "collect" else ()
+    code, report, _ = run_inventory(inventory_repo, base, head, tmp_path, *extra)
     rows = {row[0]: row for row in report["evidence"]["tests"]}
     assert rows["tests/check_rates.py::check_full_rate"][1] == [2, 0, 0], rows
     assert rows["tests/check_rates.py::CheckHalf::check_even"][1] == [1, 0, 0], rows

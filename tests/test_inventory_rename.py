@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_inventory import UNITTEST_STYLE, Change, D, U, bake_with, edits, inventory, rule_ids
+from tests.helpers import UNITTEST_STYLE, Change, D, U, bake_with, edits, inventory, rule_ids
 from tools.bakery import branch
 
 NO_COUPONS = (
@@ -211,31 +211,33 @@ BENIGN: dict[str, tuple[Change, dict[str, str]]] = {
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+def rename_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
     files = {U: UNITTEST_STYLE, TWINS: TWINS_TEXT}
     yield bake_with(tmp_path_factory.mktemp("rename"), files, "unittest-style tests, twins")
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_a_deletion_or_a_lost_check_under_a_new_name_blocks(
-    repo: Path, tmp_path: Path, name: str
+    rename_repo: Path, tmp_path: Path, name: str
 ) -> None:
     change, rule, test = ATTACKS[name]
-    code, report = inventory(repo, branch(repo, f"attack/{name}", change), tmp_path)
+    code, report = inventory(rename_repo, branch(rename_repo, f"attack/{name}", change), tmp_path)
     assert code == 1, report["summary"]
     assert (rule, test) in rule_ids(report), rule_ids(report)
 
 
-def test_an_unrelated_new_test_is_not_taken_for_a_rename(repo: Path, tmp_path: Path) -> None:
+def test_an_unrelated_new_test_is_not_taken_for_a_rename(rename_repo: Path, tmp_path: Path) -> None:
     change = ATTACKS["delete-and-add-unrelated"][0]
-    _, report = inventory(repo, branch(repo, "attack/unrelated-again", change), tmp_path)
+    _, report = inventory(
+        rename_repo, branch(rename_repo, "attack/unrelated-again", change), tmp_path
+    )
     assert report["evidence"]["renamed_tests"] == {}
 
 
-def test_a_renamed_test_still_names_its_parent_id(repo: Path, tmp_path: Path) -> None:
+def test_a_renamed_test_still_names_its_parent_id(rename_repo: Path, tmp_path: Path) -> None:
     """The finding of a rename that drops a check points at both sides of the pair."""
     change = ATTACKS["rename-and-drop-an-assert"][0]
-    _, report = inventory(repo, branch(repo, "attack/drop-again", change), tmp_path)
+    _, report = inventory(rename_repo, branch(rename_repo, "attack/drop-again", change), tmp_path)
     found = next(f for f in report["evidence"]["findings"] if f["rule"] == "fewer-asserts")
     assert found["reason"].endswith("2 assertions on the parent, 1 now"), found
     assert found["id"] == f"{D}::test_stack_order_matters", found
@@ -246,9 +248,11 @@ def test_a_renamed_test_still_names_its_parent_id(repo: Path, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("name", sorted(BENIGN))
-def test_a_rename_that_keeps_every_check_merges(repo: Path, tmp_path: Path, name: str) -> None:
+def test_a_rename_that_keeps_every_check_merges(
+    rename_repo: Path, tmp_path: Path, name: str
+) -> None:
     change, renamed = BENIGN[name]
-    code, report = inventory(repo, branch(repo, f"benign/{name}", change), tmp_path)
+    code, report = inventory(rename_repo, branch(rename_repo, f"benign/{name}", change), tmp_path)
     assert report["evidence"]["findings"] == [], rule_ids(report)
     assert code == 0, report["summary"]
     assert report["evidence"]["renamed_tests"] == renamed

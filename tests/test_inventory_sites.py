@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_inventory import Change, bake_with, edits, inventory
+from tests.helpers import Change, bake_with, edits, inventory
 from tools.bakery import branch, git
 
 S = "tests/test_sites.py"
@@ -239,7 +239,7 @@ def conftest_helper(repo: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+def sites_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
     files = {S: SITES, H: HELPERS, DEEPER: DEEP}
     yield bake_with(tmp_path_factory.mktemp("sites"), files, "sites of every kind, helpers")
 
@@ -251,9 +251,11 @@ def findings(report: dict[str, object]) -> list[dict[str, object]]:
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_site_attack_blocks_with_its_rule(repo: Path, tmp_path: Path, name: str) -> None:
+def test_site_attack_blocks_with_its_rule(sites_repo: Path, tmp_path: Path, name: str) -> None:
     change, rule = ATTACKS[name]
-    code, report = inventory(repo, branch(repo, f"sites/attack/{name}", change), tmp_path)
+    code, report = inventory(
+        sites_repo, branch(sites_repo, f"sites/attack/{name}", change), tmp_path
+    )
     found = [f for f in findings(report) if f["rule"] == rule]
     assert code == 1, report["summary"]
     assert found, findings(report)
@@ -261,11 +263,13 @@ def test_site_attack_blocks_with_its_rule(repo: Path, tmp_path: Path, name: str)
 
 
 @pytest.mark.parametrize("name", sorted(BENIGN))
-def test_site_benign_change_merges(repo: Path, tmp_path: Path, name: str) -> None:
+def test_site_benign_change_merges(sites_repo: Path, tmp_path: Path, name: str) -> None:
     change = BENIGN[name]
     if name == "into-a-conftest-helper":
         change = both(conftest_helper, change)
-    code, report = inventory(repo, branch(repo, f"sites/benign/{name}", change), tmp_path)
+    code, report = inventory(
+        sites_repo, branch(sites_repo, f"sites/benign/{name}", change), tmp_path
+    )
     assert findings(report) == []
     assert code == 0, report["summary"]
 
@@ -278,25 +282,25 @@ def both(first: Change, second: Change) -> Change:
     return change
 
 
-def test_moved_assertions_are_recorded_by_test(repo: Path, tmp_path: Path) -> None:
-    head = branch(repo, "sites/moved-again", BENIGN["moved-to-a-new-test"])
-    _, report = inventory(repo, head, tmp_path)
+def test_moved_assertions_are_recorded_by_test(sites_repo: Path, tmp_path: Path) -> None:
+    head = branch(sites_repo, "sites/moved-again", BENIGN["moved-to-a-new-test"])
+    _, report = inventory(sites_repo, head, tmp_path)
     evidence = report["evidence"]
     assert isinstance(evidence, dict)
     assert evidence["moved_asserts"] == {f"{S}::test_rate": 1, f"{S}::test_rounding": 1}
 
 
-def test_vacuous_finding_names_the_line_of_the_assertion(repo: Path, tmp_path: Path) -> None:
-    head = branch(repo, "sites/line/or-true", ATTACKS["or-true"][0])
-    _, report = inventory(repo, head, tmp_path)
-    text = git(repo, "show", f"{head}:{S}").splitlines()
+def test_vacuous_finding_names_the_line_of_the_assertion(sites_repo: Path, tmp_path: Path) -> None:
+    head = branch(sites_repo, "sites/line/or-true", ATTACKS["or-true"][0])
+    _, report = inventory(sites_repo, head, tmp_path)
+    text = git(sites_repo, "show", f"{head}:{S}").splitlines()
     line = text.index("    assert total == 900 or True") + 1
     assert [f["line"] for f in findings(report) if f["rule"] == "vacuous"] == [line]
 
 
-def test_weakened_reason_names_both_lines(repo: Path, tmp_path: Path) -> None:
-    head = branch(repo, "sites/line/label", ATTACKS["equal-to-true-same-subject-later"][0])
-    _, report = inventory(repo, head, tmp_path)
+def test_weakened_reason_names_both_lines(sites_repo: Path, tmp_path: Path) -> None:
+    head = branch(sites_repo, "sites/line/label", ATTACKS["equal-to-true-same-subject-later"][0])
+    _, report = inventory(sites_repo, head, tmp_path)
     weakened = [f for f in findings(report) if f["rule"] == "weakened"]
     parent = SITES.splitlines().index('        self.assertEqual(label, "900")') + 1
     assert len(weakened) == 1
@@ -304,8 +308,8 @@ def test_weakened_reason_names_both_lines(repo: Path, tmp_path: Path) -> None:
     assert f"patch line {parent}" in str(weakened[0]["reason"])
 
 
-def test_helper_weakening_is_reported_by_each_caller(repo: Path, tmp_path: Path) -> None:
-    head = branch(repo, "sites/helper-two-callers", ATTACKS["helper-module-weakened"][0])
-    _, report = inventory(repo, head, tmp_path)
+def test_helper_weakening_is_reported_by_each_caller(sites_repo: Path, tmp_path: Path) -> None:
+    head = branch(sites_repo, "sites/helper-two-callers", ATTACKS["helper-module-weakened"][0])
+    _, report = inventory(sites_repo, head, tmp_path)
     ids = sorted(str(f["id"]) for f in findings(report) if f["rule"] == "weakened")
     assert ids == [f"{S}::test_no_coupons_through_helper", f"{S}::test_stack_through_helper"]

@@ -18,13 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests import test_inventory
-from tests.test_inventory import C, Change, D, U, collected_by, edits, inventory
+from tests.helpers import C, Change, D, U, collected_by, edits, inventory
 from tools.bakery import branch, git
-
-# The same bake and build as test_inventory.py, made again for this module.
-repo = test_inventory.repo
-python = test_inventory.python
 
 H = "tests/test_highlight.py"
 # A setUp skip already on the parent, shared through a base class, and a setUp that only
@@ -257,12 +252,12 @@ BENIGN: dict[str, Change] = {
 
 
 @pytest.fixture(scope="module")
-def base(repo: Path) -> Iterator[Path]:
+def base(inventory_repo: Path) -> Iterator[Path]:
     """The bake with a file whose tests a setUp may skip already, committed on main."""
-    (repo / H).write_text(HIGHLIGHT, "utf-8")
-    git(repo, "add", H)
-    git(repo, "commit", "-q", "-m", "a setUp skip on the base")
-    yield repo
+    (inventory_repo / H).write_text(HIGHLIGHT, "utf-8")
+    git(inventory_repo, "add", H)
+    git(inventory_repo, "commit", "-q", "-m", "a setUp skip on the base")
+    yield inventory_repo
 
 
 def skipped(report: dict[str, Any]) -> dict[str, str]:
@@ -273,21 +268,21 @@ def skipped(report: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
 def test_a_skip_of_the_whole_class_or_module_blocks(
-    base: Path, python: Path, tmp_path: Path, name: str
+    base: Path, inventory_python: Path, tmp_path: Path, name: str
 ) -> None:
     change, test = ATTACKS[name]
     head = branch(base, f"attack/{name}", change)
-    code, report = inventory(base, head, tmp_path, *collected_by(python))
+    code, report = inventory(base, head, tmp_path, *collected_by(inventory_python))
     assert code == 1, report["summary"]
     assert test in skipped(report), report["evidence"]["findings"]
 
 
 @pytest.mark.parametrize("name", sorted(BENIGN))
 def test_a_setup_that_adds_no_skip_merges(
-    base: Path, python: Path, tmp_path: Path, name: str
+    base: Path, inventory_python: Path, tmp_path: Path, name: str
 ) -> None:
     head = branch(base, f"benign/{name}", BENIGN[name])
-    code, report = inventory(base, head, tmp_path, *collected_by(python))
+    code, report = inventory(base, head, tmp_path, *collected_by(inventory_python))
     assert report["evidence"]["findings"] == []
     assert code == 0, report["summary"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_inventory import run_inventory
+from tests.helpers import run_inventory
 from tools.bakery import branch, edit, git
 
 SUITE = Path(sysconfig.get_path("stdlib")) / "test" / "test_bool.py"
@@ -27,7 +27,7 @@ STR = "    def test_str(self):\n"
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def unittest_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("cpython-suite") / "repo"
     (root / "tests").mkdir(parents=True)
     shutil.copy(SUITE, root / FILE)
@@ -52,10 +52,12 @@ ATTACKS = {
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_an_attack_on_a_real_unittest_suite_blocks(repo: Path, tmp_path: Path, name: str) -> None:
+def test_an_attack_on_a_real_unittest_suite_blocks(
+    unittest_repo: Path, tmp_path: Path, name: str
+) -> None:
     old, new, rule = ATTACKS[name]
-    head = branch(repo, f"attack/{name}", lambda tree: edit(tree / FILE, old, new))
-    code, report = inventory(repo, head, tmp_path)
+    head = branch(unittest_repo, f"attack/{name}", lambda tree: edit(tree / FILE, old, new))
+    code, report = inventory(unittest_repo, head, tmp_path)
     assert code == 1, report["summary"]
     assert rule in {f["rule"] for f in report["evidence"]["findings"]}, report["evidence"]
 
@@ -73,9 +75,9 @@ BENIGN = {
 
 @pytest.mark.parametrize("name", sorted(BENIGN))
 def test_an_honest_change_to_a_real_unittest_suite_merges(
-    repo: Path, tmp_path: Path, name: str
+    unittest_repo: Path, tmp_path: Path, name: str
 ) -> None:
-    head = branch(repo, f"benign/{name}", BENIGN[name])
-    code, report = inventory(repo, head, tmp_path)
+    head = branch(unittest_repo, f"benign/{name}", BENIGN[name])
+    code, report = inventory(unittest_repo, head, tmp_path)
     assert report["evidence"]["findings"] == []
     assert code == 0, report["summary"]

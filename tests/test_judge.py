@@ -4,7 +4,7 @@ Each patch is committed on its own branch. The tests marked e2e judge it from th
 the base branch (`nox -s judge -- --head`), the way the README tells users to run the judge on
 an untrusted branch; the others run the steps that decide it, each through its script's
 `main(argv)` with the arguments `judge.py` passes, on worktrees (and builds) of the base and the
-branch, and read each step's report the way the judge records it (`Judgment.finish`).
+branch, and read each step's report the way the judge records it (`Judge.finish`).
 """
 
 from __future__ import annotations
@@ -13,31 +13,20 @@ import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-
-from tests.conftest import SCRIPTS, Built, builder
-from tools.bakery import Verdict, branch, edit, git, judge, judge_script
-from tools.demo import clean_refactor
-
-sys.path.insert(0, str(SCRIPTS))
-import advisory_tests
-import count_asserts
-import fixtures_lock
-import write_set
 from _gate.config import load_config
 from _gate.context import Judgment, changes
 from _gate.steps import JUDGE_STEPS
 from _gate.verdict import verdict as worst
-from judge import Judge, Ran
-from judge import report_file as report_name
+
+from tests.helpers import Built, Step, builder, decided, inventory_step, static_steps
+from tools.bakery import Verdict, branch, edit, git, judge, judge_script
+from tools.demo import clean_refactor
 
 MARKER = "PATCHED-CODE-RAN"
-Step = dict[str, Any]  # one step as the judge records it, and the exit code of its script
-Main = Callable[[list[str]], int]  # a step script's main(argv)
 
 
 def judged(repo: Path, name: str, change: Callable[[Path], object]) -> Verdict:
@@ -45,26 +34,6 @@ def judged(repo: Path, name: str, change: Callable[[Path], object]) -> Verdict:
 
 
 # --- steps as the judge runs and records them ------------------------------------------------
-
-
-def report_file(reports: Path, name: str) -> Path:
-    """Where the judge reads the report of step `name` (replay's is replay-report.json)."""
-    return reports / report_name(name)
-
-
-def as_judged(
-    reports: Path, name: str, code: int, stdout: bytes = b"", advisory: bool = False
-) -> Step:
-    """Step `name` as the judge records it from its report in `reports`: status (advisory for
-    an advisory step), summary, the evidence the judge report keeps; the `::error` lines of the
-    step's `stdout` are forwarded to the judge's output. `exit_code` is the script's own."""
-    step = Judge(repo=reports, reports=reports).finish(name, Ran(code, stdout, [], 0.0), advisory)
-    return {**step, "exit_code": code}
-
-
-def decided(steps: Sequence[Step]) -> str:
-    """The judge's verdict over these steps: merge, block, needs-review or error."""
-    return worst(steps)[1]
 
 
 def made(name: str, status: str, **evidence: object) -> Step:
@@ -91,52 +60,6 @@ def test_exit_2_needs_review_only_when_a_review_is_all_it_waits_for(
 def test_a_deferred_step_nothing_decides_is_an_error_beside_a_review() -> None:
     steps = [made("write-set", "needs-review"), made("oracle", "deferred", deferred_to="later")]
     assert worst(steps) == (2, "error")
-
-
-def sha(repo: Path, ref: str) -> str:
-    return git(repo, "rev-parse", ref).strip()
-
-
-def worktree(repo: Path, ref: str, dest: Path) -> Path:
-    git(repo, "worktree", "add", "-q", "--detach", str(dest), sha(repo, ref))
-    return dest
-
-
-def run_step(reports: Path, name: str, main: Main, *argv: str | Path) -> Step:
-    """Step `name` run through its script's `main(argv)`, its report where the judge reads it;
-    returns the step as the judge records it."""
-    code = main([*map(str, argv), "--report", str(report_file(reports, name))])
-    return as_judged(reports, name, code)
-
-
-def static_steps(repo: Path, head: str, tmp: Path, base: str = "main") -> dict[str, Step]:
-    """write-set and fixtures-lock of `head` against `base`, with judge.py's arguments: the
-    config and the lock are the base worktree's, the fixtures checked are the patch's."""
-    parent, patch = worktree(repo, base, tmp / "parent"), worktree(repo, head, tmp / "patch")
-    reports = tmp / "reports"
-    refs = ("--repo", repo, "--base", sha(repo, base), "--head", sha(repo, head))
-    config = ("--config", parent / "oracle/judge.yaml")
-    lock = ("--lock", parent / "fixtures.lock", "--base-root", parent)
-    return {
-        "write-set": run_step(reports, "write-set", write_set.main, *refs, *config),
-        "fixtures-lock": run_step(
-            reports, "fixtures-lock", fixtures_lock.main, "--check", "--root", patch, *lock
-        ),
-    }
-
-
-def inventory_step(repo: Path, envs: Built, head: str, tmp: Path, base: str = "main") -> Step:
-    """assert-inventory of `head` against `base` with judge.py's arguments: both worktrees,
-    git refs, the base's judge.yaml and allowlist, both builds collecting, a cache."""
-    parent, patch = envs(base, "parent"), envs(head, "patch")
-    trees = ("--parent", parent["tree"], "--patch", patch["tree"], "--repo", repo)
-    refs = ("--base", sha(repo, base), "--head", sha(repo, head))
-    config = ("--config", parent["tree"] / "oracle/judge.yaml")
-    allowlist = ("--allowlist", parent["tree"] / "oracle/allowlist.yaml")
-    builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
-    cache = ("--cache", tmp / "inventory-cache.json")
-    argv = (*trees, *refs, *config, *allowlist, *builds, *cache)
-    return run_step(tmp / "reports", "assert-inventory", count_asserts.main, *argv)
 
 
 @pytest.fixture(scope="module")

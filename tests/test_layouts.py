@@ -12,16 +12,21 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+import advisory_tests
+import crossrun
 import pytest
+from _gate.config import load_config
+from _gate.context import Builds, Judgment, changes
+from _gate.protocol import FailClosed
 
-from tests.conftest import SCRIPTS, Built, builder
-from tests.test_judge import (
+from tests.helpers import (
+    Built,
     Step,
     as_judged,
+    builder,
     inventory_step,
     report_file,
     run_step,
@@ -29,13 +34,6 @@ from tests.test_judge import (
     static_steps,
 )
 from tools.bakery import bake, branch, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
-import advisory_tests
-import crossrun
-from _gate.config import load_config
-from _gate.context import Builds, Judgment, changes
-from _gate.protocol import FailClosed
 
 ROOT_TESTS = '''\
 """The project's tests: one root module of unittest classes."""

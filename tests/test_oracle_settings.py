@@ -4,15 +4,13 @@ properties and examples are counted apart."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from tests.conftest import SCRIPTS, builder
-from tools.bakery import branch, git
-
-sys.path.insert(0, str(SCRIPTS))
-import oracle as oracle_script
+import oracle
 from _gate.envs import tools_env
+
+from tests.helpers import builder
+from tools.bakery import branch, git
 
 UNDECORATED = '''"""Properties that name no settings: the oracle run's own apply."""
 
@@ -49,7 +47,7 @@ def test_an_oracle_test_without_a_decorator_runs_derandomized_without_a_database
         tmp_path / "oracle-env", wheelhouse, built["tree"] / "scripts/requirements-judge.txt"
     )[0]
     report = tmp_path / "oracle.json"
-    code = oracle_script.main(
+    code = oracle.main(
         [
             *("--oracle", str(built["tree"] / "oracle"), "--oracle-python", str(oracle_python)),
             *("--parent-python", str(built["python"]), "--patch-python", str(built["python"])),

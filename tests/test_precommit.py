@@ -6,12 +6,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import SCRIPTS
+from tests.helpers import SCRIPTS
 from tools.bakery import edit, git
 
 FIRST = "    assert stack_discounts(10_000, [TEN_PERCENT, FIVE_OFF]) == 8500\n"
@@ -22,13 +21,6 @@ SECOND = "    assert stack_discounts(10_000, [FIVE_OFF, TEN_PERCENT]) == 8550\n"
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """pre-commit's own environments, made once for the module, never in the user's home."""
     return tmp_path_factory.mktemp("pre-commit-home")
-
-
-@pytest.fixture
-def repo(shop: Path) -> Iterator[Path]:
-    """The module's bake, its work tree and index put back after each test."""
-    yield shop
-    git(shop, "reset", "-q", "--hard")
 
 
 def pre_commit(repo: Path, home: Path) -> subprocess.CompletedProcess[str]:

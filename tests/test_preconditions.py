@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-
-from tests.conftest import SCRIPTS
-
-sys.path.insert(0, str(SCRIPTS))
 from preconditions import main
+
+from tests.helpers import SCRIPTS
 
 MATRIX = SCRIPTS.parent / "oracles/MATRIX.md"
 CASE: dict[str, object] = {"id": "no-args", "argv": [], "compare": ["exit_code", "stdout.raw"]}

@@ -6,18 +6,14 @@ import importlib
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import SCRIPTS
-
-sys.path.insert(0, str(SCRIPTS))
 import judge
+import pytest
 from _gate.protocol import Progress
 
 # A step module, as judge.run_inline imports it by its script's name.
 INLINE_STEP = """
 import time
-from _gate import Progress, say
+from _gate.protocol import Progress, say
 
 def main(argv):
     if argv == ["--slow"]:

@@ -13,12 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-
-from tests.conftest import SCRIPTS
-
-sys.path.insert(0, str(SCRIPTS))
 import record_cassettes
+import yaml
 
 BASE = "c" * 40
 

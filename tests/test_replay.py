@@ -19,13 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import _gate.process
 import pytest
 import yaml
 
-from tests.conftest import SCRIPTS, alive
-
-sys.path.insert(0, str(SCRIPTS))
-import _gate.process
+from tests.helpers import SCRIPTS, alive
 
 
 @dataclass

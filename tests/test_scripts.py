@@ -8,13 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import SCRIPTS
-
-sys.path.insert(0, str(SCRIPTS))
 from _gate.cases import pointer_get, valid_pointer
 from _gate.patterns import pattern_regex
 from write_set import classify
+
+from tests.helpers import SCRIPTS
 
 ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("_"))
 # Renamed step scripts, kept as one-line shims that import their new name.

@@ -13,23 +13,20 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-
-from tests.conftest import SCRIPTS, Built, builder
-from tools.bakery import branch, edit, git, judge_script
-
-sys.path.insert(0, str(SCRIPTS))
 import record_cassettes
 import replay_cassettes
 import write_set as write_set_step
+import yaml
 from _gate.config import load_config
 from _gate.envs import bin_dir
+
+from tests.helpers import Built, builder
+from tools.bakery import branch, edit, git, judge_script
 
 Report = tuple[int, dict[str, Any]]  # a step's exit code and its JSON report
 

@@ -11,20 +11,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
+import merge_shards
 import pytest
 import yaml
-
-from tests.conftest import SCRIPTS
-
-sys.path.insert(0, str(SCRIPTS))
-import merge_shards
 from _gate.cassettes import cassette_path
 from _gate.shard import Shard, parse_shard
 from judge import Judge, publish
+
+from tests.helpers import SCRIPTS
 
 BASE, HEAD = "b" * 40, "c" * 40
 PRINTF = Path("/usr/bin/printf")

@@ -13,22 +13,18 @@ import datetime as dt
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-import yaml
-
-from tests.conftest import SCRIPTS
-from tools.bakery import bake, edit, git
-
-sys.path.insert(0, str(SCRIPTS))
 import _gate.verdict
 import preconditions
+import pytest
 import strength
+import yaml
 from _gate.git import SCORE_FILE
 from judge import Judge, Ran
+
+from tools.bakery import bake, edit, git
 
 SLICE = ("--only", "src/shop/orders.py", "--mutants", "shop.orders.x_put_order__mutmut_*")
 REMOVED = "put-conflicting-order-rejects"  # the only case that puts a conflicting order

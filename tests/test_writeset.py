@@ -7,18 +7,13 @@ never moves; the write-set step runs against the merge base, as the judge runs i
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.conftest import SCRIPTS
-from tools.bakery import git
-
-sys.path.insert(0, str(SCRIPTS))
 import write_set as write_set_step
+
+from tools.bakery import git
 
 CASES = "oracle/cases.yaml"
 
@@ -75,13 +70,6 @@ def write_set(repo: Path, head: str, trunk: str, tmp: Path) -> tuple[int, dict[s
 
 def paths(report: dict[str, Any], kind: str) -> list[str]:
     return [row["path"] for row in report["evidence"][kind]]
-
-
-@pytest.fixture
-def repo(shop: Path) -> Iterator[Path]:
-    yield shop
-    git(shop, "reset", "-q", "--hard")  # a failed test may leave a merge in progress
-    git(shop, "checkout", "-q", "--force", "main")
 
 
 def test_oracle_edit_in_a_merge_then_reverted_by_a_commit(repo: Path, tmp_path: Path) -> None:

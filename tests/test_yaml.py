@@ -12,13 +12,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from tests.conftest import SCRIPTS
-
-sys.path.insert(0, str(SCRIPTS))
 import check_quarantine
 import count_asserts
+import pytest
 import record_cassettes
 import write_set
 from _gate.config import load_config, load_yaml

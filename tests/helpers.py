@@ -1,0 +1,271 @@
+"""Helpers shared by the template's tests: plain functions, constants and types (the fixtures
+are conftest.py's). No test module imports another; each imports what it shares from here.
+
+The gate's scripts (`{{cookiecutter.project_slug}}/scripts`) and the repository root are on
+`sys.path` through pytest's `pythonpath` setting (the root pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import count_asserts
+import fixtures_lock
+import write_set
+from _gate.envs import build_env
+from _gate.verdict import verdict as worst
+from judge import Judge, Ran
+from judge import report_file as report_name
+
+from tools.bakery import TEMPLATE, bake, edit, git
+
+SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
+Built = Callable[[str, str], dict[str, Path]]  # (ref, side) -> {"tree": ..., "python": ...}
+Step = dict[str, Any]  # one step as the judge records it, and the exit code of its script
+Main = Callable[[list[str]], int]  # a step script's main(argv)
+
+
+# --- processes and builds ---------------------------------------------------------------------
+
+
+def alive(pid: int, grace: float = 5.0) -> bool:
+    """Whether the process still runs `grace` seconds on: SIGKILL to a group is delivered at
+    once but acted on when each process is next scheduled, later on a loaded machine."""
+    deadline = time.monotonic() + grace
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.exists() and stat.read_text().split()[2] == "Z":
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
+
+
+def compiled(python: Path) -> Path:
+    """`python`'s environment with its bytecode compiled, for a fixture whose environment runs
+    many pytest processes: the judge's fresh builds go without, and bytecode changes nothing
+    a run finds, only what each start costs (a third of a short run)."""
+    lib = python.parent.parent / "lib"
+    subprocess.run([str(python), "-m", "compileall", "-q", "-j", "0", str(lib)], check=True)
+    return python
+
+
+def builder(repo: Path, root: Path, wheelhouse: Path) -> Built:
+    """Worktree and build of a commit, as the judge makes them, each built once: a step's
+    script then runs on them (`main(argv)`) without a whole judge. `side` names the
+    environment's folder (parent or patch), which some tests read back."""
+    done: dict[tuple[str, str], dict[str, Path]] = {}
+
+    def built(ref: str, side: str) -> dict[str, Path]:
+        sha = git(repo, "rev-parse", ref).strip()
+        if (sha, side) not in done:
+            tree = root / sha[:12] / "tree"
+            if not tree.exists():
+                git(repo, "worktree", "add", "-q", "--detach", str(tree), sha)
+            requirements = tree / "scripts/requirements-judge.txt"
+            python = build_env(tree, root / sha[:12] / side, wheelhouse, requirements)
+            done[sha, side] = {"tree": tree, "python": python}
+        return done[sha, side]
+
+    return built
+
+
+# --- steps as the judge runs and records them ------------------------------------------------
+
+
+def report_file(reports: Path, name: str) -> Path:
+    """Where the judge reads the report of step `name` (replay's is replay-report.json)."""
+    return reports / report_name(name)
+
+
+def as_judged(
+    reports: Path, name: str, code: int, stdout: bytes = b"", advisory: bool = False
+) -> Step:
+    """Step `name` as the judge records it from its report in `reports`: status (advisory for
+    an advisory step), summary, the evidence the judge report keeps; the `::error` lines of the
+    step's `stdout` are forwarded to the judge's output. `exit_code` is the script's own."""
+    step = Judge(repo=reports, reports=reports).finish(name, Ran(code, stdout, [], 0.0), advisory)
+    return {**step, "exit_code": code}
+
+
+def decided(steps: Sequence[Step]) -> str:
+    """The judge's verdict over these steps: merge, block, needs-review or error."""
+    return worst(steps)[1]
+
+
+def sha(repo: Path, ref: str) -> str:
+    return git(repo, "rev-parse", ref).strip()
+
+
+def worktree(repo: Path, ref: str, dest: Path) -> Path:
+    git(repo, "worktree", "add", "-q", "--detach", str(dest), sha(repo, ref))
+    return dest
+
+
+def run_step(reports: Path, name: str, main: Main, *argv: str | Path) -> Step:
+    """Step `name` run through its script's `main(argv)`, its report where the judge reads it;
+    returns the step as the judge records it."""
+    code = main([*map(str, argv), "--report", str(report_file(reports, name))])
+    return as_judged(reports, name, code)
+
+
+def static_steps(repo: Path, head: str, tmp: Path, base: str = "main") -> dict[str, Step]:
+    """write-set and fixtures-lock of `head` against `base`, with judge.py's arguments: the
+    config and the lock are the base worktree's, the fixtures checked are the patch's."""
+    parent, patch = worktree(repo, base, tmp / "parent"), worktree(repo, head, tmp / "patch")
+    reports = tmp / "reports"
+    refs = ("--repo", repo, "--base", sha(repo, base), "--head", sha(repo, head))
+    config = ("--config", parent / "oracle/judge.yaml")
+    lock = ("--lock", parent / "fixtures.lock", "--base-root", parent)
+    return {
+        "write-set": run_step(reports, "write-set", write_set.main, *refs, *config),
+        "fixtures-lock": run_step(
+            reports, "fixtures-lock", fixtures_lock.main, "--check", "--root", patch, *lock
+        ),
+    }
+
+
+def inventory_step(repo: Path, envs: Built, head: str, tmp: Path, base: str = "main") -> Step:
+    """assert-inventory of `head` against `base` with judge.py's arguments: both worktrees,
+    git refs, the base's judge.yaml and allowlist, both builds collecting, a cache."""
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    trees = ("--parent", parent["tree"], "--patch", patch["tree"], "--repo", repo)
+    refs = ("--base", sha(repo, base), "--head", sha(repo, head))
+    config = ("--config", parent["tree"] / "oracle/judge.yaml")
+    allowlist = ("--allowlist", parent["tree"] / "oracle/allowlist.yaml")
+    builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
+    cache = ("--cache", tmp / "inventory-cache.json")
+    argv = (*trees, *refs, *config, *allowlist, *builds, *cache)
+    return run_step(tmp / "reports", "assert-inventory", count_asserts.main, *argv)
+
+
+# --- the assert inventory on real bakes (test_inventory*.py, test_crossrun.py) ---------------
+
+D = "tests/test_discounts.py"
+U = "tests/test_unittest_style.py"
+C = "tests/test_classes.py"
+# The example has pytest functions only; the base gains unittest and class-based tests.
+UNITTEST_STYLE = """\
+import unittest
+
+from shop.discounts import apply_discount
+
+
+class ApplyDiscountTest(unittest.TestCase):
+    def test_ten_percent(self) -> None:
+        self.assertEqual(apply_discount(1000, 1000), 900)
+
+    def test_zero_rate(self) -> None:
+        result = apply_discount(999, 0)
+        self.assertEqual(result, 999)
+"""
+CLASS_STYLE = """\
+from shop.discounts import apply_discount
+
+
+class TestHalfOff:
+    def test_even_amount(self) -> None:
+        assert apply_discount(1000, 5000) == 500
+"""
+Change = Callable[[Path], object]
+
+
+def edits(*changes: tuple[str, str, str]) -> Change:
+    def change(repo: Path) -> None:
+        for path, old, new in changes:
+            edit(repo / path, old, new)
+
+    return change
+
+
+def bake_with(root: Path, files: dict[str, str], message: str) -> Path:
+    """A bake whose base gains these files in one commit."""
+    base = bake(root)
+    for path, text in files.items():
+        (base / path).write_text(text, "utf-8")
+    git(base, "add", "--all")
+    git(base, "commit", "-q", "-m", message)
+    return base
+
+
+def rule_ids(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(rule, test id) of each blocking finding."""
+    return [(f["rule"], f["id"]) for f in report["evidence"]["findings"]]
+
+
+def run_inventory(
+    repo: Path,
+    base: str,
+    head: str,
+    tmp: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    config: Path | None = None,
+) -> tuple[int, dict[str, Any], str]:
+    """The inventory step on base and head worktrees, as the judge runs it, from any base:
+    `count_asserts.main(argv)` in this process (its collections are real processes).
+
+    `config` defaults to the base tree's oracle/judge.yaml; the environment never carries the
+    runner's own GITHUB_ACTIONS or PYTEST_ADDOPTS, which change what the step prints and finds.
+    """
+    tmp.mkdir(exist_ok=True)
+    trees = {}
+    for side, ref in (("parent", base), ("patch", head)):
+        trees[side] = tmp / side
+        git(repo, "worktree", "add", "-q", "--detach", str(trees[side]), ref)
+    report = tmp / "assert-inventory.json"  # the name the judge gives it
+    config = config or trees["parent"] / "oracle/judge.yaml"
+    argv = ["--parent", str(trees["parent"]), "--patch", str(trees["patch"]), "--repo", str(repo)]
+    argv += ["--base", base, "--head", head, "--config", str(config), "--report", str(report)]
+    if "--cache" not in extra:
+        # One cache per bake, as a repository keeps .oracle/inventory-cache.json: the base's
+        # trees are analysed and collected once for all the patches judged against them.
+        argv += ["--cache", str(repo.parent / f"{repo.name}.inventory-cache.json")]
+    clean = {k: v for k, v in os.environ.items() if k not in ("GITHUB_ACTIONS", "PYTEST_ADDOPTS")}
+    out = io.StringIO()
+    try:
+        with (
+            environ({**clean, **(env or {})}),
+            redirect_stdout(out),
+            redirect_stderr(io.StringIO()),
+        ):
+            code = count_asserts.main([*argv, *extra])
+    finally:
+        for path in trees.values():
+            git(repo, "worktree", "remove", "--force", str(path))
+    return code, json.loads(report.read_text()), out.getvalue()
+
+
+@contextmanager
+def environ(values: dict[str, str]) -> Iterator[None]:
+    """os.environ as `values` for one in-process step (each xdist worker is its own process)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def inventory(repo: Path, head: str, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """The inventory step of `head` against main."""
+    code, report, _ = run_inventory(repo, "main", head, tmp, *extra)
+    return code, report
+
+
+def collected_by(python: Path) -> tuple[str, ...]:
+    return ("--parent-python", str(python), "--patch-python", str(python))
