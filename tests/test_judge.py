@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import advisory_tests
 import pytest
 from _gate.config import load_config
 from _gate.context import Judgment, changes
