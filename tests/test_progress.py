@@ -80,7 +80,9 @@ def test_a_quiet_step_is_said_to_be_running(
 def test_an_inline_step_passes_progress_and_annotations_through(
     inline_step: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    ran = judge.run_inline("replay", lambda: importlib.import_module(inline_step).main([]))
+    ran = judge.run_inline(
+        "replay", lambda: importlib.import_module(inline_step.removesuffix(".py")).main([])
+    )
     out, err = capfd.readouterr()
     assert err.splitlines() == ["judge: replay: 1/2 invocations, 0 s"]
     assert out.splitlines() == ["::error file=tests/test_x.py,line=3::an assertion went away"]
@@ -91,7 +93,9 @@ def test_a_quiet_inline_step_is_said_to_be_running(
     inline_step: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(judge, "HEARTBEAT", 0.1)
-    ran = judge.run_inline("oracle", lambda: importlib.import_module(inline_step).main(["--slow"]))
+    ran = judge.run_inline(
+        "oracle", lambda: importlib.import_module(inline_step.removesuffix(".py")).main(["--slow"])
+    )
     assert "judge: oracle: running, 0 s" in capfd.readouterr().err.splitlines()
     assert ran.returncode == 0 and ran.seconds >= 0.5
 
@@ -100,7 +104,8 @@ def test_an_inline_step_that_exits_leaves_no_report_and_fails_closed(
     inline_step: str, tmp_path: Path
 ) -> None:
     ran = judge.run_inline(
-        "replay", lambda: importlib.import_module(inline_step).main(["--bad-option"])
+        "replay",
+        lambda: importlib.import_module(inline_step.removesuffix(".py")).main(["--bad-option"]),
     )
     assert (ran.returncode, ran.stderr) == (2, ["SystemExit: 2"])
     step = judge.Judge(repo=tmp_path, reports=tmp_path).finish("replay", ran)

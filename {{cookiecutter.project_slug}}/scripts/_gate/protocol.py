@@ -166,14 +166,17 @@ class Report:
 
 
 def read_report(path: Path) -> Report:
-    """A step's report file, read once; one line naming the file when it is not one."""
+    """A step's report file, read once; one line naming the file when it is not one. Its
+    status decides: a report without its step's name or exit code reads as the file's step
+    and the status's code."""
     try:
         data = json.loads(path.read_bytes())
-        evidence = data.get("evidence") or {}
-        if not isinstance(evidence, dict) or str(data["status"]) not in CODE:
-            raise ValueError(f"status {data.get('status')!r}")
-        summary, code = str(data.get("summary", "")), int(data["exit_code"])
-        return Report(str(data["step"]), str(data["status"]), code, summary, evidence)
+        status, evidence = str(data["status"]), data.get("evidence") or {}
+        if not isinstance(evidence, dict) or status not in CODE:
+            raise ValueError(f"status {status!r}")
+        step = str(data.get("step") or path.stem.removesuffix("-report"))
+        code = int(data.get("exit_code", CODE[status]))
+        return Report(step, status, code, str(data.get("summary", "")), evidence)
     except FileNotFoundError:
         raise FailClosed(f"{path}: the step left no report") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
