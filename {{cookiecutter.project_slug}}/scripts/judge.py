@@ -1,4 +1,4 @@
-"""Judge a patch: every step of the gate, in order, each in its own process.
+"""Judge a patch: the steps of the gate's table (scripts/_gate/steps.py), in its order.
 
     python scripts/judge.py [--base REF] [--head REF]      # usually: nox -s judge -- ...
 
@@ -10,9 +10,13 @@ allowlist are all taken from the parent's worktree, never from the patch: a patc
 the judge does not change how it is judged. Start the judge from a trusted checkout of the
 base branch; running it inside the patch's own worktree trusts that worktree's noxfile.
 
-Steps: preconditions, write-set, fixtures-lock, build, record, replay, assert-inventory,
-oracle, crossrun, quarantine, flake-budget, tests (advisory); once the builds exist, the
-independent ones run side by side (`jobs` in judge.yaml), and each step's seconds are reported.
+The judgment (scripts/_gate/context.py: commits, worktrees, the diff, judge.yaml, the review
+flag, the builds) is resolved once and given to every step: each step's `run` is called in a
+thread of this process when the base's scripts are the judge's own, else the base's script runs
+as a process given the judgment as `--judgment FILE`. The table's lanes run side by side once
+the builds exist (`jobs` in judge.yaml), and each step's seconds are reported. Outcomes stay in
+memory: a step that reads an earlier one gets it from the judge, and reports/ (every step's
+report, then the judge's) is written last, from them.
 Writes reports/judge-report.json and reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY
 when set), and the verdict word to $ORACLE_VERDICT_FILE when set. Reports name the worktrees
 `base:` and `head:` ($ORACLE_PATH_NAMES, read by every step), never by their temporary folders.

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from _gate.config import Config
 from _gate.context import Judgment
 from _gate.oracle_run import RETRYABLE, has_tests
 from _gate.oracle_run import run as run_oracle
@@ -199,7 +200,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
     p.add_argument(
-        "--call-timeout", type=float, default=60.0, help="seconds one call into the build may take"
+        "--call-timeout",
+        type=float,
+        default=Config.call_timeout,
+        help="seconds one call into the build may take",
     )
     add_shard_arg(p)
     add_report_arg(p, "oracle")

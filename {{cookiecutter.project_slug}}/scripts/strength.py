@@ -59,7 +59,15 @@ from _gate.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
 from _gate.mutants import function_keys, located
 from _gate.oracle_run import has_tests
 from _gate.proposals import Search, as_yaml, propose
-from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, run_main
+from _gate.protocol import (
+    EXIT_CODES_HELP,
+    PASS,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+    read_report,
+    run_main,
+)
 from _gate.shard import add_shard_arg
 
 KINDS = ("cassettes", "properties", "tests")
@@ -345,11 +353,11 @@ def store(tree: Path, config: Config, report: dict[str, Any], today: dt.date) ->
 def stored(args: argparse.Namespace) -> Outcome:
     """--store: commit the score of a report written by an earlier run (CI: the strength job's,
     in the one job that may push the oracle ref)."""
-    try:
-        report = json.loads(args.store.read_bytes())["evidence"]
-        assert isinstance(report["score"], (int, float)) and isinstance(report["totals"], dict)
-    except (OSError, ValueError, KeyError, TypeError, AssertionError):
-        raise FailClosed(f"{args.store}: not a strength report; run `nox -s strength`") from None
+    report = read_report(args.store).evidence
+    if not isinstance(report.get("score"), (int, float)) or not isinstance(
+        report.get("totals"), dict
+    ):
+        raise FailClosed(f"{args.store}: not a strength report; run `nox -s strength`")
     tree = args.tree.resolve()
     config = load_config(tree / "oracle" / "judge.yaml")
     commit = store(tree, config, report, args.today)

@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from _gate.protocol import FailClosed
+from _gate.worker import CALL_TIMEOUT
 
 MODEL_ENV_DEFAULT = ("MODEL_ENDPOINT", "MODEL_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
@@ -112,7 +113,7 @@ class Config:
     ledger_ttl_days: int = 14
     case_timeout: float = 10.0
     advisory_timeout: float = 300.0
-    call_timeout: float = 60.0
+    call_timeout: float = CALL_TIMEOUT
     crossrun: str = "block"
     crossrun_timeout: float = 900.0
     test_extra: str = ""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from _gate.pytest_run import PytestRun, run_pytest
 from _gate.shard import WHOLE, Shard
+from _gate.worker import CALL_TIMEOUT
 
 PREFIX = "oracle/"
 
@@ -26,7 +27,7 @@ def run(
     oracle: Path,
     timeout: float,
     targets: Sequence[str] = (".",),
-    call_timeout: float = 60.0,
+    call_timeout: float = CALL_TIMEOUT,
     shard: Shard = WHOLE,
 ) -> PytestRun:
     return run_pytest(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate.process import Completed, run_group
+from _gate.worker import CALL_TIMEOUT
 
 # The gate's pytest plugins, copied as a package `_gate` of their own into a fresh folder on
 # PYTHONPATH for each run, so no module of the tree under test can shadow them and no other
@@ -85,7 +86,7 @@ def run_pytest(
     timeout: float,
     trusted: bool,
     subject: Path | None = None,
-    subject_timeout: float = 60.0,
+    subject_timeout: float = CALL_TIMEOUT,
     options: Sequence[str] = (),
     own_config: bool = False,
 ) -> PytestRun:

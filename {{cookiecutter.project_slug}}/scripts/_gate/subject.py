@@ -29,9 +29,8 @@ from typing import IO, Any
 
 import pytest
 
-from _gate.worker import exported, load_adapter
+from _gate.worker import CALL_TIMEOUT, exported, load_adapter
 
-CALL_TIMEOUT = 60.0  # seconds one call may take before the worker is killed
 STDERR_TAIL = 2000
 WORKER = Path(__file__).with_name("worker.py")
 

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+CALL_TIMEOUT = 60.0  # seconds one call into the build may take; judge.yaml `call_timeout`
+
 
 def load_adapter(path: Path) -> Any:
     spec = importlib.util.spec_from_file_location("oracle_adapter", path)
