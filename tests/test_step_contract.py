@@ -12,6 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
+from _gate.config import Config
+from _gate.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
+from _gate.protocol import FailClosed, Report
+from _gate.shard import Shard
 
 from tools.bakery import branch, edit, judge
 
@@ -90,3 +94,37 @@ def stop(marker: Path) -> None:
     with contextlib.suppress(ProcessLookupError, ValueError):
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
     time.sleep(0.1)
+
+
+def test_a_judgment_file_gives_a_step_process_the_same_judgment(tmp_path: Path) -> None:
+    config = Config(
+        command="shop", base_branch="main", oracle_ref="oracle/main", protected=("/oracle/",)
+    )
+    judgment = Judgment(
+        repo=tmp_path,
+        reports=tmp_path / "reports",
+        base="a" * 40,
+        head="b" * 40,
+        parent=tmp_path / "parent",
+        patch=tmp_path / "patch",
+        config=config,
+        review=True,
+        changes=(("M", ("src/x.py",)), ("R100", ("tests/a.py", "tests/b.py"))),
+        shard=Shard(2, 3),
+        builds=Builds(tmp_path / "p/python", tmp_path / "q/python", tmp_path / "o/python"),
+        oracle_ref=OracleRef(quarantine=tmp_path / "quarantine.yaml", unreadable=""),
+    )
+    earlier = {"oracle": Report("oracle", "deferred", 0, "2 of 9", {"deferred_to": "flake-budget"})}
+    write_judgment(tmp_path / "judgment.json", judgment, earlier)
+    assert load_judgment(tmp_path / "judgment.json") == (judgment, earlier)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "{}", "[]", '{"repo": "x"}', "not json"],
+)
+def test_a_file_that_is_not_a_judgment_fails_closed_naming_it(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "judgment.json"
+    path.write_text(text, "utf-8")
+    with pytest.raises(FailClosed, match=r"judgment\.json: not a judgment file"):
+        load_judgment(path)

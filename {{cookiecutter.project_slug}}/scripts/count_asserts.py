@@ -1100,7 +1100,10 @@ def execute(args: argparse.Namespace, j: Judgment | None = None) -> Outcome:
             )
         )
     locate(findings, cmp)
-    base = resolve_commit(args.repo, args.base, "--base") if args.base else None
+    if j is not None:
+        base: str | None = j.base
+    else:
+        base = resolve_commit(args.repo, args.base, "--base") if args.base else None
     blocking, allowed, other_base = apply_allowlist(findings, args.allowlist, base)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for found in blocking:

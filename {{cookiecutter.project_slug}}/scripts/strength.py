@@ -415,9 +415,9 @@ def merged(files: Sequence[Path]) -> dict[str, Any]:
     shards: list[tuple[int, int]] = []
     for path in files:
         try:
-            reports.append(json.loads(path.read_bytes())["evidence"])
+            reports.append(read_report(path).evidence)
             shards.append((int(reports[-1]["shard"]["index"]), int(reports[-1]["shard"]["count"])))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (FailClosed, KeyError, TypeError, ValueError):
             raise FailClosed(f"{path}: not a strength report of a shard; rerun it") from None
     shards.sort()
     count = shards[0][1] if shards else 0
