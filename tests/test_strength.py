@@ -144,7 +144,8 @@ def full_report(path: Path, score: float, partial: bool) -> Path:
     """A strength report as a whole run writes one: the input --store takes."""
     totals = {"mutants": 200, "oracle": int(score * 200)}
     found = {"score": score, "totals": totals, "kinds": ["cassettes"], "partial": partial}
-    path.write_text(json.dumps({"evidence": {**found, "base": "0" * 40}}), "utf-8")
+    step = {"step": "strength", "status": "pass", "exit_code": 0, "summary": f"score {score}"}
+    path.write_text(json.dumps({**step, "evidence": {**found, "base": "0" * 40}}), "utf-8")
     return path
 
 
