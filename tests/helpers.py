@@ -21,9 +21,9 @@ import count_asserts
 import fixtures_lock
 import write_set
 from _gate.envs import build_env
+from _gate.steps import report_file as report_name
 from _gate.verdict import verdict as worst
 from judge import Judge, Ran
-from judge import report_file as report_name
 
 from tools.bakery import TEMPLATE, bake, edit, git
 

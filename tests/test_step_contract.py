@@ -11,6 +11,7 @@ import signal
 import time
 from pathlib import Path
 
+import advisory_tests
 import pytest
 from _gate.config import Config
 from _gate.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
@@ -96,11 +97,12 @@ def stop(marker: Path) -> None:
     time.sleep(0.1)
 
 
-def test_a_judgment_file_gives_a_step_process_the_same_judgment(tmp_path: Path) -> None:
+def a_judgment(tmp_path: Path) -> Judgment:
+    """A judgment with every field set, none of them a default."""
     config = Config(
         command="shop", base_branch="main", oracle_ref="oracle/main", protected=("/oracle/",)
     )
-    judgment = Judgment(
+    return Judgment(
         repo=tmp_path,
         reports=tmp_path / "reports",
         base="a" * 40,
@@ -114,6 +116,10 @@ def test_a_judgment_file_gives_a_step_process_the_same_judgment(tmp_path: Path) 
         builds=Builds(tmp_path / "p/python", tmp_path / "q/python", tmp_path / "o/python"),
         oracle_ref=OracleRef(quarantine=tmp_path / "quarantine.yaml", unreadable=""),
     )
+
+
+def test_a_judgment_file_gives_a_step_process_the_same_judgment(tmp_path: Path) -> None:
+    judgment = a_judgment(tmp_path)
     earlier = {"oracle": Report("oracle", "deferred", 0, "2 of 9", {"deferred_to": "flake-budget"})}
     write_judgment(tmp_path / "judgment.json", judgment, earlier)
     assert load_judgment(tmp_path / "judgment.json") == (judgment, earlier)
@@ -128,3 +134,12 @@ def test_a_file_that_is_not_a_judgment_fails_closed_naming_it(tmp_path: Path, te
     path.write_text(text, "utf-8")
     with pytest.raises(FailClosed, match=r"judgment\.json: not a judgment file"):
         load_judgment(path)
+
+
+def test_what_an_inline_step_writes_beside_its_report_goes_to_the_judgments_reports(
+    tmp_path: Path,
+) -> None:
+    judgment = a_judgment(tmp_path)
+    argv = advisory_tests.arguments(judgment)
+    report = Path(argv[argv.index("--report") + 1])
+    assert report.parent == tmp_path / "reports"

@@ -34,6 +34,7 @@ from _gate.protocol import (
     run_main,
 )
 from _gate.pytest_run import PytestRun, run_pytest
+from _gate.steps import report_file
 
 
 def collected_ids(inventory: Report | None) -> list[str]:
@@ -152,6 +153,8 @@ def arguments(j: Judgment) -> list[str]:
     """The step's flags for the judgment: the patch's copy of the tests the base names."""
     argv = ["--tree", str(j.patch), "--python", str(j.built.patch), "--tests", *j.config.tests]
     argv += ["--timeout", str(j.config.advisory_timeout)]
+    # The JUnit XML goes beside the report, in the judgment's reports folder.
+    argv += ["--report", str(j.reports / report_file("tests"))]
     return [*argv, *(["--reuse"] if reuses(j) else [])]
 
 

@@ -82,8 +82,8 @@ from _gate.protocol import (
 )
 from _gate.reports import PATH_NAMES, named, write_report
 from _gate.shard import WHOLE, Shard, add_shard_arg
-from _gate.steps import BY_NAME, LANES, SCRIPTS, SETUP, STEPS, TREES, Step
-from _gate.verdict import EXIT_CODES, REPORT_FILES, brief, run_id, write_reports
+from _gate.steps import BY_NAME, LANES, SCRIPTS, SETUP, STEPS, TREES, Step, report_file
+from _gate.verdict import EXIT_CODES, brief, run_id, write_reports
 
 # What a base must hold for the judge to run on it: its settings and the scripts it runs.
 GATE_FILES = (
@@ -242,10 +242,6 @@ def finished(path: Path, name: str, ran: Ran) -> Report:
 def has_report(name: str) -> bool:
     """Whether the step is one of a script, which has a report of its own."""
     return name in BY_NAME and BY_NAME[name].script is not None
-
-
-def report_file(name: str) -> str:
-    return REPORT_FILES.get(name, f"{name}.json")
 
 
 def run_inline(name: str, body: Callable[[], int]) -> Ran:

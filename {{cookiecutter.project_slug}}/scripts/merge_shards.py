@@ -28,7 +28,8 @@ from typing import Any
 from _gate.git import repo_root, show_file
 from _gate.protocol import CODE, ERROR, NEEDS_REVIEW, FailClosed
 from _gate.reports import write_report
-from _gate.verdict import EXIT_CODES, REPORT_FILES, brief, full_evidence, write_reports
+from _gate.steps import report_file
+from _gate.verdict import EXIT_CODES, brief, full_evidence, write_reports
 
 # An error outranks a review: the shards' evidence is incomplete, whatever a reviewer decides.
 RANK = {"pass": 0, "advisory": 0, "deferred": 1, "block": 2, NEEDS_REVIEW: 3, ERROR: 4}
@@ -151,7 +152,7 @@ class Merge:
             tally = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
             summary = f"{summary} (shard {worst_shard.index}/{self.count}; shards: {tally})"
         status = worst["status"] if worst["status"] in CODE else ERROR
-        path = self.out / REPORT_FILES.get(name, f"{name}.json")
+        path = self.out / report_file(name)
         write_report(
             path,
             {

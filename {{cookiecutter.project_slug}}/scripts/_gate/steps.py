@@ -59,6 +59,14 @@ STEPS: tuple[Step, ...] = (
 # every lane it reads from, so a lane never waits on one that has not started.
 LANES = ("oracle", "cassettes", "crossrun", "inventory", "quarantine", "flake")
 BY_NAME = {step.name: step for step in STEPS}
+REPORT_FILES = {"replay": "replay-report.json"}  # the name the design notes give it
+
+
+def report_file(name: str) -> str:
+    """The file name of a step's report in the judgment's reports folder."""
+    return REPORT_FILES.get(name, f"{name}.json")
+
+
 JUDGE_STEPS = tuple(BY_NAME)  # the names, in order
 SCRIPTS = tuple(step.script for step in STEPS if step.script)
 

@@ -21,15 +21,12 @@ from _gate.protocol import (
 )
 from _gate.reports import write_json, write_report
 from _gate.sarif import CASES, sarif_log
-from _gate.steps import MATRIX_STEP, decision_rows
+from _gate.steps import MATRIX_STEP, decision_rows, report_file
 
 VERDICT_FILE = "ORACLE_VERDICT_FILE"  # where to write the verdict word: exit 2 has two
 
 
 EXIT_CODES = "exit codes: 0 merge, 1 block, 2 fail closed (verdict needs-review or error)"
-
-
-REPORT_FILES = {"replay": "replay-report.json"}
 
 
 EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge report
@@ -171,7 +168,7 @@ def full_evidence(folder: Path, step: dict[str, Any]) -> dict[str, Any]:
     """A step's evidence from its own report in `folder` (all of it: a shard's, read by the
     merge), else what the judge report kept (`brief`)."""
     try:
-        return read_report(folder / REPORT_FILES.get(step["name"], f"{step['name']}.json")).evidence
+        return read_report(folder / report_file(step["name"])).evidence
     except FailClosed:
         return dict(step["evidence"])
 
