@@ -26,9 +26,10 @@ from typing import Any
 from _gate.cases import Case, Run, built_cli, load_cases, observe, parse_case, run_many
 from _gate.cassettes import RUNS, traceback_line
 from _gate.config import load_config
+from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
 from _gate.git import repo_root, resolve_commit
-from _gate.protocol import PASS, FailClosed, Outcome, add_report_arg, run_main, say
+from _gate.protocol import PASS, FailClosed, Outcome, add_report_arg, say
 
 NOT_SAVED = 1
 USAGE = re.compile(rb"^(usage|error):", re.IGNORECASE | re.MULTILINE)

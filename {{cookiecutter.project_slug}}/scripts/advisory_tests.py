@@ -23,6 +23,7 @@ from pathlib import Path
 
 from _gate.config import tree_tests
 from _gate.context import Judgment
+from _gate.entry import run_main
 from _gate.protocol import (
     EXIT_CODES_HELP,
     PASS,
@@ -31,7 +32,6 @@ from _gate.protocol import (
     Report,
     add_report_arg,
     read_report,
-    run_main,
 )
 from _gate.pytest_run import PytestRun, run_pytest
 from _gate.steps import report_file

@@ -27,8 +27,9 @@ from pathlib import Path
 from _gate.allowlist import ALLOW_FIELDS, CROSSRUN, INVENTORY, Row, load_allowlist
 from _gate.cases import load_cases
 from _gate.config import load_config
+from _gate.entry import run_main
 from _gate.git import default_base, repo_root, resolve_commit
-from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, run_main
+from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 
 # --- the command -------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from _gate.context import Judgment
+from _gate.entry import run_main
 from _gate.inventory import analyze
 from _gate.protocol import (
     BLOCK,
@@ -27,7 +28,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
 )
 from _gate.quarantine import active_ids, load_quarantine
 

@@ -55,6 +55,7 @@ import _gate.sites
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
 from _gate.config import load_config
 from _gate.context import Change, Judgment, changes
+from _gate.entry import run_main
 from _gate.git import resolve_commit
 from _gate.protocol import (
     BLOCK,
@@ -64,7 +65,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
     say,
 )
 from _gate.reports import write_json

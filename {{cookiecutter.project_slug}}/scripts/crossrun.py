@@ -51,6 +51,7 @@ from _gate.collect import test_requirements
 from _gate.config import tree_tests
 from _gate.context import Judgment
 from _gate.crossrun_run import run as run_tests
+from _gate.entry import run_main
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -59,7 +60,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
 )
 from _gate.pytest_run import PytestRun
 from _gate.shard import Shard, add_shard_arg

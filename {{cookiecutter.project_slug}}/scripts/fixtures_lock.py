@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from _gate.context import Judgment
+from _gate.entry import run_main
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -26,7 +27,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
 )
 
 CHUNK = 1 << 20

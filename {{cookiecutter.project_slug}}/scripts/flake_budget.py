@@ -26,6 +26,7 @@ from typing import Any
 from _gate.config import Config
 from _gate.context import Judgment
 from _gate.crossrun_run import run as crossrun_run
+from _gate.entry import run_main
 from _gate.ledger import frozen_ids, load_ledger
 from _gate.oracle_run import PREFIX
 from _gate.oracle_run import run as run_oracle
@@ -38,7 +39,6 @@ from _gate.protocol import (
     Report,
     add_report_arg,
     read_report,
-    run_main,
 )
 from _gate.pytest_run import PytestRun
 from _gate.quarantine import active_ids, load_quarantine

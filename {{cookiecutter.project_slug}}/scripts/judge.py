@@ -187,11 +187,6 @@ class Judge:
         self.append(replace(report, status=ADVISORY) if advisory else report, ran.seconds)
         return self.steps[-1]
 
-    def run_steps(self, steps: Sequence[Step]) -> None:
-        """Run steps one after the other, each recorded as it ends."""
-        for step in steps:
-            self.append(*self.conclude(step))
-
     def run_lanes(self, lanes: Sequence[Sequence[Step]]) -> None:
         """Run lanes side by side, `jobs` at a time; within a lane one after the other, each
         step once the steps it reads have ended, and not at all when the step it `needs`

@@ -32,6 +32,7 @@ from typing import Any
 
 from _gate.config import Config
 from _gate.context import Judgment
+from _gate.entry import run_main
 from _gate.oracle_run import RETRYABLE, has_tests
 from _gate.oracle_run import run as run_oracle
 from _gate.protocol import (
@@ -42,7 +43,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
 )
 from _gate.pytest_run import PytestRun
 from _gate.shard import add_shard_arg

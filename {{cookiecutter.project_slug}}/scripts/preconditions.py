@@ -30,6 +30,7 @@ from typing import Any
 from _gate.cases import load_cases
 from _gate.config import Config, load_config
 from _gate.context import Judgment
+from _gate.entry import run_main
 from _gate.patterns import matches
 from _gate.protocol import (
     EXIT_CODES_HELP,
@@ -39,7 +40,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
 )
 from _gate.steps import JUDGE_STEPS, MATRIX_STEP, decision_rows
 

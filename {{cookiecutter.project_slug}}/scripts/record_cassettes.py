@@ -28,6 +28,7 @@ from _gate.cases import Case, built_cli, load_cases
 from _gate.cassettes import case_args, cassette_path, load_cassette, provenance, record
 from _gate.config import load_config
 from _gate.context import Judgment
+from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
 from _gate.git import default_base, repo_root, resolve_commit
 from _gate.protocol import (
@@ -38,7 +39,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
 )
 from _gate.reports import write_json
 from _gate.shard import Shard, add_shard_arg

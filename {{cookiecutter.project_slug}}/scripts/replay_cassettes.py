@@ -29,6 +29,7 @@ from _gate.allowlist import Row, is_cassette_row, load_allowlist, other_base_not
 from _gate.cases import Case, load_cases, observe, run_many
 from _gate.cassettes import case_args, cassette_path
 from _gate.context import Judgment, review_requested
+from _gate.entry import run_main
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -38,7 +39,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
 )
 from _gate.shard import Shard, add_shard_arg
 

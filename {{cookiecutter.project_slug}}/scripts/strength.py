@@ -54,6 +54,7 @@ from typing import Any
 from _gate.cases import Case, load_cases
 from _gate.cassettes import record
 from _gate.config import Config, load_config
+from _gate.entry import run_main
 from _gate.envs import bin_dir
 from _gate.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
 from _gate.mutants import function_keys, located
@@ -66,7 +67,6 @@ from _gate.protocol import (
     Outcome,
     add_report_arg,
     read_report,
-    run_main,
 )
 from _gate.shard import add_shard_arg
 

@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from _gate.config import Config, load_config
+from _gate.entry import run_main
 from _gate.git import commit_file, git, resolve_oracle_ref
 from _gate.ledger import LEDGER, Ledger, live, parse_ledger
 from _gate.machine import identity
 from _gate.oracle_run import run
-from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, run_main
+from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 from _gate.reports import write_report
 
 DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged

@@ -21,8 +21,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE, bin_dir
-from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, run_main
+from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 
 DEFAULT = Path("scripts/requirements-judge.txt")
 MARKER = ".complete-{}"  # one per set of files: the judge's, the strength session's

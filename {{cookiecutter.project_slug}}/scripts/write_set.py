@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from _gate.config import Config, load_config
 from _gate.context import Change, Judgment, changes, review_requested
+from _gate.entry import run_main
 from _gate.git import git, parse_name_status, resolve_commit
 from _gate.patterns import matches
 from _gate.protocol import (
@@ -34,7 +35,6 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
-    run_main,
 )
 
 FIXTURES = "fixtures/"

@@ -4,14 +4,16 @@ Entry scripts (one per step of the judge, named like the step, and the sessions'
 this package only, never each other. Its modules, by job:
 
 - steps: the judge's step table, the one place that says the order
-- protocol: a step's outcome, exit codes, `run_main`; reports: JSON reports and path names
+- protocol: a step's outcome and report, exit codes; entry: `run_main`, a step script's
+  entry; reports: JSON reports and path names
 - context: the judgment every step gets (refs, trees, the diff, judge.yaml, the builds)
 - config: judge.yaml and the gate's YAML files; patterns: protected-path rules
 - git: refs, diffs, worktrees, the oracle ref; envs: offline builds and tool environments
 - process: process groups and capped capture; pytest_run: pytest runs read from the plugin
 - cases, cassettes: the CLI cases and their recordings; allowlist: reviewed contract changes
-- inventory, sites, collect: the assert inventory; oracle_run, quarantine, ledger: the oracle
-  and flake control; verdict, sarif: the verdict, the summary and the findings
+- inventory, sites, collect: the assert inventory; oracle_run, crossrun_run, quarantine,
+  ledger: the oracle, the crossrun and flake control
+- verdict, sarif: the verdict, the summary and the findings
 - pytest_evidence, shard, subject, worker: pytest plugins and the subject worker, copied as a
   package of their own next to each pytest run (they import nothing else of this package)
 

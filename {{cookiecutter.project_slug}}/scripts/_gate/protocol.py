@@ -16,13 +16,13 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate.reports import named, write_report
+from _gate.reports import named
 
 
 class ExitCode(enum.IntEnum):
@@ -136,10 +136,6 @@ def add_report_arg(parser: argparse.ArgumentParser, name: str) -> None:
 EXIT_CODES_HELP = "exit codes: 0 pass, 1 block, 2 fail closed (bad input or internal error)"
 
 
-# What a step's `run` gets: the judgment, and the outcomes of the earlier steps it reads.
-Judged = Callable[[Any, Mapping[str, "Report"]], "Outcome"]
-
-
 @dataclass(frozen=True)
 class Report:
     """A step's report: what its process wrote, or what its `run` returned inline, as the
@@ -201,38 +197,3 @@ def concluded(name: str, body: Callable[[], Outcome]) -> Report:
     status = outcome.status or STATUS[outcome.code]
     summary, evidence = named(outcome.summary), named(outcome.evidence)
     return Report(name, status, outcome.code, summary, evidence)
-
-
-def run_main(
-    name: str,
-    parser: argparse.ArgumentParser,
-    body: Callable[[argparse.Namespace], Outcome],
-    argv: Sequence[str] | None,
-    judged: Judged | None = None,
-) -> int:
-    """Parse, run, report. Every failure ends as one line and a report, never a traceback.
-
-    `--judgment FILE --report R` (how the judge starts a step as a process) runs `judged`
-    on the judgment the judge wrote, with the earlier outcomes it holds; any other argv is a
-    hand run of `body` on the step's own flags."""
-    args = sys.argv[1:] if argv is None else list(argv)
-    if judged is not None and args[:1] == ["--judgment"]:
-        from _gate.context import load_judgment
-
-        given = judgment_parser(name).parse_args(args)
-        report = concluded(name, lambda: judged(*load_judgment(given.judgment)))
-        path: Path = given.report
-    else:
-        parsed = parser.parse_args(args)
-        report = concluded(name, lambda: body(parsed))
-        path = parsed.report
-    write_report(path, report.payload())
-    say(f"{name}: {report.status}: {report.summary}", error=report.exit_code != PASS)
-    return report.exit_code
-
-
-def judgment_parser(name: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{name} --judgment", epilog=EXIT_CODES_HELP)
-    p.add_argument("--judgment", type=Path, required=True, help="the judge's judgment file")
-    add_report_arg(p, name)
-    return p
