@@ -103,41 +103,26 @@ class Judgment:
         return dataclasses.replace(self, **changes)
 
 
-def to_json(judgment: Judgment, earlier: Mapping[str, Report]) -> dict[str, Any]:
+def write_judgment(path: Path, judgment: Judgment, earlier: Mapping[str, Report]) -> None:
     data = dataclasses.asdict(judgment)
     data["earlier"] = {name: report.payload() for name, report in earlier.items()}
-    return data
-
-
-def write_judgment(path: Path, judgment: Judgment, earlier: Mapping[str, Report]) -> None:
-    write_json(path, to_json(judgment, earlier))
+    write_json(path, data)
 
 
 def load_judgment(path: Path) -> tuple[Judgment, dict[str, Report]]:
     """The judgment file the judge wrote for a step it runs as a process."""
     try:
-        data = json.loads(path.read_bytes())
-        return from_json(data)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return from_json(json.loads(path.read_bytes()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise FailClosed(f"{path}: not a judgment file ({exc}); it is the judge's own") from None
 
 
 def from_json(data: dict[str, Any]) -> tuple[Judgment, dict[str, Report]]:
-    def paths(value: dict[str, Any] | None, cls: type[Any]) -> Any:
-        if value is None:
-            return None
-        return cls(
-            **{
-                k: Path(v) if isinstance(v, str) and k != "unreadable" else v
-                for k, v in value.items()
-            }
-        )
-
     settings: dict[str, Any] = {
         key: tuple(value) if isinstance(value, list) else value
         for key, value in data["config"].items()
     }
-    config = Config(**settings)
+    built, ref = data["builds"], data["oracle_ref"]
     judgment = Judgment(
         repo=Path(data["repo"]),
         reports=Path(data["reports"]),
@@ -145,12 +130,23 @@ def from_json(data: dict[str, Any]) -> tuple[Judgment, dict[str, Report]]:
         head=str(data["head"]),
         parent=Path(data["parent"]),
         patch=Path(data["patch"]),
-        config=config,
+        config=Config(**settings),
         review=bool(data["review"]),
-        changes=tuple((str(s), tuple(p)) for s, p in data["changes"]),
+        changes=tuple((str(status), tuple(paths)) for status, paths in data["changes"]),
         shard=Shard(**data["shard"]),
-        builds=paths(data["builds"], Builds),
-        oracle_ref=paths(data["oracle_ref"], OracleRef),
+        builds=Builds(*(Path(built[side]) for side in ("parent", "patch", "oracle")))
+        if built
+        else None,
+        oracle_ref=OracleRef(
+            quarantine=optional_path(ref["quarantine"]),
+            ledger=optional_path(ref["ledger"]),
+            strength=optional_path(ref["strength"]),
+            unreadable=str(ref["unreadable"]),
+        ),
     )
     earlier = {name: Report(**row) for name, row in data["earlier"].items()}
     return judgment, earlier
+
+
+def optional_path(value: str | None) -> Path | None:
+    return Path(value) if value else None
