@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from _gate.config import tree_tests
+from _gate.config import Config, tree_tests
 from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.protocol import (
@@ -179,7 +179,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--tests", nargs="+", help="test files or folders (default: `tests:` of the tree)"
     )
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds (judge.yaml)")
+    p.add_argument("--timeout", type=float, default=Config.advisory_timeout, help="seconds")
     p.add_argument("--inventory-report", type=Path, help="assert-inventory.json (collected ids)")
     p.add_argument(
         "--reuse", action="store_true", help="take the crossrun's patch run (tests unchanged)"

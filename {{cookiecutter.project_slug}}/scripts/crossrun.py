@@ -48,7 +48,7 @@ from typing import Any
 from _gate.allowlist import CROSSRUN as FIELD
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
 from _gate.collect import test_requirements
-from _gate.config import tree_tests
+from _gate.config import Config, tree_tests
 from _gate.context import Judgment
 from _gate.crossrun_run import run as run_tests
 from _gate.entry import run_main
@@ -356,7 +356,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--base", help="the judged base commit (allowlist rows name it)")
     p.add_argument("--mode", choices=("block", "advisory"), default="block")
     p.add_argument("--test-extra", default="", help="extra or dependency group of the tests")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
+    p.add_argument(
+        "--timeout", type=float, default=Config.crossrun_timeout, help="seconds per pytest run"
+    )
     add_shard_arg(p)
     add_report_arg(p, FIELD)
     return p

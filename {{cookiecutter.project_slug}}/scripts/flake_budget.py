@@ -162,7 +162,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
     p.add_argument("--quarantine", type=Path, required=True, help="quarantine.yaml (oracle ref)")
     p.add_argument("--ledger", type=Path, required=True, help="variance-ledger.json (oracle ref)")
-    p.add_argument("--max-retry", type=int, default=1, help="retries per pre-existing test")
+    p.add_argument(
+        "--max-retry",
+        type=int,
+        default=Config.flake_max_retry,
+        help="retries per pre-existing test",
+    )
     p.add_argument("--today", type=dt.date.fromisoformat, default=dt.date.today())
     p.add_argument("--timeout", type=float, default=900.0)
     p.add_argument(

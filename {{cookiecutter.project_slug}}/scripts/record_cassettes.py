@@ -26,7 +26,7 @@ from typing import Any
 
 from _gate.cases import Case, built_cli, load_cases
 from _gate.cassettes import case_args, cassette_path, load_cassette, provenance, record
-from _gate.config import load_config
+from _gate.config import Config, load_config
 from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
@@ -153,7 +153,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="cassette file (default .oracle/cassettes/SHA/)")
     p.add_argument("--cases", type=Path, default=Path("oracle/cases.yaml"))
     p.add_argument("--fixtures", type=Path, default=Path("fixtures"))
-    p.add_argument("--timeout", type=float, default=10.0, help="default per-case timeout (s)")
+    p.add_argument(
+        "--timeout", type=float, default=Config.case_timeout, help="per-case timeout (s)"
+    )
     p.add_argument("--reuse", action="store_true", help="keep a cassette whose provenance matches")
     p.add_argument("--repo", type=Path, default=Path("."))
     p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))

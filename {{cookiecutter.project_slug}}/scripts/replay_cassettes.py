@@ -28,6 +28,7 @@ from typing import Any
 from _gate.allowlist import Row, is_cassette_row, load_allowlist, other_base_note, split_by_base
 from _gate.cases import Case, load_cases, observe, run_many
 from _gate.cassettes import case_args, cassette_path
+from _gate.config import Config
 from _gate.context import Judgment, review_requested
 from _gate.entry import run_main
 from _gate.protocol import (
@@ -201,7 +202,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--allowlist", type=Path, default=Path("oracle/allowlist.yaml"))
     p.add_argument("--base", help="the judged base commit (default: the cassette's base)")
     p.add_argument("--fixtures", type=Path, default=Path("fixtures"))
-    p.add_argument("--timeout", type=float, default=10.0, help="default per-case timeout (s)")
+    p.add_argument(
+        "--timeout", type=float, default=Config.case_timeout, help="per-case timeout (s)"
+    )
     add_shard_arg(p)
     add_report_arg(p, "replay-report")
     return p
