@@ -7,6 +7,7 @@ The gate's scripts (`{{cookiecutter.project_slug}}/scripts`) and the repository 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -23,7 +24,7 @@ import write_set
 from _gate.envs import build_env
 from _gate.steps import report_file as report_name
 from _gate.verdict import verdict as worst
-from judge import Judge, Ran
+from judge import Judge, Ran, finished
 
 from tools.bakery import TEMPLATE, bake, edit, git
 
@@ -96,7 +97,7 @@ def as_judged(
     """Step `name` as the judge records it from its report in `reports`: status (advisory for
     an advisory step), summary, the evidence the judge report keeps; the `::error` lines of the
     step's `stdout` are forwarded to the judge's output. `exit_code` is the script's own."""
-    step = Judge(repo=reports, reports=reports).finish(name, Ran(code, stdout, [], 0.0), advisory)
+    step = finish(Judge(repo=reports, reports=reports), name, Ran(code, stdout, [], 0.0), advisory)
     return {**step, "exit_code": code}
 
 
@@ -269,3 +270,18 @@ def inventory(repo: Path, head: str, tmp: Path, *extra: str) -> tuple[int, dict[
 
 def collected_by(python: Path) -> tuple[str, ...]:
     return ("--parent-python", str(python), "--patch-python", str(python))
+
+
+def finish(judge: Judge, name: str, ran: Ran, advisory: bool = False) -> Step:
+    """The step `name` of a process that ended, as the judge records it in judge-report.json."""
+    report = finished(judge.reports / report_name(name), name, ran)
+    judge.append(
+        dataclasses.replace(report, status="advisory") if advisory else report, ran.seconds
+    )
+    return judge.steps[-1]
+
+
+def run_script(judge: Judge, name: str, script: str, *args: str | Path) -> int:
+    """A step script of the judge's base run on its own flags, recorded as the judge records
+    a step."""
+    return judge.append(judge.process(name, script, *args), 0.0)

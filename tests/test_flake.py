@@ -34,7 +34,7 @@ from _gate.git import resolve_oracle_ref
 from _gate.machine import VARIABLES
 from judge import Judge, Ran
 
-from tests.helpers import Built, builder, compiled
+from tests.helpers import Built, builder, compiled, finish
 from tools.bakery import bake, edit, git
 
 # Fails the first time it judges the patch build, passes on every other run: a deterministic
@@ -213,8 +213,8 @@ def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summ
     (oracle, _), (budget, _) = oracle_then_budget(flaky_repo, envs, oracle_python, flaky_dir)
     # The judge's record of the two steps, from their reports, then its verdict and reports.
     judgment = Judge(repo=flaky_dir, reports=flaky_dir)
-    steps = [judgment.finish("oracle", Ran(oracle, b"", [], 0.0))]
-    steps.append(judgment.finish("flake-budget", Ran(budget, b"", [], 0.0)))
+    steps = [finish(judgment, "oracle", Ran(oracle, b"", [], 0.0))]
+    steps.append(finish(judgment, "flake-budget", Ran(budget, b"", [], 0.0)))
     matrix = (flaky_repo / "oracles/MATRIX.md").read_text("utf-8")
     capsys.readouterr()
     report = {"base": "a" * 40, "head": "b" * 40, "steps": steps}

@@ -10,6 +10,8 @@ import judge
 import pytest
 from _gate.protocol import Progress
 
+from tests.helpers import finish
+
 # A step module, as judge.run_inline imports it by its script's name.
 INLINE_STEP = """
 import time
@@ -108,7 +110,7 @@ def test_an_inline_step_that_exits_leaves_no_report_and_fails_closed(
         lambda: importlib.import_module(inline_step.removesuffix(".py")).main(["--bad-option"]),
     )
     assert (ran.returncode, ran.stderr) == (2, ["SystemExit: 2"])
-    step = judge.Judge(repo=tmp_path, reports=tmp_path).finish("replay", ran)
+    step = finish(judge.Judge(repo=tmp_path, reports=tmp_path), "replay", ran)
     assert (step["status"], step["summary"]) == (
         "error",
         "step left no report (SystemExit: 2)",

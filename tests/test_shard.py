@@ -1,6 +1,6 @@
 """Sharding (issue 10): a judgment split across runners and merged gives the unsharded verdict.
 
-The replay step runs as the judge runs it (`Judgment.run`, a subprocess per step, the judge's
+The replay step runs as the judge runs it (`helpers.run_script`, a subprocess per step, the judge's
 own report), once whole and once per shard, on real executables: printf is the parent build,
 a shell script that answers differently for every case whose number ends in 7 is the patch.
 scripts/merge_shards.py then merges the shard folders.
@@ -21,7 +21,7 @@ from _gate.cassettes import cassette_path
 from _gate.shard import Shard, parse_shard
 from judge import Judge, publish
 
-from tests.helpers import SCRIPTS
+from tests.helpers import SCRIPTS, run_script
 
 BASE, HEAD = "b" * 40, "c" * 40
 PRINTF = Path("/usr/bin/printf")
@@ -68,7 +68,7 @@ def recorded(tmp: Path, cases: Path) -> Path:
     j = Judge(repo=tmp, reports=tmp / f"record-{cases.stem}", parent=SCRIPTS.parent)
     j.reports.mkdir()
     args = ("--command", PRINTF, "--base", BASE, "--out", out, "--cases", cases)
-    assert j.run("record", "record_cassettes.py", *args, "--fixtures", tmp) == 0, j.steps
+    assert run_script(j, "record", "record_cassettes.py", *args, "--fixtures", tmp) == 0, j.steps
     return out
 
 
@@ -89,7 +89,7 @@ def replayed(
         tmp,
     )
     args += ("--allowlist", allow, "--base", BASE, "--shard", shard)
-    j.run("replay", "replay_cassettes.py", *args)
+    run_script(j, "replay", "replay_cassettes.py", *args)
     publish(j, "")
     return j.reports
 

@@ -24,6 +24,7 @@ import yaml
 from _gate.git import SCORE_FILE
 from judge import Judge, Ran
 
+from tests.helpers import finish
 from tools.bakery import bake, edit, git
 
 SLICE = ("--only", "src/shop/orders.py", "--mutants", "shop.orders.x_put_order__mutmut_*")
@@ -184,7 +185,7 @@ def test_strength_min_fails_closed_below_the_stored_score(
         assert f"kills {score:.1%} of mutants" in result["summary"]
         assert f"below strength_min {minimum:.0%}" in result["summary"]
     # The judge's summary shows the score with its date, from the preconditions' report.
-    step = Judge(repo=tmp_path, reports=tmp_path).finish("preconditions", Ran(code, b"", [], 0))
+    step = finish(Judge(repo=tmp_path, reports=tmp_path), "preconditions", Ran(code, b"", [], 0))
     report = {"base": "a" * 40, "head": "b" * 40, "verdict": "x", "exit_code": 0, "steps": [step]}
     summary = _gate.verdict.summary_markdown(report, "")
     today = dt.date.today().isoformat()

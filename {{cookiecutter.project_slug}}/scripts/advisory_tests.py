@@ -6,9 +6,10 @@ These tests share an author with the patch, so a pass is no evidence and a failu
 signal only. Outcomes are read from the gate's evidence plugin and checked against the tests the
 inventory saw collected: a missing result, or an exit status the results contradict
 (`os._exit(0)`, a forged status, a forced outcome), is reported as suspicious.
-With `--crossrun-report` (the judge passes it when the patch left its test folders and pytest
-configuration as the base has them) the tests are the very ones the crossrun already ran on
-the patch build, so their outcomes are read from its report instead of running them again.
+With `--reuse` (the judge sets it when the patch left its test folders and pytest
+configuration as the base has them, and gives the crossrun's outcome in memory; by hand,
+`--crossrun-report FILE` names that outcome) the tests are the very ones the crossrun already
+ran on the patch build, so their outcomes are taken from it instead of running them again.
 The outcomes are also written as JUnit XML beside the report (reports/tests.xml for
 reports/tests.json), for CI test reporters, whichever run they come from.
 Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arguments).

@@ -11,12 +11,12 @@ A project's own `assert*` helper (a function, or a method of the test's class or
 class, wherever that lives) counts the checks its body runs, once per item of a literal argument
 for a check in a loop over that parameter. Per-test counts in the report count such a call into
 another file as one; comparisons count what it runs.
-Assertions are compared site by site (_gate.sites.py): weakened, moved to another test, or hollow.
+Assertions are compared site by site (_gate/sites.py): weakened, moved to another test, or hollow.
 Sources are read as bytes (PEP 263 cookies honoured); a file that does not parse is a finding.
 With --base/--head, git rename detection maps moved files; a test moved between files is found
 by its body, a renamed one by a similar body or similar assertions (`Comparison.rename`). With
 --parent-python/--patch-python, `pytest --collect-only` runs in both trees
-(concurrently, plugin autoloading off; see _gate.collect.py), and every id the parent collects,
+(concurrently, plugin autoloading off; see _gate/collect.py), and every id the parent collects,
 parameters kept, must still be collected on the patch; the files inventoried then include every
 file pytest collects from, and a collected test the AST cannot map fails closed. A pytest plugin
 the patch loads through configuration (`-p` in addopts, `pytest_plugins`, a `pytest11` entry

@@ -177,16 +177,6 @@ class Judge:
         cmd = [sys.executable, str(self.parent / "scripts" / script), *map(str, args)]
         return finished(path, name, run_step(name, [*cmd, "--report", str(path)], self.repo))
 
-    def run(self, name: str, script: str, *args: str | Path) -> int:
-        """A step script run on its own flags, recorded as the judge records a step."""
-        return self.append(self.process(name, script, *args), 0.0)
-
-    def finish(self, name: str, ran: Ran, advisory: bool = False) -> dict[str, Any]:
-        """The step `name` of a process that ended, as judge-report.json lists it."""
-        report = finished(self.reports / report_file(name), name, ran)
-        self.append(replace(report, status=ADVISORY) if advisory else report, ran.seconds)
-        return self.steps[-1]
-
     def run_lanes(self, lanes: Sequence[Sequence[Step]]) -> None:
         """Run lanes side by side, `jobs` at a time; within a lane one after the other, each
         step once the steps it reads have ended, and not at all when the step it `needs`
