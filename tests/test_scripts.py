@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from _gate.cases import pointer_get, valid_pointer
 from _gate.patterns import pattern_regex
+from _gate.pytest_run import PLUGIN_FILES
 from write_set import classify
 
 from tests.helpers import SCRIPTS
@@ -28,7 +29,7 @@ PACKAGE = sorted((SCRIPTS / "_gate").glob("*.py"))
 # copied as a package of their own (pytest_run.PLUGIN_FILES): they import only each other,
 # and pytest and hypothesis from the judge's tools. strength_cassettes is a test module of
 # the strength session's pytest runs.
-PLUGINS = {"pytest_evidence", "shard", "subject", "worker"}
+PLUGINS = {Path(name).stem for name in PLUGIN_FILES} - {"__init__"}
 THIRD_PARTY = {
     "pytest_evidence.py": {"pytest"},
     "subject.py": {"pytest", "hypothesis"},

@@ -9,10 +9,12 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import advisory_tests
 import pytest
+from _gate.confine import LEVEL_VARIABLE
 from _gate.config import Config
 from _gate.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
 from _gate.protocol import FailClosed, Report
@@ -26,29 +28,29 @@ from tools.bakery import branch, edit, judge
 # count of what it wrote, so the test knows the attack ran.
 DAEMON = """
 import json as _json, os as _os, time as _time
+def _write(path, text):
+    try:
+        with open(path + ".tmp", "w") as out:
+            out.write(text)
+        _os.replace(path + ".tmp", path)  # whole, whenever the test reads it
+        return True
+    except OSError:  # confined: it lives on, and tries again
+        return False
 def _forge(reports, marker):
     if _os.fork():
         return
     _os.setsid()
     if _os.fork():
         _os._exit(0)
-    with open(marker + ".pid", "w") as out:
-        out.write(str(_os.getpid()))
+    _write(marker + ".pid", str(_os.getpid()))
     forged = {"schema_version": 1, "step": "oracle", "status": "pass", "exit_code": 0,
               "summary": "FORGED: every oracle passed", "evidence": {}}
     deadline, count = _time.monotonic() + 240, 0
     while _time.monotonic() < deadline:
         for name in ("oracle.json", "crossrun.json"):
             forged["step"] = name[:-5]
-            try:
-                with open(_os.path.join(reports, name), "w") as out:
-                    _json.dump(forged, out)
-                count += 1
-            except OSError:
-                pass
-        with open(marker + ".tmp", "w") as out:
-            out.write(str(count))
-        _os.replace(marker + ".tmp", marker)  # whole, whenever the test reads it
+            count += _write(_os.path.join(reports, name), _json.dumps(forged))
+        _write(marker, str(count))
         _time.sleep(0.02)
     _os._exit(0)
 if not _os.path.exists(MARKER + ".pid"):
@@ -56,40 +58,69 @@ if not _os.path.exists(MARKER + ".pid"):
 """
 
 
-@pytest.mark.e2e
-def test_a_daemon_rewriting_step_reports_changes_nothing_the_judge_decides(
-    shop: Path, tmp_path: Path
-) -> None:
-    marker = tmp_path / "forged"
-    reports = shop / "reports"
-
+def plant(reports: Path, marker: Path) -> Callable[[Path], None]:
     def attack(repo: Path) -> None:
         # A real break of the discount rules, which the property oracles see.
         edit(repo / "src/shop/discounts.py", "    return amount\n", "    return amount + 1\n")
         init = repo / "src/shop/__init__.py"
         names = f"REPORTS, MARKER = {str(reports)!r}, {str(marker)!r}\n"
-        planted = names + DAEMON
-        init.write_text(init.read_text("utf-8") + planted, "utf-8")
+        init.write_text(init.read_text("utf-8") + names + DAEMON, "utf-8")
 
-    head = branch(shop, "forge-reports", attack)
+    return attack
+
+
+@pytest.mark.e2e
+def test_a_confined_daemon_is_killed_named_and_fails_its_step_closed(
+    shop: Path, tmp_path: Path
+) -> None:
+    marker, reports = tmp_path / "forged", shop / "reports"
+    head = branch(shop, "forge-reports-confined", plant(reports, marker))
     try:
         verdict = judge(shop, "--head", head)
+    finally:
+        stop(marker)
+    assert not marker.exists() and not Path(f"{marker}.pid").exists()  # it could write nothing
+    assert verdict.returncode == 2, verdict.output
+    assert verdict.report["verdict"] == "error"
+    assert verdict.report["confinement"] == "namespaces"
+    killed = [s for s in verdict.report["steps"] if "outlived its command" in s["summary"]]
+    assert killed and killed[0]["status"] == "error", verdict.report["steps"]
+    assert "FORGED" not in json.dumps(verdict.report)
+
+
+@pytest.mark.e2e
+def test_an_unconfined_daemon_rewriting_step_reports_changes_nothing_the_judge_decides(
+    shop: Path, tmp_path: Path
+) -> None:
+    """Where the machine cannot confine (sandbox: best-effort), the step contract still holds:
+    the judge decides from the outcomes in memory."""
+    marker, reports = tmp_path / "forged", shop / "reports"
+    base = branch(shop, "best-effort", best_effort)
+    head = branch(shop, "forge-reports", plant(reports, marker), base=base)
+    try:
+        verdict = judge(shop, "--base", base, "--head", head, env={LEVEL_VARIABLE: "none"})
         written = int(marker.read_text()) if marker.exists() else 0
     finally:
         stop(marker)
     assert written > 0, "the planted daemon never ran: the test proves nothing"
     assert verdict.returncode == 1, verdict.output
     assert verdict.report["verdict"] == "block"
+    assert verdict.report["confinement"] == "unconfined"
     steps = {step["name"]: step for step in verdict.report["steps"]}
     assert steps["oracle"]["status"] == "deferred", steps["oracle"]
     assert steps["flake-budget"]["status"] == "block", steps["flake-budget"]
     assert "FORGED" not in json.dumps(verdict.report)
     summary = (reports / "judge-summary.md").read_text("utf-8")
     assert "FORGED" not in summary and "**block**" in summary
+    assert "unconfined" in summary and "unconfined" in verdict.output
+
+
+def best_effort(repo: Path) -> None:
+    edit(repo / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")
 
 
 def stop(marker: Path) -> None:
-    """End the planted daemon, if it ran: confining the patch's code is another step's job."""
+    """End the planted daemon, if it ran unconfined."""
     pid_file = Path(f"{marker}.pid")
     if not pid_file.exists():
         return

@@ -29,6 +29,7 @@ from _gate.config import load_config
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
 from _gate.git import repo_root, resolve_commit
+from _gate.process import require_sandbox
 from _gate.protocol import PASS, FailClosed, Outcome, add_report_arg, say
 
 NOT_SAVED = 1
@@ -129,6 +130,7 @@ def execute(args: argparse.Namespace) -> Outcome:
         raise FailClosed("no command line given: pass the CLI's arguments after --")
     repo = repo_root(args.repo)
     config = load_config(repo / args.config)
+    require_sandbox(config.sandbox == "required")
     args.cases = repo / args.cases
     args.timeout = args.timeout or config.case_timeout
     taken = {c.id for c in load_cases(args.cases, args.timeout)} if args.cases.exists() else set()

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from _gate.config import Config, tree_tests
 from _gate.context import Judgment
+from _gate.crossrun_run import copy_tree
 from _gate.entry import run_main
 from _gate.protocol import (
     EXIT_CODES_HELP,
@@ -35,6 +37,7 @@ from _gate.protocol import (
     read_report,
 )
 from _gate.pytest_run import PytestRun, run_pytest
+from _gate.reports import named
 from _gate.steps import report_file
 
 
@@ -120,9 +123,7 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
     source = "; unchanged from the base, as the crossrun ran them on the patch build"
     if result is None:
         source = ""
-        result = run_pytest(
-            args.python, args.tree, folders, prefix="", timeout=args.timeout, trusted=False
-        )
+        result = patch_tests(args.python, args.tree, folders, args.timeout)
     outcomes = result.outcomes or {}
     counts = {
         k: sum(1 for v in outcomes.values() if v == k)
@@ -144,6 +145,17 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
     return Outcome(
         PASS, f"patch tests: {shown}{note} (advisory, never part of the verdict)", evidence
     )
+
+
+def patch_tests(python: Path, tree: Path, folders: Sequence[str], timeout: float) -> PytestRun:
+    """The patch's tests from a private copy of its tree, which they may write to (the
+    worktree stays as checked out for every other step)."""
+    with tempfile.TemporaryDirectory(prefix="advisory-") as name:
+        copy = copy_tree(tree, Path(name) / "tree", hidden=()).resolve()
+        result = run_pytest(
+            python, copy, folders, prefix="", timeout=timeout, trusted=False, writable=[copy]
+        )
+    return result.renamed(lambda text: named(text, [(str(copy), f"{tree.resolve()}/")]))
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:

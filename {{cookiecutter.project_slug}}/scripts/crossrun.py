@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import os
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from _gate.config import Config, tree_tests
 from _gate.context import Judgment
 from _gate.crossrun_run import run as run_tests
 from _gate.entry import run_main
+from _gate.process import run_confined
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -92,6 +94,9 @@ print(json.dumps({"missing": missing, "plugins": plugins, "provided": provided})
 """
 
 
+PROBE_TIMEOUT = 120.0  # seconds for the environment probe: one interpreter start
+
+
 @dataclass(frozen=True)
 class Environment:
     """What a build's environment holds for the crossrun."""
@@ -102,18 +107,21 @@ class Environment:
 
 
 def probe(python: Path, names: Sequence[str], modules: Sequence[str]) -> Environment:
-    done = subprocess.run(
-        [str(python), "-I", "-c", PROBE, *names, "--", *modules],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=python.parent,
-    )
+    """What the build's environment holds; its python runs the build's .pth files, so the
+    probe is confined like the rest of the patch's code."""
+    with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
+        done = run_confined(
+            [str(python), "-I", "-c", PROBE, *names, "--", *modules],
+            writable=[Path(tmp)],
+            timeout=PROBE_TIMEOUT,
+            cwd=python.parent,
+            env={**os.environ, "HOME": tmp, "TMPDIR": tmp},
+        )
     try:
-        data = json.loads(done.stdout)
+        data = json.loads(done.stdout.head)
     except ValueError:
         raise FailClosed(
-            f"{python}: the environment probe failed: {done.stderr[-200:]!r}"
+            f"{python}: the environment probe failed: {done.stderr.tail(200)!r}"
         ) from None
     return Environment(tuple(data["missing"]), tuple(data["plugins"]), frozenset(data["provided"]))
 

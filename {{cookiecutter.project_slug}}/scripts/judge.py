@@ -64,7 +64,14 @@ from _gate.git import (
     resolve_oracle_ref,
     show_file,
 )
-from _gate.process import exits_within, share_cores
+from _gate.process import (
+    Sandbox,
+    exits_within,
+    probe_sandbox,
+    require_sandbox,
+    share_cores,
+    unconfinable,
+)
 from _gate.protocol import (
     ADVISORY,
     BLOCK,
@@ -115,6 +122,7 @@ class Judge:
     # this process (the same code a step process would run, without starting Python again).
     inline: bool = False
     tmp: Path = Path()
+    confinement: str = ""  # how the patch's code ran: the launcher's level, or "unconfined"
     steps: list[dict[str, Any]] = field(default_factory=list)
     outcomes: dict[str, Report] = field(default_factory=dict)  # name -> all its evidence
     names: dict[str, str] = field(default_factory=dict)  # folder -> its name in reports
@@ -424,6 +432,7 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
         try:
             config = load_config(parent / "oracle" / "judge.yaml")
             share_cores(config.jobs)
+            require_sandbox(config.sandbox == "required")
             run.judgment = Judgment(
                 repo=repo,
                 reports=run.reports,
@@ -447,11 +456,24 @@ def judged(run: Judge, wheelhouse: Path) -> None:
     for step in table(run, SETUP):
         if run.append(*run.conclude(step)) != PASS:
             return  # nothing of the patch, its build included, may run then
+    if not confinable(run):
+        return
     built = build_all(run, run.tmp / "envs", wheelhouse)
     if built is None:
         return
     run.judgment = run.j.evolve(builds=built)
     run.run_lanes([table(run, lane) for lane in LANES])
+
+
+def confinable(run: Judge) -> bool:
+    """Whether the patch's code may run here: confined, or unconfined where judge.yaml says
+    `sandbox: best-effort` (and every report then says so)."""
+    found = probe_sandbox()
+    run.confinement = found.level if found.level != "none" else "unconfined"
+    if found.level == "none" and Sandbox.required:
+        run.record("build", FAIL_CLOSED, unconfinable(found.missing))
+        return False
+    return True
 
 
 def base_commit(repo: Path, base: str | None, head: str, head_sha: str) -> str:
@@ -524,6 +546,7 @@ def publish(run: Judge, matrix: str) -> int:
         "scripts_from": run.base if run.judgment else "",
         "steps_inline": run.inline,
         "shard": {"index": run.shard.index, "count": run.shard.count},
+        "confinement": run.confinement,
         "run": run_id(),
         "steps": run.steps,
     }

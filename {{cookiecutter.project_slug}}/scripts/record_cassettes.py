@@ -31,6 +31,7 @@ from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
 from _gate.git import default_base, repo_root, resolve_commit
+from _gate.process import require_sandbox
 from _gate.protocol import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -99,6 +100,7 @@ def unexpected_traceback(evidence: dict[str, Any], cases_file: Path) -> Outcome:
 def materialize(args: argparse.Namespace) -> Outcome:
     repo = repo_root(args.repo)
     config = load_config(repo / args.config)
+    require_sandbox(config.sandbox == "required")
     base = (
         resolve_commit(repo, args.base, "--base")
         if args.base

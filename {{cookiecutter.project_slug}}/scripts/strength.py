@@ -40,7 +40,6 @@ import datetime as dt
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,6 +58,7 @@ from _gate.envs import bin_dir
 from _gate.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
 from _gate.mutants import function_keys, located
 from _gate.oracle_run import has_tests
+from _gate.process import require_sandbox, run_confined
 from _gate.proposals import Search, as_yaml, propose
 from _gate.protocol import (
     EXIT_CODES_HELP,
@@ -142,26 +142,37 @@ def mutated_roots(copy: Path) -> str:
     return os.pathsep.join(str(copy / "mutants" / part) for part in ("source", "src", "."))
 
 
+MUTMUT_TIMEOUT = 6 * 3600.0  # seconds for one kind of evidence over every mutant
+
+
 def run_mutmut(
     copy: Path, kind: str, args: argparse.Namespace, patterns: Sequence[str], env: dict[str, str]
 ) -> dict[str, int | None]:
     """mutmut run in `copy`: the exit code of every mutant (None: not run), by mutant name."""
     jobs = args.jobs or os.cpu_count() or 1
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns]
-    done = subprocess.run(command, cwd=copy, env=env, capture_output=True, check=False)
+    # The mutants run the tree's code: confined to the copy like the rest of it.
+    scratch = copy.parent / f"{copy.name}-tmp"
+    scratch.mkdir(exist_ok=True)
+    env = {**env, "TMPDIR": str(scratch), "HOME": str(scratch)}
+    done = run_confined(
+        command, writable=[copy, scratch], timeout=MUTMUT_TIMEOUT, cwd=copy, env=env, cap=1 << 24
+    )
     results: dict[str, int | None] = {}
     for meta in sorted((copy / "mutants").rglob("*.py.meta")):
         results.update(json.loads(meta.read_text("utf-8"))["exit_code_by_key"])
-    tail = (done.stdout + done.stderr).decode("utf-8", "replace").replace("\r", "\n")
-    if done.returncode != 0 and results and NOT_REACHED in tail:
+    tail = (done.stdout.head + done.stderr.head).decode("utf-8", "replace").replace("\r", "\n")
+    if done.timed_out:
+        raise FailClosed(f"mutmut on the {kind} evidence did not end within {MUTMUT_TIMEOUT:g} s")
+    if done.exit_code != 0 and results and NOT_REACHED in tail:
         return dict.fromkeys(results, NO_TESTS)  # this evidence reaches no mutated function
-    if done.returncode != 0 and NOTHING_MATCHES in tail:
+    if done.exit_code != 0 and NOTHING_MATCHES in tail:
         return {}
-    if done.returncode != 0 or not results:
+    if done.exit_code != 0 or not results:
         lines = [line.strip() for line in tail.splitlines() if line.strip()]
-        why = lines[-1] if lines else f"exit {done.returncode}"
+        why = lines[-1] if lines else f"exit {done.exit_code}"
         raise FailClosed(
-            f"mutmut on the {kind} evidence ended {done.returncode} with {len(results)} mutants "
+            f"mutmut on the {kind} evidence ended {done.exit_code} with {len(results)} mutants "
             f"({why}); run it in a copy of the tree: `python -m mutmut run`"
         )
     return results
@@ -260,6 +271,7 @@ def checked(args: argparse.Namespace) -> tuple[Path, Config, Path]:
     """The tree, its settings and the console script to measure, or one line saying why not."""
     tree = args.tree.resolve()
     config = load_config(tree / "oracle" / "judge.yaml")
+    require_sandbox(config.sandbox == "required")
     missing = [p for p in config.strength_paths if not (tree / p).exists()]
     if missing:
         raise FailClosed(
@@ -360,6 +372,7 @@ def stored(args: argparse.Namespace) -> Outcome:
         raise FailClosed(f"{args.store}: not a strength report; run `nox -s strength`")
     tree = args.tree.resolve()
     config = load_config(tree / "oracle" / "judge.yaml")
+    require_sandbox(config.sandbox == "required")
     commit = store(tree, config, report, args.today)
     return Outcome(
         PASS, f"score {report['score']:.1%} committed to {config.oracle_ref} at {commit[:12]}"

@@ -39,6 +39,7 @@ from _gate.git import commit_file, git, resolve_oracle_ref
 from _gate.ledger import LEDGER, Ledger, live, parse_ledger
 from _gate.machine import identity
 from _gate.oracle_run import run
+from _gate.process import require_sandbox
 from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 from _gate.reports import write_report
 
@@ -227,6 +228,7 @@ def do_run(args: argparse.Namespace) -> Outcome:
 
 def do_merge(args: argparse.Namespace) -> Outcome:
     config = load_config(args.config)
+    require_sandbox(config.sandbox == "required")
     runs, machines = read_runs(args.files)
     if not runs:
         raise FailClosed("no runs to merge; pass the files written by `run`")

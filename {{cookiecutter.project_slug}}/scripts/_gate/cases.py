@@ -24,7 +24,7 @@ from typing import Any
 from _gate.config import load_yaml, require_mapping
 from _gate.envs import bin_dir, build_env
 from _gate.git import add_worktree, remove_worktree
-from _gate.process import Stream, run_group
+from _gate.process import Stream, run_confined
 from _gate.protocol import FailClosed, Progress
 
 CASE_FIELDS = (
@@ -269,15 +269,18 @@ class Scratch:
         self.local = threading.local()
 
     def folders(self, case: Case, fixtures: Path) -> tuple[Path, Path]:
+        """HOME and the working directory; beside them `tmp`, the run's TMPDIR (the only
+        other folder a confined case may write)."""
         kept: tuple[Path, Path] | None = getattr(self.local, "kept", None)
         self.local.kept = None
-        if kept is not None and not case.cwd and all(_untouched(p) for p in kept):
+        if kept is not None and not case.cwd and all(_untouched(p) for p in scratch_folders(*kept)):
             return kept
         if kept is not None:
             shutil.rmtree(kept[0].parent, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(dir=self.root))
         home, work = tmp / "home", tmp / "work"
         home.mkdir(mode=FOLDER_MODE)
+        (tmp / "tmp").mkdir(mode=FOLDER_MODE)
         if not case.cwd:
             work.mkdir(mode=FOLDER_MODE)
             return home, work
@@ -298,6 +301,11 @@ class Scratch:
 FOLDER_MODE = 0o700
 
 
+def scratch_folders(home: Path, work: Path) -> tuple[Path, Path, Path]:
+    """Every folder a case may write: its HOME, working directory and TMPDIR."""
+    return home, work, home.parent / "tmp"
+
+
 def _untouched(path: Path) -> bool:
     try:
         if path.stat().st_mode & 0o7777 != FOLDER_MODE:
@@ -311,11 +319,15 @@ def _untouched(path: Path) -> bool:
 def run_case(command: Path, case: Case, fixtures: Path, scratch: Scratch) -> Run:
     """Run one case in an empty HOME and working directory; kill its whole group on timeout."""
     home, work = scratch.folders(case, fixtures)
-    done = run_group(
+    env = case_env(case, home, command.parent)
+    if "TMPDIR" not in dict(case.env):  # the judge's own is not writable to a confined case
+        env["TMPDIR"] = str(home.parent / "tmp")
+    done = run_confined(
         [command, *case.argv],
+        writable=scratch_folders(home, work),
         timeout=case.timeout,
         cwd=work,
-        env=case_env(case, home, command.parent),
+        env=env,
         stdin=case.stdin,
     )
     files = _file_digests(work, case.compare)

@@ -120,6 +120,7 @@ class Config:
     strength_paths: tuple[str, ...] = ("src",)  # the code `nox -s strength` mutates
     strength_min: float = 0.0  # a base whose oracle kills a smaller share fails closed; 0: off
     jobs: int = 0  # steps run at once after the builds; 0: the number of CPUs
+    sandbox: str = "required"  # or best-effort: judge unconfined where the kernel cannot confine
 
     def __post_init__(self) -> None:
         if self.jobs <= 0:
@@ -152,10 +153,11 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "strength_paths": list,
     "strength_min": (int, float),
     "jobs": int,
+    "sandbox": str,
 }
 
 
-CONFIG_CHOICES = {"crossrun": ("block", "advisory", "off")}
+CONFIG_CHOICES = {"crossrun": ("block", "advisory", "off"), "sandbox": ("required", "best-effort")}
 
 
 # Counts below which a setting would make its step do nothing without saying so.

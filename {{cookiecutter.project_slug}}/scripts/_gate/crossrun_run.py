@@ -38,6 +38,7 @@ def run(
             trusted=True,
             own_config=True,
             options=options,
+            writable=[root],  # the private copy: tests may write beside their files
         )
     # Messages name the private copy, gone by now: they name the tree it copies instead.
     return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))

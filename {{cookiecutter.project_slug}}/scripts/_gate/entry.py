@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from _gate.context import Judgment, load_judgment
+from _gate.process import require_sandbox
 from _gate.protocol import (
     EXIT_CODES_HELP,
     PASS,
@@ -39,7 +40,13 @@ def run_main(
     args = sys.argv[1:] if argv is None else list(argv)
     if judged is not None and args[:1] == ["--judgment"]:
         given = judgment_parser(name).parse_args(args)
-        report = concluded(name, lambda: judged(*load_judgment(given.judgment)))
+
+        def body_judged() -> Outcome:
+            j, earlier = load_judgment(given.judgment)
+            require_sandbox(j.config.sandbox == "required")
+            return judged(j, earlier)
+
+        report = concluded(name, body_judged)
         path: Path = given.report
     else:
         parsed = parser.parse_args(args)

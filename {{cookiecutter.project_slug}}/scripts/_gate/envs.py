@@ -7,9 +7,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-from _gate.process import Completed, run_group
+from _gate.process import Completed, run_confined, run_group
 from _gate.protocol import FailClosed, NotInWheelhouse
 
 # Merge-time evidence must not depend on what the author's shell exported.
@@ -29,14 +30,21 @@ def find_uv() -> str | None:
 BUILD_TIMEOUT = 900.0  # seconds for one install: a build backend runs the tree's own code
 
 
-def _run_install(cmd: list[str], what: str) -> Completed:
-    env = {
-        **os.environ,
-        "PIP_NO_INDEX": "1",
-        "UV_OFFLINE": "1",
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-    }
-    done = run_group(cmd, timeout=BUILD_TIMEOUT, env=env)
+INSTALL_ENV = {"PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def _run_install(cmd: list[str], what: str, scratch: list[Path] | None = None) -> Completed:
+    """An install from the wheelhouse; with `scratch`, one that runs a tree's build backend,
+    confined to the scratch (the tree's copy, HOME, caches) and the environment it fills."""
+    env = {**os.environ, **INSTALL_ENV}
+    if scratch is None:
+        done = run_group(cmd, timeout=BUILD_TIMEOUT, env=env)
+    else:
+        home = scratch[0] / "home"
+        home.mkdir(exist_ok=True)
+        env.update(HOME=str(home), TMPDIR=str(home), UV_CACHE_DIR=str(home / "uv"))
+        env["PIP_NO_CACHE_DIR"] = "1"
+        done = run_confined(cmd, writable=scratch, timeout=BUILD_TIMEOUT, env=env)
     if done.timed_out:
         raise FailClosed(f"{what} did not finish within {BUILD_TIMEOUT:g} s")
     if done.exit_code != 0:
@@ -74,7 +82,14 @@ def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> P
     """
     python, pip = tools_env(dest, wheelhouse, requirements)
     before = dist_infos(dest)
-    _run_install([*pip, "--no-deps", "--no-build-isolation", str(tree)], f"build of {tree}")
+    with tempfile.TemporaryDirectory(prefix="oracle-build-") as name:
+        scratch = Path(name)
+        # Built from a copy: a backend writes build/ and *.egg-info beside the sources, and
+        # the worktree stays as checked out for the steps that read it.
+        copy = scratch / "tree"
+        shutil.copytree(tree, copy, symlinks=True)
+        install = [*pip, "--no-deps", "--no-build-isolation", str(copy)]
+        _run_install(install, f"build of {tree}", [scratch, dest])
     for info in sorted(dist_infos(dest) - before):
         refuse_direct_references(info / "METADATA", tree)
     check_dependencies(python, tree, requirements)
@@ -100,7 +115,10 @@ def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
     cmd = (
         [uv, "pip", "check", "--python", str(python)] if uv else [str(python), "-m", "pip", "check"]
     )
-    done = run_group(cmd, timeout=BUILD_TIMEOUT)
+    # The build's python runs its environment's .pth files: the patch's code, so confined.
+    with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
+        env = {**os.environ, "HOME": tmp, "TMPDIR": tmp, "UV_CACHE_DIR": tmp}
+        done = run_confined(cmd, writable=[Path(tmp)], timeout=BUILD_TIMEOUT, env=env)
     if done.exit_code == 0:
         return
     problems = [

@@ -40,4 +40,5 @@ def run(
         subject=subject,
         subject_timeout=call_timeout,
         options=shard.pytest_options(),
+        confined=False,  # the trusted runner; the subject plugin confines the worker
     )

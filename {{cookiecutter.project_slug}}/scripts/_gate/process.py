@@ -1,9 +1,11 @@
-"""Run a process that may execute the patch's code: its own group, capped capture, a hard end.
+"""Run a process: its own group, capped capture, a hard end; and the one way to run the
+patch's code, `run_confined`.
 
-Every command the gate starts on a build (cases, pytest runs, installs, the subject worker)
-runs in a new session. On timeout, and again when it exits, the whole group is killed, so a
-daemonised grandchild never outlives its step; pipes are drained with a grace period, so a
-grandchild that keeps stdout open cannot stall the judge.
+Every command runs in a new session; on timeout, and again when it exits, the whole group is
+killed; pipes are drained with a grace period, so a grandchild that keeps stdout open cannot
+stall the judge. A command that may execute code of a tree under judgment or of its build
+(an install, a case, a pytest run in a build's environment, a probe of it) runs confined by
+the launcher `confine.py`: no survivor, no write outside its scratch, no network.
 """
 
 from __future__ import annotations
@@ -15,11 +17,16 @@ import select
 import selectors
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from _gate import confine
+from _gate.protocol import FailClosed
 
 # Output beyond the cap is hashed, not kept: a cassette holds its SHA-256, size and a head.
 OUTPUT_CAP = 1 << 20
@@ -63,6 +70,7 @@ class Completed:
     stdout: Stream
     stderr: Stream
     seconds: float
+    confinement: str = ""  # the launcher's level (confine.py); "" for a trusted command
 
     def last_line(self) -> str:
         """The last non-empty line of stderr, else of stdout: what a one-line error quotes."""
@@ -241,3 +249,92 @@ def run_group(
         code = proc.wait()
         seconds = time.perf_counter() - start
     return Completed(code, timed_out, watch.sinks[out].stream(), watch.sinks[err].stream(), seconds)
+
+
+class Sandbox:
+    """judge.yaml `sandbox`: `required` (the default) refuses to run the patch's code where
+    this machine cannot confine it; `best-effort` runs it unconfined and says so."""
+
+    required = True
+    status_dir: Path | None = None  # the judge's own folder for launcher status files
+    count = 0
+
+
+def require_sandbox(required: bool) -> None:
+    Sandbox.required = required
+
+
+def status_file() -> Path:
+    """A fresh path for a launcher's status, in a folder no confined process may write."""
+    if Sandbox.status_dir is None:
+        Sandbox.status_dir = Path(tempfile.mkdtemp(prefix="oracle-confine-"))
+    Sandbox.count += 1
+    return Sandbox.status_dir / f"{os.getpid()}-{threading.get_ident()}-{Sandbox.count}"
+
+
+def run_confined(
+    cmd: Sequence[str | Path],
+    *,
+    writable: Sequence[Path],
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes = b"",
+    cap: int = OUTPUT_CAP,
+) -> Completed:
+    """Run `cmd`, which may execute the patch's code, confined by the launcher: it may write
+    only beneath `writable`. A process it leaves running, or a launcher that could not
+    confine it where the sandbox is required, fails the step closed."""
+    status = status_file()
+    parts: list[str] = [str(part) for part in cmd]
+    folders = [str(folder) for folder in writable]
+    launched = confine.command(parts, folders, str(status), Sandbox.required)
+    try:
+        done = run_group(launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap)
+        found = confine.read_status(str(status))
+    finally:
+        status.unlink(missing_ok=True)
+    if found is None:
+        if done.timed_out:
+            return done
+        raise FailClosed(
+            f"{shown(parts)}: its launcher ended without a status ({done.last_line()})"
+        )
+    if found.level == "none" and Sandbox.required:
+        raise FailClosed(unconfinable(found.missing))
+    if found.refused:
+        raise FailClosed(f"{shown(parts)} could not be confined: {found.refused}")
+    if found.survivors:
+        left = found.survivors[0].decode("utf-8", "replace")[:200]
+        more = f" and {len(found.survivors) - 1} more" if len(found.survivors) > 1 else ""
+        raise FailClosed(
+            f"{left!r}{more} outlived its command ({shown(parts)}) and was killed; "
+            "no process of the patch's code may outlive its step"
+        )
+    return Completed(
+        done.exit_code, done.timed_out, done.stdout, done.stderr, done.seconds, found.level
+    )
+
+
+def probe_sandbox() -> confine.Status:
+    """The level the launcher reaches on this machine, found by launching an empty Python."""
+    status = status_file()
+    launched = confine.command([sys.executable, "-I", "-S", "-c", ""], [], str(status), False)
+    try:
+        run_group(launched, timeout=60.0)
+        found = confine.read_status(str(status))
+    finally:
+        status.unlink(missing_ok=True)
+    return found or confine.Status("none", "the launcher confine.py did not run")
+
+
+def unconfinable(missing: str) -> str:
+    return (
+        f"sandbox: this machine cannot confine the patch's code (missing: {missing}); "
+        "enable it, or set oracle/judge.yaml sandbox: best-effort to judge unconfined"
+    )
+
+
+def shown(parts: list[str]) -> str:
+    """A command as a one-line message names it: its program and first arguments."""
+    return " ".join(Path(parts[0]).name.split() + parts[1:4])[:160]

@@ -11,13 +11,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from _gate.process import Completed, run_group
+from _gate.process import Completed, Sandbox, run_confined, run_group
 from _gate.worker import CALL_TIMEOUT
 
 # The gate's pytest plugins, copied as a package `_gate` of their own into a fresh folder on
 # PYTHONPATH for each run, so no module of the tree under test can shadow them and no other
 # file of scripts/ lands on sys.path. They import only each other and what pytest brings.
-PLUGIN_FILES = ("__init__.py", "pytest_evidence.py", "shard.py", "subject.py", "worker.py")
+PLUGIN_FILES = (
+    "__init__.py",
+    "confine.py",
+    "pytest_evidence.py",
+    "shard.py",
+    "subject.py",
+    "worker.py",
+)
 
 
 @dataclass
@@ -89,6 +96,8 @@ def run_pytest(
     subject_timeout: float = CALL_TIMEOUT,
     options: Sequence[str] = (),
     own_config: bool = False,
+    confined: bool = True,
+    writable: Sequence[Path] = (),
 ) -> PytestRun:
     """Run pytest on `targets` (relative to `root`); outcomes come from the evidence plugin.
 
@@ -97,6 +106,11 @@ def run_pytest(
     modules imported from under `root` recorded. `own_config` reads the ini from the root's own
     pytest configuration (the crossrun) instead of an empty one with importlib imports (the
     oracle). `subject` is the python of the build the oracle calls through `root/adapter.py`.
+
+    `confined` (in a build's environment, the patch's code runs in pytest's own process):
+    pytest runs under the launcher and may write its run folder and `writable` only. The
+    oracle's pytest (trusted, in the oracle environment) runs unconfined; its subject worker
+    is confined by the subject plugin.
     """
     import tempfile
 
@@ -111,6 +125,8 @@ def run_pytest(
         cmd += [f"--oracle-evidence={evidence}", "-o", "enable_assertion_pass_hook=true"]
         path = os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
+        (tmp / "tmp").mkdir()
+        env.update(HOME=str(tmp), TMPDIR=str(tmp / "tmp"))  # tmp_path lands in the run folder
         if trusted:
             cmd += trusted_options(root, tmp, env, own_config)
         if subject is not None:
@@ -118,10 +134,15 @@ def run_pytest(
             cmd += [
                 f"--subject-adapter={root / 'adapter.py'}",
                 f"--subject-timeout={subject_timeout}",
+                f"--subject-sandbox={'required' if Sandbox.required else 'best-effort'}",
             ]
         cmd += [*options, *(str(root / t) for t in targets)]
         cwd = tmp if trusted else root
-        done = run_group(cmd, timeout=timeout, cwd=cwd, env=env)
+        if confined:
+            folders = [tmp, *writable]
+            done = run_confined(cmd, writable=folders, timeout=timeout, cwd=cwd, env=env)
+        else:
+            done = run_group(cmd, timeout=timeout, cwd=cwd, env=env)
         return absolute_paths(read_evidence(evidence, prefix, done), cwd)
 
 
@@ -136,7 +157,6 @@ def trusted_options(root: Path, tmp: Path, env: dict[str, str], own_config: bool
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     # Hypothesis caches example constants on disk even with database=None.
     env["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tmp / "hypothesis")
-    env["HOME"] = str(tmp)
     options = [
         *("-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root)),
         *("-p", "no:cacheprovider", f"--oracle-sources={root}"),

@@ -22,6 +22,7 @@ import json
 import os
 import selectors
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import IO, Any
 
 import pytest
 
+from _gate.confine import command as confined
 from _gate.worker import CALL_TIMEOUT, exported, load_adapter
 
 STDERR_TAIL = 2000
@@ -59,8 +61,8 @@ def rebuild_exception(type_name: str, message: str) -> BaseException:
 class Worker:
     """One worker process per pytest run, restarted lazily after it breaks."""
 
-    def __init__(self, python: Path, adapter: Path, timeout: float) -> None:
-        self.python, self.adapter, self.timeout = python, adapter, timeout
+    def __init__(self, python: Path, adapter: Path, timeout: float, require: bool) -> None:
+        self.python, self.adapter, self.timeout, self.require = python, adapter, timeout, require
         self.proc: subprocess.Popen[bytes] | None = None
         self.buffer = b""
         self.stderr = bytearray()
@@ -69,11 +71,19 @@ class Worker:
     # would count as a hit of the oracle test that called it.
     def start(self) -> subprocess.Popen[bytes]:
         # -I: no PYTHONPATH, no user site, no script directory on sys.path in the worker.
-        cmd = [str(self.python), "-I", str(WORKER), str(self.adapter)]
-        # Same process group as pytest: when the gate kills the run's group (timeout, or the
-        # step's end), the worker and anything it spawned go with it.
+        worker = [str(self.python), "-I", str(WORKER), str(self.adapter)]
+        # Confined: it writes only its scratch, and whatever it spawns dies with it (it runs
+        # under a PID 1 of its own, killed with the launcher). Same process group as pytest:
+        # when the gate kills the run's group, the launcher goes with it.
+        scratch = tempfile.mkdtemp(prefix="subject-")
+        status = os.path.join(tempfile.mkdtemp(prefix="subject-status-"), "status")
+        cmd = confined(worker, [scratch], status, self.require)
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "HOME": scratch, "TMPDIR": scratch},
         )
         self.buffer, self.stderr = b"", bytearray()
         threading.Thread(target=self._keep_stderr, args=(self.proc.stderr,), daemon=True).start()
@@ -187,6 +197,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--subject-python", help="python of the build the oracle judges")
     group.addoption("--subject-adapter", help="oracle/adapter.py of the base tree")
     group.addoption("--subject-timeout", type=float, default=CALL_TIMEOUT)
+    group.addoption("--subject-sandbox", choices=("required", "best-effort"), default="required")
     group.addoption("--subject-inprocess", action="store_true", help="benchmarks only")
 
 
@@ -200,7 +211,8 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
     if option.subject_inprocess:
         backend: Worker | InProcess = InProcess(adapter)
     elif option.subject_python:
-        backend = Worker(Path(option.subject_python), adapter, option.subject_timeout)
+        require = option.subject_sandbox == "required"
+        backend = Worker(Path(option.subject_python), adapter, option.subject_timeout, require)
     else:
         raise SubjectBroken("no --subject-python; run the oracle through the gate's scripts")
     yield Subject(backend)

@@ -84,6 +84,13 @@ def matrix_rows(matrix: str, steps: dict[str, dict[str, Any]], absent: str) -> l
     return rows
 
 
+def confinement_note(report: dict[str, Any]) -> str:
+    level = report.get("confinement")
+    if level == "unconfined":
+        return f" · **{UNCONFINED_NOTE[2:]}**"
+    return f" · the patch's code ran confined ({level})" if level else ""
+
+
 def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     steps = {s["name"]: s for s in report["steps"]}
     shard = report.get("shard") or {"count": 1}
@@ -99,7 +106,7 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
     lines = [
         f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']}){scope}",
         "",
-        f"base `{report['base'][:12]}` head `{report['head'][:12]}`",
+        f"base `{report['base'][:12]}` head `{report['head'][:12]}`{confinement_note(report)}",
         "",
         strength_line(steps.get("preconditions", {}).get("evidence", {}).get("strength")),
         "",
@@ -193,6 +200,11 @@ def run_id() -> str:
     return f"{run}.{os.environ.get('GITHUB_RUN_ATTEMPT', '1')}" if run else ""
 
 
+UNCONFINED_NOTE = (
+    "; unconfined: the patch's code ran with the judge's authority (sandbox: best-effort)"
+)
+
+
 def write_reports(
     reports: Path, report: dict[str, Any], matrix: str, label: str, repo: Path, evidence: Evidence
 ) -> int:
@@ -219,6 +231,7 @@ def write_reports(
         Path(verdict_file).write_text(f"{word}\n", "utf-8")
     where = reports / "judge-report.json"
     notes = review_note(report.get("review")) + excused_note(report["excused"])
+    notes += UNCONFINED_NOTE if report.get("confinement") == "unconfined" else ""
     print(f"{label}: verdict {word} (exit {code}){notes}; see {where}")
     return code
 

@@ -1,0 +1,357 @@
+"""The launcher of the patch's code: a process that cannot outlive its command, write outside
+its scratch, reach the network, or signal the judge.
+
+    python -I -S confine.py --status FILE [--write DIR]... [--cap LEVEL] [--require] -- CMD...
+
+It is a file of its own, the standard library only, so the judge and the subject plugin (in
+a pytest run where no other module of scripts/ is importable) start it by path. Two levels,
+the first the kernel allows (`status` in the report names it):
+
+- `namespaces`: new user, PID, network and mount namespaces. The command runs under a PID 1
+  of its own, which, when the command exits, names and kills whatever it left running (the
+  kernel kills the rest when PID 1 ends); the network namespace has no interface but a
+  loopback that is down. Needs unprivileged user namespaces.
+- `subreaper`: no namespaces; the launcher is a child subreaper, so every orphan of the
+  command becomes its child, found and killed when the command exits; Landlock's TCP rules
+  stand in for the network namespace (TCP only) and its signal scope keeps the command from
+  killing the launcher. Needs Landlock ABI 6 (Linux 6.12).
+
+At both levels, Landlock (Linux 5.13+, unprivileged) makes the whole filesystem read-only
+but for the `--write` folders and /dev; it is applied in the command's own process, so the
+launcher itself can still write the status file, which the command cannot. With neither level
+the command runs unconfined (`none`), or, with `--require`, does not run at all (exit 125).
+
+The status file, written once the command's processes are gone, has one `key value` line
+each: `level`, `exit`, `missing` (what a higher level needs), and a `survivor` line per
+process the command left running, its command line hex-encoded (a command line may hold any
+byte). Exit code: the command's own (128+N for a signal), or 125 when it did not run.
+"""
+
+from __future__ import annotations
+
+# This file starts before every case: it imports only what it must (not typing, not signal,
+# whose enum import alone costs more than the rest).
+import ctypes
+import os
+import sys
+import time
+
+FILE = os.path.abspath(__file__)
+NOT_RUN = 125
+LEVELS = ("none", "subreaper", "namespaces")
+LEVEL_VARIABLE = "ORACLE_SANDBOX_LEVEL"
+SIGKILL = 9
+SURVIVORS_NAMED = 20  # the status names this many (a fork bomb leaves thousands)
+SURVIVOR_GRACE = 1.0  # seconds a child may take to exit after the command (a resource tracker)
+
+# Linux's unified syscall numbers for Landlock (the same on x86_64 and aarch64).
+CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
+RULESET_VERSION = 1
+RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
+MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 2, 4, 8
+
+# Every filesystem right that changes something, per ABI: write, remove, make, (2) refer,
+# (3) truncate. Reading and executing stay unhandled, so they are allowed everywhere.
+WRITE_RIGHTS = {1: 0b1_1111_1111_0010, 2: 0b11_1111_1111_0010, 3: 0b111_1111_1111_0010}
+TCP_RIGHTS = 0b11  # bind, connect (ABI 4)
+SCOPE_SIGNAL = 0b10  # (ABI 6)
+ALWAYS_WRITABLE = ("/dev",)  # /dev/null, the pty; making a node there needs a privilege
+
+
+class Attr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 where there is none (not Linux, disabled)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    version = libc.syscall(CREATE_RULESET, None, ctypes.c_size_t(0), RULESET_VERSION)
+    return max(0, int(version))
+
+
+def landlock(writable: list[str], abi: int, isolate: bool) -> None:
+    """Restrict this process and its children for good: write only beneath `writable`, and,
+    when `isolate` (no network namespace), no TCP and no signal outside the domain."""
+    rights = WRITE_RIGHTS[min(abi, 3)]
+    attr = Attr(rights, TCP_RIGHTS if isolate else 0, SCOPE_SIGNAL if isolate else 0)
+    # An older kernel takes the whole struct as long as the fields it does not know are 0.
+    ruleset = libc.syscall(CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(24), 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+    for folder in (*writable, *ALWAYS_WRITABLE):
+        try:
+            fd = os.open(folder, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue  # a folder that is not there cannot be written either
+        rule = PathBeneath(rights, fd)
+        if libc.syscall(ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule {folder}")
+        os.close(fd)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "no_new_privs")
+    if libc.syscall(RESTRICT_SELF, ruleset, 0) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    os.close(ruleset)
+
+
+def enter_namespaces() -> bool:
+    """New user, PID, network and mount namespaces, this user mapped to itself; False where
+    the kernel refuses (no unprivileged user namespaces, or an AppArmor rule against them)."""
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS) != 0:
+        return False
+    try:
+        write("/proc/self/setgroups", b"deny")
+        write("/proc/self/uid_map", f"{uid} {uid} 1".encode())
+        write("/proc/self/gid_map", f"{gid} {gid} 1".encode())
+    except OSError:
+        return False  # a restricted namespace: no capability in it
+    return True
+
+
+def mount_proc() -> bool:
+    """A /proc of this PID namespace (PID 1 calls it), so survivors can be named."""
+    private = libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    return private and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
+
+
+def write(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def read(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+
+
+def command_line(pid: int) -> bytes:
+    try:
+        raw = read(f"/proc/{pid}/cmdline")
+    except OSError:
+        raw = b""
+    return raw.rstrip(b"\0").replace(b"\0", b" ") or f"pid {pid}".encode()
+
+
+def children() -> list[int]:
+    """This process's children as /proc lists them: orphans of the command included, since
+    they are reparented here (to PID 1 of the namespace, or to the subreaper)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return found  # no /proc (not Linux): the command's group is killed by the judge
+    for task in tasks:
+        try:
+            found += [int(pid) for pid in read(f"/proc/self/task/{task}/children").split()]
+        except OSError:
+            continue  # a thread that just ended
+    return found
+
+
+def reap() -> None:
+    """Collect every child that has exited (a zombie is not a survivor)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def survivors(grace: float) -> list[int]:
+    """The children still running after `grace` seconds, zombies reaped meanwhile."""
+    deadline = time.monotonic() + grace
+    while True:
+        reap()
+        alive = children()
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.01)
+
+
+def kill_all(pids: list[int]) -> None:
+    """Kill every survivor and whatever it forks meanwhile, until none is left. PID 1 of a
+    namespace kills all of it at once."""
+    if pids and os.getpid() == 1:
+        try:  # noqa: SIM105 (contextlib is an import this launcher does not pay for)
+            os.kill(-1, SIGKILL)
+        except ProcessLookupError:
+            pass
+        pids = survivors(0.0)
+    while pids:
+        for pid in pids:
+            try:  # noqa: SIM105
+                os.kill(pid, SIGKILL)
+            except ProcessLookupError:
+                pass
+        pids = survivors(0.0)
+
+
+def exit_status(status: int) -> int:
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def run_command(command: list[str], writable: list[str], abi: int, isolate: bool) -> str:
+    """Fork the command, confined, and wait for it: its exit code, or why it did not run (the
+    child's error comes back through a pipe that a successful exec closes)."""
+    errors, report = os.pipe()  # not inheritable: closed by a successful exec
+    pid = os.fork()
+    if pid == 0:
+        os.close(errors)
+        try:
+            if abi:
+                landlock(writable, abi, isolate)
+            os.execvp(command[0], command)
+        except OSError as exc:
+            os.write(report, f"{command[0]}: {exc}".replace("\n", " ").encode())
+        os._exit(NOT_RUN)
+    os.close(report)
+    refused = os.read(errors, 4096).decode("utf-8", "replace")
+    os.close(errors)
+    _, status = os.waitpid(pid, 0)
+    return refused or str(exit_status(status))
+
+
+class Status:
+    """What the launcher tells the judge: the level it reached, the command's exit code,
+    what it left running, what a higher level needs."""
+
+    def __init__(self, level: str, missing: str = "") -> None:
+        self.level, self.missing = level, missing
+        self.exit, self.refused, self.survivors = NOT_RUN, "", list[bytes]()
+
+    def supervise(self, command: list[str], writable: list[str], abi: int) -> int:
+        """Run the command, then name and kill what it left behind; the command's exit."""
+        ended = run_command(command, writable, abi, isolate=self.level == "subreaper")
+        if ended.lstrip("-").isdigit():
+            self.exit = int(ended)
+        else:
+            self.refused = ended
+        left = survivors(SURVIVOR_GRACE)
+        self.survivors = [command_line(pid) for pid in left[:SURVIVORS_NAMED]]
+        kill_all(left)
+        return self.exit
+
+    def write(self, path: str) -> None:
+        lines = [f"level {self.level}", f"exit {self.exit}", f"missing {self.missing}"]
+        lines.append(f"refused {self.refused}")
+        lines += [f"survivor {name.hex()}" for name in self.survivors]
+        write(path, "\n".join(lines).encode() + b"\n")
+
+
+def confine(command: list[str], writable: list[str], status: str, require: bool, cap: int) -> int:
+    abi = landlock_abi()
+    if abi and cap >= 2 and enter_namespaces():
+        return under_pid_one(command, writable, status, abi)
+    missing = missing_features(abi, cap)
+    # A subreaper even unconfined: survivors are found and killed unless they kill it first.
+    if sys.platform.startswith("linux"):
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if abi >= 6 and cap >= 1:
+        return finish(Status("subreaper", missing), command, writable, abi, status)
+    if require:
+        Status("none", missing).write(status)
+        return NOT_RUN
+    return finish(Status("none", missing), command, writable, 0, status)
+
+
+def level_cap() -> str:
+    """$ORACLE_SANDBOX_LEVEL in the judge's environment: the highest level to try (none,
+    subreaper, namespaces), for trying the lower levels on a machine that has the higher.
+    Lowering it never passes unnoticed: the report names the level reached, and `required`
+    refuses `none` (as it does a value that is not a level)."""
+    return os.environ.get(LEVEL_VARIABLE, LEVELS[-1])
+
+
+def finish(found: Status, command: list[str], writable: list[str], abi: int, path: str) -> int:
+    code = found.supervise(command, writable, abi)
+    found.write(path)
+    return code
+
+
+def missing_features(abi: int, cap: int) -> str:
+    if cap < len(LEVELS) - 1:
+        return f"${LEVEL_VARIABLE} caps the launcher at {LEVELS[cap]}"
+    if not abi:
+        return "Landlock (Linux 5.13+ with landlock in the kernel's lsm= list)"
+    return (
+        f"unprivileged user namespaces (or Landlock ABI 6, this kernel has {abi}): "
+        "sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu 23.10+ "
+        "kernel.apparmor_restrict_unprivileged_userns=0"
+    )
+
+
+def under_pid_one(command: list[str], writable: list[str], status: str, abi: int) -> int:
+    """Fork the namespace's PID 1, which runs the command and writes the status; its exit
+    ends every process of the namespace."""
+    pid = os.fork()
+    if pid == 0:
+        libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)  # killed with the launcher
+        mount_proc()  # where it fails, /proc/self still finds and names the survivors
+        code = finish(Status("namespaces"), command, writable, abi, status)
+        os._exit(code & 0xFF)
+    _, code = os.waitpid(pid, 0)
+    return exit_status(code)
+
+
+def command(
+    cmd: list[str], writable: list[str], status: str, require: bool, python: str = sys.executable
+) -> list[str]:
+    """The command line that runs `cmd` confined: for the judge and the subject plugin."""
+    options = [arg for folder in writable for arg in ("--write", folder)]
+    options += ["--cap", level_cap(), *(["--require"] if require else [])]
+    return [python, "-I", "-S", FILE, "--status", status, *options, "--", *cmd]
+
+
+def read_status(path: str) -> Status | None:
+    """The status a launcher wrote, or None where it wrote none (killed, or never started)."""
+    try:
+        lines = read(path).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    fields = dict(line.partition(" ")[::2] for line in lines if not line.startswith("survivor "))
+    found = Status(fields.get("level", "none"), fields.get("missing", ""))
+    found.exit = int(fields["exit"]) if fields.get("exit", "").lstrip("-").isdigit() else NOT_RUN
+    found.refused = fields.get("refused", "")
+    found.survivors = [bytes.fromhex(line[9:]) for line in lines if line.startswith("survivor ")]
+    return found
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv:
+        print(
+            "usage: confine.py --status FILE [--write DIR]... [--cap LEVEL] [--require] -- CMD..."
+        )
+        return 2
+    split = argv.index("--")
+    options, cmd = argv[:split], argv[split + 1 :]
+    writable = [options[i + 1] for i, o in enumerate(options) if o == "--write"]
+    status = options[options.index("--status") + 1]
+    cap = options[options.index("--cap") + 1] if "--cap" in options else LEVELS[-1]
+    return confine(
+        cmd, writable, status, "--require" in options, LEVELS.index(cap) if cap in LEVELS else 0
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
