@@ -14,8 +14,8 @@ from pathlib import Path
 
 import advisory_tests
 import pytest
-from _gate.confine import LEVEL_VARIABLE
 from _gate.config import Config
+from _gate.confine import LEVEL_VARIABLE
 from _gate.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
 from _gate.protocol import FailClosed, Report
 from _gate.shard import Shard

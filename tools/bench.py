@@ -30,8 +30,10 @@ environments built side by side, then the parent and patch oracle runs and every
 invocation (each case on both builds) on a pool of one worker per core (installs and pytest
 runs go through the gate's run_group, which runs one per core at once, as in the judge). The
 crossrun (issue 9, after this target was set) runs the base's tests on both builds: the judge
-with it is compared with the irreducible work plus those two test runs, bare. The four are
-timed in turn, five rounds, and each is the median of its five.
+with it is compared with the irreducible work plus those two test runs, bare. The judge with
+every process of the patch's code confined (issue 22) is compared with the same judge
+unconfined (`sandbox: best-effort`, the launcher capped at `none`). The five are timed in turn,
+five rounds, and each is the median of its five.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ sys.path.insert(0, str(SCRIPTS))
 from _gate.cases import Case, load_cases  # noqa: E402
 from _gate.cassettes import record  # noqa: E402
 from _gate.collect import collect  # noqa: E402
+from _gate.confine import LEVEL_VARIABLE  # noqa: E402
 from _gate.envs import bin_dir, build_env, tools_env  # noqa: E402
 from _gate.pytest_run import run_pytest  # noqa: E402
 from replay_cassettes import replay  # noqa: E402
@@ -292,24 +295,31 @@ def bake_inventory_ratio(repo: Path, python: Path, scratch: Path) -> tuple[float
     return full, ast_only, one
 
 
-def judge_seconds(repo: Path, scratch: Path) -> tuple[float, float, float, float]:
+def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
     """Median wall seconds, warm, of the judge on a refactor with the crossrun and with it
-    off, of the irreducible work, and of it with the crossrun's test runs, over ROUNDS."""
+    off, of the irreducible work, of it with the crossrun's test runs, and of the judge with
+    the crossrun unconfined (sandbox: best-effort, the launcher capped at none), over ROUNDS."""
     wheelhouse = Path(os.environ.get("ORACLE_WHEELHOUSE", repo / ".oracle" / "wheelhouse"))
     git(repo, "checkout", "-q", "-b", "bench-off")
     edit(repo / "oracle/judge.yaml", "crossrun: block", "crossrun: off")
     git(repo, "commit", "-q", "-am", "crossrun off")
+    git(repo, "checkout", "-q", "-b", "bench-unconfined", "main")
+    edit(repo / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")
+    git(repo, "commit", "-q", "-am", "sandbox best-effort")
     heads = {}
-    for base in ("main", "bench-off"):
+    for base in ("main", "bench-off", "bench-unconfined"):
         git(repo, "checkout", "-q", "-b", f"{base}-refactor", base)
         with (repo / "src/shop/__init__.py").open("a", encoding="utf-8") as out:
             out.write("\n# a comment: the smallest refactor\n")
         git(repo, "commit", "-q", "-am", "refactor")
         heads[base] = f"{base}-refactor"
     git(repo, "checkout", "-q", "main")
-    env = {**os.environ, "JUDGE_OFFLINE": "1"}
+    confined = {**os.environ, "JUDGE_OFFLINE": "1"}
+    unconfined = {**confined, LEVEL_VARIABLE: "none"}
 
     def judged(base: str) -> Callable[[], object]:
+        env = unconfined if base == "bench-unconfined" else confined
+
         def run() -> None:
             cmd = [sys.executable, str(repo / "scripts/judge.py"), "--repo", str(repo)]
             cmd += ["--base", base, "--head", heads[base], "--wheelhouse", str(wheelhouse)]
@@ -327,14 +337,12 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, float, float, float
         judged("bench-off"),
         lambda: irreducible(repo, wheelhouse, scratch),
         lambda: irreducible(repo, wheelhouse, scratch, tests=True),
+        judged("bench-unconfined"),
     )
     # Interleaved rounds, so that a machine that slows down or speeds up meanwhile weighs on
     # the judge and on the bare work alike; the median of each.
     rounds = [[timed(run) for run in runs] for _ in range(ROUNDS)]
-    with_crossrun, without, bare, tests = (
-        statistics.median(times) for times in zip(*rounds, strict=True)
-    )
-    return with_crossrun, without, bare, tests
+    return tuple(statistics.median(times) for times in zip(*rounds, strict=True))
 
 
 def irreducible(repo: Path, wheelhouse: Path, scratch: Path, tests: bool = False) -> None:
@@ -451,7 +459,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.only in (None, "judge"):
             repo = bake(tmp / "bake-judge")
             build(repo, tmp / "judge")  # fills the wheelhouse
-            with_crossrun, without, bare, tests = judge_seconds(repo, scratch(tmp, "trees-judge"))
+            timings = judge_seconds(repo, scratch(tmp, "trees-judge"))
+            with_crossrun, without, bare, tests, unconfined = timings
             print(f"whole judge of a refactor of the example bake, warm, {os.cpu_count()} cores")
             print(f"  irreducible work   {bare:8.2f} s")
             ratio = without / bare
@@ -461,6 +470,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = with_crossrun / tests
             shown = f"judge / (irreducible, tests) = {ratio:5.2f}  (<= 1.3)"
             print(f"  crossrun block     {with_crossrun:8.2f} s   {shown}")
+            shown = f"confined / unconfined = {with_crossrun / unconfined:5.2f}  (<= 1.1)"
+            print(f"  unconfined         {unconfined:8.2f} s   {shown}")
         if args.only in (None, "strength"):
             repo = bake(tmp / "bake-strength")
             gate, alone = strength_seconds(repo, scratch(tmp, "strength"))

@@ -1,0 +1,307 @@
+"""The launcher of the patch's code, on real processes: what a confined command can and cannot
+do at each level this kernel reaches, and the one way the gate starts such a process."""
+
+from __future__ import annotations
+
+import ast
+import socket
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from _gate import confine
+from _gate.envs import build_env
+from _gate.process import Sandbox, probe_sandbox, run_confined
+from _gate.protocol import FailClosed
+
+from tests.helpers import SCRIPTS
+
+LEVELS = ("namespaces", "subreaper")
+
+
+@pytest.fixture(params=LEVELS)
+def level(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each level the launcher can take here, the lower one by capping it."""
+    monkeypatch.setenv(confine.LEVEL_VARIABLE, request.param)
+    assert probe_sandbox().level == request.param, "this kernel cannot reach the level"
+    return str(request.param)
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-I", "-c", textwrap.dedent(code)]
+
+
+def test_a_confined_command_writes_its_scratch_and_nothing_else(tmp_path: Path, level: str) -> None:
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    (outside / "kept.txt").write_text("as made", "utf-8")
+    code = f"""
+        import os, pathlib
+        pathlib.Path({str(scratch)!r}, "mine.txt").write_text("ok")
+        os.makedirs({str(scratch / "deep" / "er")!r})
+        for attempt in (
+            lambda: pathlib.Path({str(outside)!r}, "new.txt").write_text("x"),
+            lambda: open({str(outside / "kept.txt")!r}, "a").write("x"),
+            lambda: os.truncate({str(outside / "kept.txt")!r}, 0),
+            lambda: os.remove({str(outside / "kept.txt")!r}),
+            lambda: os.rename({str(outside / "kept.txt")!r}, {str(scratch / "stolen")!r}),
+            lambda: os.symlink("/etc/passwd", {str(outside / "link")!r}),
+            lambda: os.mkdir({str(outside / "dir")!r}),
+        ):
+            try:
+                attempt()
+                print("WROTE")
+            except OSError:
+                print("refused")
+    """
+    done = run_confined(python(code), writable=[scratch], timeout=30)
+    assert done.exit_code == 0, done.stderr.tail()
+    assert done.confinement == level
+    assert done.stdout.head.decode().split() == ["refused"] * 7
+    assert (scratch / "mine.txt").read_text() == "ok" and (scratch / "deep" / "er").is_dir()
+    assert sorted(p.name for p in outside.iterdir()) == ["kept.txt"]
+    assert (outside / "kept.txt").read_text("utf-8") == "as made"
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        # a classic daemon: fork, setsid, fork again
+        "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n",
+        # a new session through subprocess, its pipes closed
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL)\n",
+        # a child that ignores the signals a polite cleanup sends
+        "if os.fork() == 0:\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "    signal.signal(signal.SIGHUP, signal.SIG_IGN)\n    time.sleep(60)\n",
+    ],
+    ids=["double-fork", "new-session", "ignores-signals"],
+)
+def test_a_process_left_running_fails_closed_named_and_is_killed(
+    tmp_path: Path, level: str, escape: str
+) -> None:
+    code = "import os, signal, subprocess, sys, time\n" + escape
+    with pytest.raises(FailClosed, match="outlived its command") as caught:
+        run_confined([sys.executable, "-I", "-c", code], writable=[tmp_path], timeout=30)
+    assert "python" in str(caught.value)  # named by its command line
+    assert not [p for p in Path("/proc").glob("[0-9]*") if cmdline(p).endswith("sleep(60)")]
+
+
+def cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return ""
+
+
+def test_a_command_that_exits_with_its_children_leaves_no_survivor(
+    tmp_path: Path, level: str
+) -> None:
+    """Children that end with their parent (a pool, a resource tracker) are no survivors."""
+    code = """
+        import multiprocessing, subprocess, sys
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            print(sum(pool.map(abs, [-1, -2, 3])))
+    """
+    done = run_confined(python(code), writable=[tmp_path], timeout=60, env=tmp_env(tmp_path))
+    assert (done.exit_code, done.stdout.head.strip()) == (0, b"6"), done.stderr.tail()
+
+
+def tmp_env(tmp: Path) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp), "HOME": str(tmp)}
+
+
+def test_no_network_for_a_confined_command(tmp_path: Path, level: str) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        code = f"""
+            import socket
+            try:
+                socket.create_connection(("127.0.0.1", {port}), timeout=5)
+                print("CONNECTED")
+            except OSError as exc:
+                print("refused", type(exc).__name__)
+        """
+        done = run_confined(python(code), writable=[tmp_path], timeout=30)
+    assert done.stdout.head.startswith(b"refused"), done.stdout.head
+
+
+def test_a_confined_command_cannot_signal_the_judge(tmp_path: Path, level: str) -> None:
+    import os
+
+    code = f"""
+        import os, signal
+        try:
+            os.kill({os.getpid()}, signal.SIGTERM)
+            print("SIGNALLED")
+        except OSError as exc:
+            print("refused", type(exc).__name__)
+    """
+    done = run_confined(python(code), writable=[tmp_path], timeout=30)
+    assert done.stdout.head.startswith(b"refused"), done.stdout.head
+
+
+def test_required_refuses_to_run_unconfined_naming_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(confine.LEVEL_VARIABLE, "none")
+    marker = tmp_path / "ran"
+    with pytest.raises(FailClosed, match=r"cannot confine .*ORACLE_SANDBOX_LEVEL.*best-effort"):
+        run_confined(python(f"open({str(marker)!r}, 'w')"), writable=[tmp_path], timeout=30)
+    assert not marker.exists()  # it never ran
+
+
+def test_best_effort_runs_unconfined_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(confine.LEVEL_VARIABLE, "none")
+    monkeypatch.setattr(Sandbox, "required", False)
+    outside = tmp_path / "outside"
+    done = run_confined(python(f"open({str(outside)!r}, 'w')"), writable=[], timeout=30)
+    assert (done.exit_code, done.confinement) == (0, "none")
+    assert outside.exists()
+
+
+def test_a_level_that_is_not_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(confine.LEVEL_VARIABLE, "off")
+    with pytest.raises(FailClosed, match="cannot confine"):
+        run_confined(python("pass"), writable=[], timeout=30)
+
+
+def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, level: str) -> None:
+    with pytest.raises(FailClosed, match=r"no-such-program could not be confined"):
+        run_confined([str(tmp_path / "no-such-program")], writable=[tmp_path], timeout=30)
+
+
+# Modules that may start a process, and why each start runs no code of a tree under judgment:
+# process.py is the launcher's own (run_group; run_confined wraps the launcher), subject.py
+# starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip download
+# (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py.
+SPAWNERS = {
+    "_gate/process.py",
+    "_gate/subject.py",
+    "_gate/git.py",
+    "wheelhouse.py",
+    "judge.py",
+    "staged_inventory.py",
+}
+# The callers of run_group, the unconfined path: a venv and the tools from the wheelhouse
+# (envs.py), the oracle's own pytest in the oracle environment (pytest_run.py).
+UNCONFINED_CALLERS = {"_gate/process.py", "_gate/envs.py", "_gate/pytest_run.py"}
+
+
+def starts_processes(tree: ast.AST) -> set[str]:
+    """The process-starting calls in a module: subprocess.*, os.exec*/spawn*/system/popen."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            name = f"{node.value.id}.{node.attr}"
+            starts = node.value.id == "subprocess" and node.attr in {
+                "run",
+                "Popen",
+                "call",
+                "check_call",
+                "check_output",
+                "getoutput",
+            }
+            starts |= node.value.id == "os" and node.attr.startswith(
+                ("exec", "spawn", "system", "popen", "posix_spawn", "fork")
+            )
+            if starts:
+                found.add(name)
+    return found
+
+
+def modules() -> list[Path]:
+    return sorted([*SCRIPTS.glob("*.py"), *(SCRIPTS / "_gate").glob("*.py")])
+
+
+def test_only_the_known_modules_start_processes() -> None:
+    starting = {
+        p.relative_to(SCRIPTS).as_posix()
+        for p in modules()
+        if starts_processes(ast.parse(p.read_bytes())) and p.name != "confine.py"
+    }
+    assert starting == SPAWNERS
+
+
+def test_the_unconfined_runner_has_only_the_known_callers() -> None:
+    callers = {
+        p.relative_to(SCRIPTS).as_posix()
+        for p in modules()
+        if any(
+            isinstance(node, ast.Name | ast.Attribute)
+            and getattr(node, "id", getattr(node, "attr", "")) == "run_group"
+            for node in ast.walk(ast.parse(p.read_bytes()))
+        )
+    }
+    assert callers == UNCONFINED_CALLERS
+
+
+BACKEND = """
+import os, pathlib
+from flit_core import buildapi
+
+def _work():
+    # What an honest backend writes: objects beside its sources, a cache in HOME, temp files.
+    pathlib.Path("build").mkdir(exist_ok=True)
+    pathlib.Path("build", "tiny.o").write_text("compiled")
+    cache = pathlib.Path(os.environ["HOME"], ".cache", "tiny")
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "hits").write_text("1")
+    import tempfile
+    with tempfile.NamedTemporaryFile() as scratch:
+        scratch.write(b"x")
+    try:  # and what a hostile one would
+        pathlib.Path(OUTSIDE).write_text("escaped")
+    except OSError:
+        pass
+
+def build_wheel(*args, **kwargs):
+    _work()
+    return buildapi.build_wheel(*args, **kwargs)
+
+get_requires_for_build_wheel = buildapi.get_requires_for_build_wheel
+prepare_metadata_for_build_wheel = buildapi.prepare_metadata_for_build_wheel
+build_sdist = buildapi.build_sdist
+"""
+
+PYPROJECT = """
+[build-system]
+requires = ["flit_core>=3.9,<5"]
+build-backend = "backend"
+backend-path = ["_build"]
+
+[project]
+name = "tiny"
+version = "0.1.0"
+description = "a package whose backend writes beside its sources"
+
+[tool.flit.module]
+name = "tiny"
+"""
+
+
+def test_a_build_writes_its_scratch_from_a_copy_of_the_tree_and_nothing_else(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    tree, outside = tmp_path / "tree", tmp_path / "outside.txt"
+    (tree / "_build").mkdir(parents=True)
+    (tree / "tiny").mkdir()
+    (tree / "tiny" / "__init__.py").write_text("VALUE = 42\n", "utf-8")
+    (tree / "_build" / "backend.py").write_text(f"OUTSIDE = {str(outside)!r}\n" + BACKEND)
+    (tree / "pyproject.toml").write_text(PYPROJECT, "utf-8")
+    before = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
+    requirements = SCRIPTS / "requirements-judge.txt"
+    python = build_env(tree, tmp_path / "env", wheelhouse, requirements)
+    done = run_confined([python, "-c", "import tiny; print(tiny.VALUE)"], writable=[], timeout=60)
+    assert done.stdout.head.strip() == b"42"
+    assert not outside.exists()
+    after = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
+    assert after == before  # built from a copy: the tree stays as checked out
