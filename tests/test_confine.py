@@ -7,6 +7,7 @@ import ast
 import socket
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,7 @@ def test_a_process_left_running_fails_closed_named_and_is_killed(
     with pytest.raises(FailClosed, match="outlived its command") as caught:
         run_confined([sys.executable, "-I", "-c", code], writable=[tmp_path], timeout=30)
     assert "python" in str(caught.value)  # named by its command line
-    assert not [p for p in Path("/proc").glob("[0-9]*") if cmdline(p).endswith("sleep(60)")]
+    assert not running("sleep(60)")
 
 
 def cmdline(proc: Path) -> str:
@@ -305,3 +306,29 @@ def test_a_build_writes_its_scratch_from_a_copy_of_the_tree_and_nothing_else(
     assert not outside.exists()
     after = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
     assert after == before  # built from a copy: the tree stays as checked out
+
+
+def test_a_command_killed_on_its_timeout_takes_what_it_started_with_it(
+    tmp_path: Path, level: str
+) -> None:
+    code = """
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(61)"],
+                         start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+        time.sleep(60)
+    """
+    done = run_confined(python(code), writable=[tmp_path], timeout=2)
+    assert done.timed_out
+    assert not running("sleep(61)")
+
+
+def running(text: str, grace: float = 5.0) -> list[Path]:
+    """Processes whose command line holds `text`, once a killed namespace had `grace` seconds
+    to go (the kernel kills its processes just after its PID 1)."""
+    deadline = time.monotonic() + grace
+    while True:
+        found = [p for p in Path("/proc").glob("[0-9]*") if text in cmdline(p)]
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)

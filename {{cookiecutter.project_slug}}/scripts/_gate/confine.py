@@ -56,7 +56,7 @@ MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 2, 4, 8
 # (3) truncate. Reading and executing stay unhandled, so they are allowed everywhere.
 WRITE_RIGHTS = {1: 0b1_1111_1111_0010, 2: 0b11_1111_1111_0010, 3: 0b111_1111_1111_0010}
 TCP_RIGHTS = 0b11  # bind, connect (ABI 4)
-SCOPE_SIGNAL = 0b10  # (ABI 6)
+SCOPES = 0b11  # abstract UNIX sockets and signals outside the domain (ABI 6)
 ALWAYS_WRITABLE = ("/dev",)  # /dev/null, the pty; making a node there needs a privilege
 
 
@@ -82,9 +82,10 @@ def landlock_abi() -> int:
 
 def landlock(writable: list[str], abi: int, isolate: bool) -> None:
     """Restrict this process and its children for good: write only beneath `writable`, and,
-    when `isolate` (no network namespace), no TCP and no signal outside the domain."""
+    when `isolate` (no network namespace), no TCP, no abstract UNIX socket and no signal
+    outside the domain."""
     rights = WRITE_RIGHTS[min(abi, 3)]
-    attr = Attr(rights, TCP_RIGHTS if isolate else 0, SCOPE_SIGNAL if isolate else 0)
+    attr = Attr(rights, TCP_RIGHTS if isolate else 0, SCOPES if isolate else 0)
     # An older kernel takes the whole struct as long as the fields it does not know are 0.
     ruleset = libc.syscall(CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(24), 0)
     if ruleset < 0:
@@ -268,11 +269,25 @@ def confine(command: list[str], writable: list[str], status: str, require: bool,
     if sys.platform.startswith("linux"):
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if abi >= 6 and cap >= 1:
+        kill_tree_on_sigterm()
         return finish(Status("subreaper", missing), command, writable, abi, status)
     if require:
         Status("none", missing).write(status)
         return NOT_RUN
     return finish(Status("none", missing), command, writable, 0, status)
+
+
+def kill_tree_on_sigterm() -> None:
+    """On SIGTERM (the judge's, at a timeout) kill the command and every process it started,
+    then end. Only a subreaper needs it (a PID namespace dies with its PID 1), so only it pays
+    for the signal module's import."""
+    import signal
+
+    def kill_tree(*_: object) -> None:
+        kill_all(children())
+        os._exit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, kill_tree)
 
 
 def level_cap() -> str:

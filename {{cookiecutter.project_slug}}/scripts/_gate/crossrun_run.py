@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from _gate.git import git
 from _gate.pytest_run import PytestRun, run_pytest
 from _gate.reports import named
 from _gate.shard import WHOLE, Shard
@@ -47,11 +47,9 @@ def run(
 def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:
     """The tree's tracked files (all its files outside git) but the `hidden` modules."""
     skip = {p for name in hidden for p in (name, f"{name}.py", f"src/{name}", f"src/{name}.py")}
-    listed = subprocess.run(
-        ["git", "-C", str(tree), "ls-files", "-z"], capture_output=True, check=False
-    )
-    names = listed.stdout.decode("utf-8", "surrogateescape").split("\0")
-    if listed.returncode != 0:
+    listed = git(tree, "ls-files", "-z", check=False)
+    names = listed.split("\0")
+    if not listed:  # not a checkout (or nothing tracked): every file
         names = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()]
     for rel in filter(None, names):
         parts = rel.split("/")

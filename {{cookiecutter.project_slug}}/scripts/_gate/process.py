@@ -32,6 +32,7 @@ from _gate.protocol import FailClosed
 OUTPUT_CAP = 1 << 20
 CHUNK = 1 << 16
 DRAIN_GRACE = 5.0  # seconds to wait for pipes after the group is killed
+TERM_GRACE = 2.0  # seconds a launcher has, after SIGTERM, to kill what its command left
 POLL = 0.05  # seconds between two looks at the exit where there is no pidfd
 
 
@@ -121,14 +122,22 @@ class Watch:
         if self.pidfd is not None:
             self.selector.register(self.pidfd, selectors.EVENT_READ)
 
-    def run(self, timeout: float) -> bool:
+    def run(self, timeout: float, terminate: bool) -> bool:
         """Until the command exits (False) or `timeout` passes (True, the group killed); then
         the group is killed and the pipes drained for at most DRAIN_GRACE seconds, since an
-        escaped grandchild may hold them open."""
+        escaped grandchild may hold them open. With `terminate`, a command that timed out is
+        sent SIGTERM first and given TERM_GRACE seconds: the launcher then kills what its
+        command started outside the group before it goes."""
         deadline = time.monotonic() + timeout
         while not self.exited and self.wait(deadline):
             pass
         timed_out = not self.exited
+        if timed_out and terminate:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGTERM)
+            grace = time.monotonic() + TERM_GRACE
+            while not self.exited and self.wait(grace):
+                pass
         kill_group(self.proc)  # no daemonised grandchild outlives its command
         grace = time.monotonic() + DRAIN_GRACE
         while self.open and self.wait(grace):
@@ -227,10 +236,11 @@ def run_group(
     env: Mapping[str, str] | None = None,
     stdin: bytes = b"",
     cap: int = OUTPUT_CAP,
+    terminate: bool = False,
 ) -> Completed:
     """Run `cmd` in its own process group; kill the group on timeout and when it exits. It
     waits for one of this process's slots first (see `share_cores`); its timeout and seconds
-    count from its start."""
+    count from its start. `terminate`: see `Watch.run`."""
     with _slots:
         start = time.perf_counter()
         proc = subprocess.Popen(
@@ -245,7 +255,7 @@ def run_group(
         assert proc.stdout and proc.stderr
         out, err = (proc.stdout.fileno(), proc.stderr.fileno())
         watch = Watch(proc, stdin, cap)
-        timed_out = watch.run(timeout)
+        timed_out = watch.run(timeout, terminate)
         code = proc.wait()
         seconds = time.perf_counter() - start
     return Completed(code, timed_out, watch.sinks[out].stream(), watch.sinks[err].stream(), seconds)
@@ -290,7 +300,9 @@ def run_confined(
     folders = [str(folder) for folder in writable]
     launched = confine.command(parts, folders, str(status), Sandbox.required)
     try:
-        done = run_group(launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap)
+        done = run_group(
+            launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap, terminate=True
+        )
         found = confine.read_status(str(status))
     finally:
         status.unlink(missing_ok=True)
