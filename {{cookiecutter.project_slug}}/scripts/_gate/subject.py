@@ -69,7 +69,8 @@ class Worker:
     # would count as a hit of the oracle test that called it.
     def start(self) -> subprocess.Popen[bytes]:
         # -I: no PYTHONPATH, no user site, no script directory on sys.path in the worker.
-        cmd = [str(self.python), "-I", str(WORKER), str(self.adapter)]
+        # -B: no bytecode written, where the build is the trusted env itself (variance).
+        cmd = [str(self.python), "-I", "-B", str(WORKER), str(self.adapter)]
         # Same process group as pytest: when the gate kills the run's group (timeout, or the
         # step's end), the worker and anything it spawned go with it.
         self.proc = subprocess.Popen(
