@@ -21,6 +21,7 @@ import pytest
 from _gate.config import load_config
 from _gate.context import Builds, Judgment, changes
 from _gate.protocol import FailClosed
+from _gate.seal import seal
 
 from tests.helpers import (
     Built,
@@ -99,7 +100,9 @@ def judgment(repo: Path, envs: Built, head: str, reports: Path) -> Judgment:
     base, tip = sha(repo, "main"), sha(repo, head)
     config = load_config(parent / "oracle/judge.yaml")
     pythons = envs("main", "parent")["python"], envs(head, "patch")["python"]
-    builds = Builds(pythons[0], pythons[1], pythons[1])
+    # The crossrun and the advisory tests run no oracle: the patch's env stands in for it.
+    oracle_seal = seal(pythons[1].parent.parent, reports.parent / "oracle.digest.json")
+    builds = Builds(pythons[0], pythons[1], pythons[1], oracle_seal)
     found = changes(repo, base, tip)
     return Judgment(repo, reports, base, tip, parent, patch, config, False, found, builds=builds)
 

@@ -18,6 +18,7 @@ from _gate.config import Config
 from _gate.confine import LEVEL_VARIABLE
 from _gate.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
 from _gate.protocol import FailClosed, Report
+from _gate.seal import Seal
 from _gate.shard import Shard
 
 from tools.bakery import branch, edit, judge
@@ -145,7 +146,12 @@ def a_judgment(tmp_path: Path) -> Judgment:
         review=True,
         changes=(("M", ("src/x.py",)), ("R100", ("tests/a.py", "tests/b.py"))),
         shard=Shard(2, 3),
-        builds=Builds(tmp_path / "p/python", tmp_path / "q/python", tmp_path / "o/python"),
+        builds=Builds(
+            tmp_path / "p/python",
+            tmp_path / "q/python",
+            tmp_path / "o/python",
+            Seal(tmp_path / "envs/oracle.digest.json", "c" * 64),
+        ),
         oracle_ref=OracleRef(quarantine=tmp_path / "quarantine.yaml", unreadable=""),
     )
 

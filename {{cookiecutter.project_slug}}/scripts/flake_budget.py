@@ -42,6 +42,7 @@ from _gate.protocol import (
 )
 from _gate.pytest_run import PytestRun
 from _gate.quarantine import active_ids, load_quarantine
+from _gate.seal import add_seal_args, seal_args, trusted_env
 
 Rerun = Callable[[argparse.Namespace, str, dict[str, Any]], PytestRun]
 
@@ -54,7 +55,7 @@ def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
 def rerun_oracle(args: argparse.Namespace, node: str, _evidence: dict[str, Any]) -> PytestRun:
     target = node.removeprefix(PREFIX)
     return run_oracle(
-        args.oracle_python,
+        args.trusted_env,
         args.patch_python,
         args.oracle,
         args.timeout,
@@ -103,6 +104,7 @@ def reported(args: argparse.Namespace) -> dict[str, Report]:
 def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = None) -> Outcome:
     if args.crossrun_report and args.tree is None:
         raise FailClosed("--crossrun-report needs --tree, the base tree its tests come from")
+    args.trusted_env = trusted_env(args)  # one for every retry: by hand, sealed at the first
     quarantined = active_ids(load_quarantine(args.quarantine), args.today)
     frozen = frozen_ids(load_ledger(args.ledger), args.today)
     excluded: list[dict[str, Any]] = []
@@ -146,6 +148,7 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     if ref.quarantine is None or ref.ledger is None:
         raise FailClosed(ref.unreadable)  # flake control reads nothing but the oracle ref
     argv = ["--oracle", str(j.parent / "oracle"), "--oracle-python", str(j.built.oracle)]
+    argv += seal_args(j.built.oracle_seal)
     argv += ["--call-timeout", str(j.config.call_timeout), "--patch-python", str(j.built.patch)]
     argv += ["--quarantine", str(ref.quarantine), "--ledger", str(ref.ledger)]
     argv += ["--max-retry", str(j.config.flake_max_retry), "--tree", str(j.parent)]
@@ -159,6 +162,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tree", type=Path, help="the base tree the crossrun's tests come from")
     p.add_argument("--oracle", type=Path, required=True, help="oracle/ of the base tree")
     p.add_argument("--oracle-python", type=Path, required=True, help="oracle env's python")
+    add_seal_args(p)
     p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
     p.add_argument("--quarantine", type=Path, required=True, help="quarantine.yaml (oracle ref)")
     p.add_argument("--ledger", type=Path, required=True, help="variance-ledger.json (oracle ref)")

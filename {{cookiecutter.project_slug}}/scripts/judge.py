@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,7 +51,7 @@ from typing import Any
 
 from _gate.config import load_config
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
-from _gate.envs import WHEELHOUSE, build_env, tools_env
+from _gate.envs import WHEELHOUSE, build_env, compile_env, tools_env
 from _gate.git import (
     SCORE_FILE,
     add_worktree,
@@ -88,6 +88,7 @@ from _gate.protocol import (
     read_report,
 )
 from _gate.reports import PATH_NAMES, named, write_report
+from _gate.seal import Seal, seal
 from _gate.shard import WHOLE, Shard, add_shard_arg
 from _gate.steps import BY_NAME, LANES, SCRIPTS, SETUP, STEPS, TREES, Step, report_file
 from _gate.verdict import EXIT_CODES, brief, run_id, write_reports
@@ -356,23 +357,31 @@ def forward_workflow_commands(stdout: bytes) -> None:
 
 
 def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
-    """Build parent, patch and the oracle env side by side, and beside them run the steps of
-    the `trees` lane (which read trees only; reported first). The base not building is ours."""
+    """Build the oracle env (sealed) and the parent side by side, then the patch once the
+    oracle env is sealed, and beside them run the steps of the `trees` lane (which read trees
+    only; reported first). The base not building is ours."""
     j, start = judge.j, time.monotonic()
     requirements = j.parent / "scripts" / "requirements-judge.txt"
     with ThreadPoolExecutor(max_workers=4) as pool:
         beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
-        jobs = {
-            side: pool.submit(build_env, tree, envs / side, wheelhouse, requirements)
-            for side, tree in (("parent", j.parent), ("patch", j.patch))
+        oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements)
+
+        def patch_build() -> Path | None:
+            # The patch's build backend is the first of its code to run: it starts once the
+            # oracle environment is built and sealed, and not at all when that failed.
+            if oracle.exception() is not None:
+                return None
+            return build_env(j.patch, envs / "patch", wheelhouse, requirements)
+
+        jobs: dict[str, Future[Any]] = {
+            "oracle": oracle,
+            "parent": pool.submit(build_env, j.parent, envs / "parent", wheelhouse, requirements),
+            "patch": pool.submit(patch_build),
         }
-        jobs["oracle"] = pool.submit(
-            lambda: tools_env(envs / "oracle", wheelhouse, requirements)[0]
-        )
     for done in beside.result():
         judge.append(*done)
-    built: dict[str, Path] = {}
-    for side, job in jobs.items():
+    built: dict[str, Any] = {}
+    for side, job in jobs.items():  # the oracle's failure first: the patch never started then
         try:
             built[side] = job.result()
         except FailClosed as exc:
@@ -385,7 +394,16 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             return None
     done_line = "parent, patch and oracle built into fresh offline environments"
     judge.record("build", PASS, done_line, time.monotonic() - start)
-    return Builds(**built)
+    oracle_python, oracle_seal = built.pop("oracle")
+    return Builds(**built, oracle=oracle_python, oracle_seal=oracle_seal)
+
+
+def sealed_tools_env(envs: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, Seal]:
+    """The oracle environment, compiled and sealed (its digest beside it, in envs/) before any
+    code of the patch runs: every trusted run checks it against that digest (_gate/seal.py)."""
+    python = tools_env(envs / "oracle", wheelhouse, requirements)[0]
+    compile_env(python)
+    return python, seal(envs / "oracle", envs / "oracle.digest.json")
 
 
 def table(judge: Judge, lane: str) -> list[Step]:

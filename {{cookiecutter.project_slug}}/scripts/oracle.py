@@ -45,6 +45,7 @@ from _gate.protocol import (
     add_report_arg,
 )
 from _gate.pytest_run import PytestRun
+from _gate.seal import add_seal_args, seal_args, trusted_env
 from _gate.shard import add_shard_arg
 
 
@@ -148,11 +149,12 @@ def counted(found: dict[str, int]) -> str:
 def execute(args: argparse.Namespace) -> Outcome:
     if not has_tests(args.oracle):
         return Outcome(PASS, f"no property oracles in {args.oracle} on the base", {"tests": 0})
+    runner = trusted_env(args)
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = [
             pool.submit(
                 run_oracle,
-                args.oracle_python,
+                runner,
                 python,
                 args.oracle,
                 args.timeout,
@@ -185,6 +187,7 @@ def execute(args: argparse.Namespace) -> Outcome:
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv = ["--oracle", str(j.parent / "oracle"), "--oracle-python", str(j.built.oracle)]
+    argv += seal_args(j.built.oracle_seal)
     argv += ["--call-timeout", str(j.config.call_timeout), "--shard", str(j.shard)]
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
     return execute(parser().parse_args(argv))
@@ -196,6 +199,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--oracle-python", type=Path, required=True, help="python of the oracle env (no build)"
     )
+    add_seal_args(p)
     p.add_argument("--parent-python", type=Path, required=True, help="parent build's python")
     p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")

@@ -42,14 +42,16 @@ from _gate.oracle_run import run
 from _gate.process import require_sandbox
 from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 from _gate.reports import write_report
+from _gate.seal import TrustedEnv
 
 DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged
 EVENTS = ("frozen", "extended", "cleared", "expired")  # what a measurement does to a row
 
 
-def run_once(python: Path, oracle: Path, timeout: float) -> dict[str, Any]:
-    # The project is installed in this environment, so it serves as runner and subject both.
-    result = run(python, python, oracle, timeout)
+def run_once(env: TrustedEnv, oracle: Path, timeout: float) -> dict[str, Any]:
+    # The project is installed in this environment, so it serves as runner and subject both;
+    # each run finds it as the first found it (seal.TrustedEnv), or the measurement stops.
+    result = run(env, env.python, oracle, timeout)
     if result.outcomes is None:
         return {"complete": False, "exit_code": result.exit_code, "tests": {}}
     tests = {
@@ -215,7 +217,8 @@ def commit_message(
 def do_run(args: argparse.Namespace) -> Outcome:
     k = args.runs or load_config(args.config).variance_runs
     machine = identity()
-    runs = [run_once(args.python, args.oracle, args.timeout) for _ in range(k)]
+    env = TrustedEnv(args.python)
+    runs = [run_once(env, args.oracle, args.timeout) for _ in range(k)]
     write_report(args.out, {"machine": machine, "runs": runs})
     complete = sum(1 for r in runs if r["complete"])
     where = "local host" if not machine["ci"] else f"{machine['provider']} runner"

@@ -8,7 +8,8 @@ this package only, never each other. Its modules, by job:
   entry; reports: JSON reports and path names
 - context: the judgment every step gets (refs, trees, the diff, judge.yaml, the builds)
 - config: judge.yaml and the gate's YAML files; patterns: protected-path rules
-- git: refs, diffs, worktrees, the oracle ref; envs: offline builds and tool environments
+- git: refs, diffs, worktrees, the oracle ref; envs: offline builds and tool environments;
+  seal: the oracle environment's digest, checked before and after each trusted run
 - process: process groups and capped capture; pytest_run: pytest runs read from the plugin
 - cases, cassettes: the CLI cases and their recordings; allowlist: reviewed contract changes
 - inventory, sites, collect: the assert inventory; oracle_run, crossrun_run, quarantine,

@@ -23,6 +23,7 @@ from _gate.envs import bin_dir
 from _gate.git import git, parse_name_status
 from _gate.protocol import FailClosed, Report
 from _gate.reports import write_json
+from _gate.seal import Seal
 from _gate.shard import WHOLE, Shard
 
 REVIEW = "ORACLE_REVIEW"
@@ -47,6 +48,7 @@ class Builds:
     parent: Path
     patch: Path
     oracle: Path
+    oracle_seal: Seal  # the oracle env's digest, taken when it was built (_gate/seal.py)
 
 
 @dataclass(frozen=True)
@@ -134,9 +136,7 @@ def from_json(data: dict[str, Any]) -> tuple[Judgment, dict[str, Report]]:
         review=bool(data["review"]),
         changes=tuple((str(status), tuple(paths)) for status, paths in data["changes"]),
         shard=Shard(**data["shard"]),
-        builds=Builds(*(Path(built[side]) for side in ("parent", "patch", "oracle")))
-        if built
-        else None,
+        builds=builds_from(built) if built else None,
         oracle_ref=OracleRef(
             quarantine=optional_path(ref["quarantine"]),
             ledger=optional_path(ref["ledger"]),
@@ -146,6 +146,16 @@ def from_json(data: dict[str, Any]) -> tuple[Judgment, dict[str, Report]]:
     )
     earlier = {name: Report(**row) for name, row in data["earlier"].items()}
     return judgment, earlier
+
+
+def builds_from(built: dict[str, Any]) -> Builds:
+    sealed = built["oracle_seal"]
+    return Builds(
+        parent=Path(built["parent"]),
+        patch=Path(built["patch"]),
+        oracle=Path(built["oracle"]),
+        oracle_seal=Seal(Path(sealed["file"]), str(sealed["sha256"])),
+    )
 
 
 def optional_path(value: str | None) -> Path | None:

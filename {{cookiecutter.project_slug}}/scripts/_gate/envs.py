@@ -59,6 +59,9 @@ def tools_env(dest: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, l
     if uv:
         _run_install([uv, "venv", "--quiet", "--python", sys.executable, str(dest)], "uv venv")
         pip = [uv, "pip", "install", "--quiet", "--offline", "--python", str(python)]
+        # Copies, never uv's default hardlinks into its cache: a write into one environment
+        # would rewrite the cache, and through it the next judgment's oracle environment.
+        pip += ["--link-mode", "copy"]
     else:
         _run_install([sys.executable, "-m", "venv", str(dest)], "python -m venv")
         pip = [str(python), "-m", "pip", "install", "--quiet"]
@@ -131,3 +134,11 @@ def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
         f"{tree}: a runtime dependency is missing from the hash-pinned wheelhouse ({first}); "
         f"add it to {requirements.name} with hashes (uv pip compile --generate-hashes)"
     )
+
+
+def compile_env(python: Path) -> None:
+    """Compile every module of `python`'s environment, once, right after its build: trusted
+    runs then write no bytecode into it (and start faster), so its digest (seal.py) holds the
+    bytecode too and any `.pyc` that appears later is a difference."""
+    lib = python.parent.parent / "lib"
+    _run_install([str(python), "-m", "compileall", "-q", "-j", "0", str(lib)], "compileall")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from _gate.pytest_run import PytestRun, run_pytest
+from _gate.seal import TrustedEnv
 from _gate.shard import WHOLE, Shard
 from _gate.worker import CALL_TIMEOUT
 
@@ -22,7 +23,7 @@ def has_tests(oracle: Path) -> bool:
 
 
 def run(
-    runner: Path,
+    runner: TrustedEnv,
     subject: Path,
     oracle: Path,
     timeout: float,
@@ -30,8 +31,12 @@ def run(
     call_timeout: float = CALL_TIMEOUT,
     shard: Shard = WHOLE,
 ) -> PytestRun:
-    return run_pytest(
-        runner,
+    """One run, the environment checked against its digest before and after: a run that found
+    it changed, or left it changed, is no evidence (a module imported late, or the parent's
+    run beside the patch's, would load what the patch's worker wrote meanwhile)."""
+    runner.check()
+    result = run_pytest(
+        runner.python,
         oracle,
         targets,
         prefix=PREFIX,
@@ -42,3 +47,5 @@ def run(
         options=shard.pytest_options(),
         confined=False,  # the trusted runner; the subject plugin confines the worker
     )
+    runner.check()
+    return result

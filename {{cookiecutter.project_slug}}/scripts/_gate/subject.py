@@ -71,7 +71,8 @@ class Worker:
     # would count as a hit of the oracle test that called it.
     def start(self) -> subprocess.Popen[bytes]:
         # -I: no PYTHONPATH, no user site, no script directory on sys.path in the worker.
-        worker = [str(self.python), "-I", str(WORKER), str(self.adapter)]
+        # -B: no bytecode written, where the build is the trusted env itself (variance).
+        worker = [str(self.python), "-I", "-B", str(WORKER), str(self.adapter)]
         # Confined: it writes only its scratch, and whatever it spawns dies with it (it runs
         # under a PID 1 of its own, killed with the launcher). Same process group as pytest:
         # when the gate kills the run's group, the launcher goes with it.

@@ -1,0 +1,169 @@
+"""A trusted environment stays as built: the digest of the oracle environment, taken when the
+judge built it, and the check each trusted pytest run makes against it, before and after.
+
+The digest is every file under the environment (site-packages with its `.pth` files, any
+`sitecustomize`, the bytecode, bin/, pyvenv.cfg), by path relative to it: a SHA-256 of each
+regular file's bytes, a symlink's target, or the kind of anything else. Every file is hashed,
+with no mtime and size pre-filter: a few hundred files and 60 MB take about 0.1 s here, and
+code that writes into the environment can set an mtime back (`os.utime`).
+
+Bytecode is in the digest, never left out. A `.pyc` under `__pycache__` is loaded whenever the
+source's mtime and size match its header, whatever its code; leaving `__pycache__` out would
+let the patch plant one beside an untouched source. So the judge compiles the environment
+right after building it (envs.compile_env), before the digest, and trusted runs write no
+bytecode (`PYTHONDONTWRITEBYTECODE=1` in pytest_run; the subject worker runs with `-B`): an
+honest run leaves the environment byte for byte as built, and any file added, removed or
+changed is a difference. A source whose mtime alone was changed only makes Python compile the
+(unchanged) source again in memory.
+
+The digest is written beside the environment in the judge's temporary folder (envs/), never
+inside it; the judgment carries the file's name and its own SHA-256 (`Seal`), from the judge's
+memory: a step, inline or a process, reads the file and checks it against that hash first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import stat
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from _gate.protocol import FailClosed
+
+Digest = dict[str, str]  # path relative to the environment (POSIX) -> what it holds
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Seal:
+    """An environment's digest file, and the SHA-256 of that file as the judge wrote it."""
+
+    file: Path
+    sha256: str
+
+
+def file_hash(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as data:
+        while block := data.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def entry(path: str, mode: int) -> str:
+    """What one entry holds: a file's SHA-256, a symlink's target, or the kind of the rest."""
+    if stat.S_ISLNK(mode):
+        return f"symlink {os.readlink(path)}"
+    if stat.S_ISREG(mode):
+        return file_hash(path)
+    return f"special {stat.S_IFMT(mode):o}"
+
+
+def digest(env: Path) -> Digest:
+    """Every entry under `env` but directories, symlinks not followed (bin/python is one)."""
+    found: Digest = {}
+    pending = [str(env)]
+    while pending:
+        folder = pending.pop()
+        with os.scandir(folder) as entries:
+            for item in entries:
+                mode = item.stat(follow_symlinks=False).st_mode
+                if stat.S_ISDIR(mode):
+                    pending.append(item.path)
+                    continue
+                name = os.path.relpath(item.path, env).replace(os.sep, "/")
+                found[name] = entry(item.path, mode)
+    return dict(sorted(found.items()))
+
+
+def seal(env: Path, dest: Path) -> Seal:
+    """Digest `env` into `dest` (outside it); the seal names the file and its SHA-256."""
+    data = json.dumps({"env": str(env), "files": digest(env)}, indent=0).encode("utf-8")
+    dest.write_bytes(data)
+    return Seal(dest, hashlib.sha256(data).hexdigest())
+
+
+def unsealed(seal: Seal) -> Digest:
+    """The digest a seal names, once its file is the one the judge wrote."""
+    try:
+        data = seal.file.read_bytes()
+        if hashlib.sha256(data).hexdigest() != seal.sha256:
+            raise ValueError("its SHA-256 is not the one the judge took when it wrote it")
+        files = json.loads(data)["files"]
+        return {str(name): str(held) for name, held in files.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FailClosed(
+            f"{seal.file}: the oracle environment's digest cannot be read ({exc}); it is the "
+            "judge's own file, written when the environment was built"
+        ) from None
+
+
+def differences(want: Mapping[str, str], got: Mapping[str, str]) -> list[str]:
+    """Each path added, removed or changed, as `path how`, in path order."""
+    how = {name: "added" for name in got.keys() - want.keys()}
+    how.update({name: "removed" for name in want.keys() - got.keys()})
+    how.update({name: "changed" for name in want.keys() & got.keys() if want[name] != got[name]})
+    return [f"{name} {how[name]}" for name in sorted(how)]
+
+
+def compare(env: Path, want: Mapping[str, str], since: str, blame: str) -> None:
+    """Fail closed naming the first difference between `env` now and its digest `want`."""
+    found = differences(want, digest(env))
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise FailClosed(f"oracle environment changed since {since}: {found[0]}{more}; {blame}")
+
+
+class TrustedEnv:
+    """The environment a trusted pytest run uses, checked before and after each run: against
+    the judge's seal, or (a step run by hand, with no seal) against the digest taken before
+    its first run, which then guards the step's later runs from the earlier ones."""
+
+    def __init__(self, python: Path, seal: Seal | None = None) -> None:
+        self.python = python
+        self.env = python.parent.parent  # not resolved: bin/python links out of the venv
+        self.seal = seal
+        self.want: Digest | None = None
+        self.lock = threading.Lock()  # the oracle runs parent and patch side by side
+
+    def check(self) -> None:
+        with self.lock:
+            if self.want is None and self.seal is None:
+                self.want = digest(self.env)
+                return
+            if self.want is None and self.seal is not None:
+                self.want = unsealed(self.seal)
+        assert self.want is not None
+        if self.seal is not None:
+            since, blame = "it was built", "the patch's code wrote into the trusted environment"
+        else:
+            since, blame = "this step's first run", "a run wrote into the trusted environment"
+        compare(self.env, self.want, since, blame)
+
+
+def add_seal_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--oracle-digest",
+        type=Path,
+        help="the oracle env's digest file, written when the judge built it (by hand, without "
+        "it: the env as the step's first run finds it)",
+    )
+    p.add_argument("--oracle-digest-sha256", default="", help="that file's SHA-256")
+
+
+def seal_args(seal: Seal) -> list[str]:
+    return ["--oracle-digest", str(seal.file), "--oracle-digest-sha256", seal.sha256]
+
+
+def trusted_env(args: argparse.Namespace) -> TrustedEnv:
+    """The oracle env of a step's flags: `--oracle-python`, sealed by `--oracle-digest`."""
+    if args.oracle_digest is None:
+        return TrustedEnv(args.oracle_python)
+    if not args.oracle_digest_sha256:
+        raise FailClosed("--oracle-digest needs --oracle-digest-sha256, the file's SHA-256")
+    return TrustedEnv(args.oracle_python, Seal(args.oracle_digest, args.oracle_digest_sha256))
