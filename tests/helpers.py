@@ -21,12 +21,13 @@ from typing import Any
 import count_asserts
 import fixtures_lock
 import write_set
+from _gate.confine import LEVEL_VARIABLE
 from _gate.envs import build_env
 from _gate.steps import report_file as report_name
 from _gate.verdict import verdict as worst
 from judge import Judge, Ran, finished
 
-from tools.bakery import TEMPLATE, bake, edit, git
+from tools.bakery import TEMPLATE, bake, branch, edit, git
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 Built = Callable[[str, str], dict[str, Path]]  # (ref, side) -> {"tree": ..., "python": ...}
@@ -81,6 +82,25 @@ def builder(repo: Path, root: Path, wheelhouse: Path) -> Built:
         return done[sha, side]
 
     return built
+
+
+# --- confinement off: where an attack's effect must be seen -------------------------------
+
+UNCONFINED = {LEVEL_VARIABLE: "none"}  # the judge's environment: the launcher capped at none
+
+
+def best_effort_base(repo: Path) -> str:
+    """A base of `main` whose judge.yaml says `sandbox: best-effort` (made once per bake):
+    judged with UNCONFINED, the patch's code runs with the judge's authority, as on a machine
+    that cannot confine it, so a test sees what an attack would do there."""
+    name = "sandbox-best-effort"
+    if git(repo, "branch", "--list", name):
+        return name
+
+    def loosen(tree: Path) -> None:
+        edit(tree / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")
+
+    return branch(repo, name, loosen)
 
 
 # --- steps as the judge runs and records them ------------------------------------------------

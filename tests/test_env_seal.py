@@ -27,7 +27,7 @@ from _gate.protocol import FailClosed
 from _gate.seal import Seal, TrustedEnv, digest, seal
 from judge import sealed_tools_env
 
-from tests.helpers import SCRIPTS
+from tests.helpers import SCRIPTS, UNCONFINED, best_effort_base
 from tools.bakery import branch, edit, judge
 
 SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
@@ -316,10 +316,15 @@ def test_a_variance_run_that_writes_into_its_environment_stops_the_measurement(
 def test_a_worker_writing_into_the_oracle_environment_fails_the_oracle_closed(
     shop: Path, tmp_path: Path, spelling: str
 ) -> None:
-    head = branch(shop, f"forge-oracle-env-{spelling}", attack_patch(spelling))
+    """The seal is the second line: unconfined (where the kernel cannot confine and judge.yaml
+    says best-effort) the write lands, and the seal names it. Confined, the kernel refuses
+    the write itself (tests/test_confinement_attacks.py)."""
+    base = best_effort_base(shop)
+    head = branch(shop, f"forge-oracle-env-{spelling}", attack_patch(spelling), base=base)
     # uv's own cache, private to this judgment: were the oracle env's files hardlinks into
     # the machine's cache again (the judge installs copies), the attack would rewrite it.
-    verdict = judge(shop, "--head", head, env={"UV_CACHE_DIR": str(tmp_path / "uv-cache")})
+    env = {"UV_CACHE_DIR": str(tmp_path / "uv-cache"), **UNCONFINED}
+    verdict = judge(shop, "--base", base, "--head", head, env=env)
     oracle = verdict.step("oracle")
     written = {
         "pth": f"{SITE}/zz_forge.pth added",

@@ -15,12 +15,12 @@ from pathlib import Path
 import advisory_tests
 import pytest
 from _gate.config import Config
-from _gate.confine import LEVEL_VARIABLE
 from _gate.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
 from _gate.protocol import FailClosed, Report
 from _gate.seal import Seal
 from _gate.shard import Shard
 
+from tests.helpers import UNCONFINED, best_effort_base
 from tools.bakery import branch, edit, judge
 
 # Planted in the package's __init__: every process that imports the patch's build (a case's
@@ -96,10 +96,10 @@ def test_an_unconfined_daemon_rewriting_step_reports_changes_nothing_the_judge_d
     """Where the machine cannot confine (sandbox: best-effort), the step contract still holds:
     the judge decides from the outcomes in memory."""
     marker, reports = tmp_path / "forged", shop / "reports"
-    base = branch(shop, "best-effort", best_effort)
+    base = best_effort_base(shop)
     head = branch(shop, "forge-reports", plant(reports, marker), base=base)
     try:
-        verdict = judge(shop, "--base", base, "--head", head, env={LEVEL_VARIABLE: "none"})
+        verdict = judge(shop, "--base", base, "--head", head, env=UNCONFINED)
         written = int(marker.read_text()) if marker.exists() else 0
     finally:
         stop(marker)
@@ -114,10 +114,6 @@ def test_an_unconfined_daemon_rewriting_step_reports_changes_nothing_the_judge_d
     summary = (reports / "judge-summary.md").read_text("utf-8")
     assert "FORGED" not in summary and "**block**" in summary
     assert "unconfined" in summary and "unconfined" in verdict.output
-
-
-def best_effort(repo: Path) -> None:
-    edit(repo / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")
 
 
 def stop(marker: Path) -> None:
