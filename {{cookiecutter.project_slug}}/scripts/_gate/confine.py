@@ -48,7 +48,7 @@ SURVIVOR_GRACE = 1.0  # seconds a child may take to exit after the command (a re
 CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
 RULESET_VERSION = 1
 RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 24, 36, 38
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
 MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 2, 4, 8
 
@@ -106,11 +106,11 @@ def landlock(writable: list[str], abi: int, isolate: bool) -> None:
     os.close(ruleset)
 
 
-def enter_namespaces() -> bool:
-    """New user, PID, network and mount namespaces, this user mapped to itself; False where
+def enter_namespaces(flags: int) -> bool:
+    """New namespaces (`flags` holds CLONE_NEWUSER), this user mapped to itself; False where
     the kernel refuses (no unprivileged user namespaces, or an AppArmor rule against them)."""
     uid, gid = os.getuid(), os.getgid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWNS) != 0:
+    if libc.unshare(flags) != 0:
         return False
     try:
         write("/proc/self/setgroups", b"deny")
@@ -122,7 +122,10 @@ def enter_namespaces() -> bool:
 
 
 def mount_proc() -> bool:
-    """A /proc of this PID namespace (PID 1 calls it), so survivors can be named."""
+    """A mount namespace holding a /proc of this PID namespace (PID 1 calls it), so survivors
+    can be named and the command sees no process but its own."""
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
     private = libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     return private and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
@@ -212,7 +215,43 @@ def exit_status(status: int) -> int:
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
-def run_command(command: list[str], writable: list[str], abi: int, isolate: bool) -> str:
+class Job:
+    """One command to confine: what it runs, where, and what it may write. `env`, `cwd` and
+    `fds` (its stdin, stdout, stderr) are None where it inherits the launcher's own."""
+
+    def __init__(self, argv: list[str], writable: list[str], status: str, require: bool) -> None:
+        self.argv, self.writable, self.status, self.require = argv, writable, status, require
+        self.env: dict[str, str] | None = None
+        self.cwd: str | None = None
+        self.fds: list[int] | None = None
+
+    def exec(self, abi: int, level: str) -> None:
+        """In the command's own process: its fds and folder, Landlock, then exec."""
+        if self.fds is not None:
+            for target, fd in enumerate(self.fds):
+                os.dup2(fd, target)
+            for fd in set(self.fds) - {0, 1, 2}:
+                os.close(fd)
+        if self.cwd is not None:
+            os.chdir(self.cwd)
+        if level == "namespaces":
+            drop_capabilities()
+        if abi:
+            landlock(self.writable, abi, isolate=level == "subreaper")
+        if self.env is None:
+            os.execvp(self.argv[0], self.argv)
+        os.execvpe(self.argv[0], self.argv, self.env)
+
+
+def drop_capabilities() -> None:
+    """Empty the bounding set, so the command holds no capability in the user namespace it
+    shares with the other jobs (its network namespace's owner), even as its root."""
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            return  # past the last capability this kernel knows
+
+
+def run_command(job: Job, abi: int, level: str) -> str:
     """Fork the command, confined, and wait for it: its exit code, or why it did not run (the
     child's error comes back through a pipe that a successful exec closes)."""
     errors, report = os.pipe()  # not inheritable: closed by a successful exec
@@ -220,13 +259,13 @@ def run_command(command: list[str], writable: list[str], abi: int, isolate: bool
     if pid == 0:
         os.close(errors)
         try:
-            if abi:
-                landlock(writable, abi, isolate)
-            os.execvp(command[0], command)
+            job.exec(abi, level)
         except OSError as exc:
-            os.write(report, f"{command[0]}: {exc}".replace("\n", " ").encode())
+            os.write(report, f"{job.argv[0]}: {exc}".replace("\n", " ").encode())
         os._exit(NOT_RUN)
     os.close(report)
+    for fd in job.fds or ():  # the command holds them now: its end of the pipes is its own
+        os.close(fd)
     refused = os.read(errors, 4096).decode("utf-8", "replace")
     os.close(errors)
     _, status = os.waitpid(pid, 0)
@@ -241,9 +280,9 @@ class Status:
         self.level, self.missing = level, missing
         self.exit, self.refused, self.survivors = NOT_RUN, "", list[bytes]()
 
-    def supervise(self, command: list[str], writable: list[str], abi: int) -> int:
+    def supervise(self, job: Job, abi: int) -> int:
         """Run the command, then name and kill what it left behind; the command's exit."""
-        ended = run_command(command, writable, abi, isolate=self.level == "subreaper")
+        ended = run_command(job, abi, self.level)
         if ended.lstrip("-").isdigit():
             self.exit = int(ended)
         else:
@@ -260,21 +299,25 @@ class Status:
         write(path, "\n".join(lines).encode() + b"\n")
 
 
-def confine(command: list[str], writable: list[str], status: str, require: bool, cap: int) -> int:
+def confine(job: Job, cap: int) -> int:
+    """Run one job at the highest level this machine allows under `cap`; its exit code."""
     abi = landlock_abi()
-    if abi and cap >= 2 and enter_namespaces():
-        return under_pid_one(command, writable, status, abi)
-    missing = missing_features(abi, cap)
+    if abi and cap >= 2 and enter_namespaces(CLONE_NEWUSER | CLONE_NEWNET):
+        return under_pid_one(job, abi)
+    return without_namespaces(job, abi, missing_features(abi, cap), cap)
+
+
+def without_namespaces(job: Job, abi: int, missing: str, cap: int) -> int:
     # A subreaper even unconfined: survivors are found and killed unless they kill it first.
     if sys.platform.startswith("linux"):
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if abi >= 6 and cap >= 1:
         kill_tree_on_sigterm()
-        return finish(Status("subreaper", missing), command, writable, abi, status)
-    if require:
-        Status("none", missing).write(status)
+        return finish(Status("subreaper", missing), job, abi)
+    if job.require:
+        Status("none", missing).write(job.status)
         return NOT_RUN
-    return finish(Status("none", missing), command, writable, 0, status)
+    return finish(Status("none", missing), job, 0)
 
 
 def kill_tree_on_sigterm() -> None:
@@ -298,9 +341,9 @@ def level_cap() -> str:
     return os.environ.get(LEVEL_VARIABLE, LEVELS[-1])
 
 
-def finish(found: Status, command: list[str], writable: list[str], abi: int, path: str) -> int:
-    code = found.supervise(command, writable, abi)
-    found.write(path)
+def finish(found: Status, job: Job, abi: int) -> int:
+    code = found.supervise(job, abi)
+    found.write(job.status)
     return code
 
 
@@ -316,17 +359,59 @@ def missing_features(abi: int, cap: int) -> str:
     )
 
 
-def under_pid_one(command: list[str], writable: list[str], status: str, abi: int) -> int:
-    """Fork the namespace's PID 1, which runs the command and writes the status; its exit
-    ends every process of the namespace."""
+def under_pid_one(job: Job, abi: int) -> int:
+    """Fork the PID 1 of a new PID namespace, which runs the job; its exit ends every process
+    of the namespace, and it dies with the launcher."""
+    if libc.unshare(CLONE_NEWPID) != 0:
+        raise OSError(ctypes.get_errno(), "unshare of the job's PID namespace")
     pid = os.fork()
     if pid == 0:
-        libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)  # killed with the launcher
-        mount_proc()  # where it fails, /proc/self still finds and names the survivors
-        code = finish(Status("namespaces"), command, writable, abi, status)
-        os._exit(code & 0xFF)
+        libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+        os._exit(pid_one(job, abi) & 0xFF)
+    for fd in job.fds or ():
+        os.close(fd)
     _, code = os.waitpid(pid, 0)
     return exit_status(code)
+
+
+def pid_one(job: Job, abi: int) -> int:
+    """As PID 1 of the job's namespace: run the command, name and kill what it left, write
+    the status."""
+    mount_proc()  # where it fails, /proc/self still finds and names the survivors
+    return finish(Status("namespaces"), job, abi)
+
+
+def serve(channel: int, cap: int) -> int:
+    """The launcher as a server (`--serve FD`): one process per judge that starts every job
+    sent on the socket `channel` (a JSON request and the job's three fds), so a job costs a
+    fork instead of a Python start, and its network namespace is made once, here.
+    It answers each request with a pidfd of the job's supervisor."""
+    import json
+    import socket
+
+    abi = landlock_abi()
+    shared = bool(abi and cap >= 2 and enter_namespaces(CLONE_NEWUSER | CLONE_NEWNET))
+    missing = "" if shared else missing_features(abi, cap)
+    sock = socket.socket(fileno=channel)
+    while True:
+        reap()
+        message, fds, _, _ = socket.recv_fds(sock, 1 << 20, 3)
+        if not message:
+            return 0
+        request = json.loads(message)
+        job = Job(request["argv"], request["writable"], request["status"], request["require"])
+        job.env, job.cwd, job.fds = request["env"], request["cwd"], fds
+        pid = os.fork()  # the job's supervisor (a process may make one PID namespace only)
+        if pid == 0:
+            sock.close()
+            os.setsid()  # a group of its own, which the judge kills on a timeout
+            code = under_pid_one(job, abi) if shared else without_namespaces(job, abi, missing, cap)
+            os._exit(code & 0xFF)
+        for fd in fds:
+            os.close(fd)
+        handle = os.pidfd_open(pid)
+        socket.send_fds(sock, [b"started"], [handle])
+        os.close(handle)
 
 
 def command(
@@ -336,6 +421,10 @@ def command(
     options = [arg for folder in writable for arg in ("--write", folder)]
     options += ["--cap", level_cap(), *(["--require"] if require else [])]
     return [python, "-I", "-S", FILE, "--status", status, *options, "--", *cmd]
+
+
+def server_command(channel: int, python: str = sys.executable) -> list[str]:
+    return [python, "-I", "-S", FILE, "--serve", str(channel), "--cap", level_cap()]
 
 
 def read_status(path: str) -> Status | None:
@@ -353,6 +442,10 @@ def read_status(path: str) -> Status | None:
 
 
 def main(argv: list[str]) -> int:
+    cap_name = argv[argv.index("--cap") + 1] if "--cap" in argv else LEVELS[-1]
+    cap = LEVELS.index(cap_name) if cap_name in LEVELS else 0
+    if argv[:1] == ["--serve"]:
+        return serve(int(argv[1]), cap)
     if "--" not in argv:
         print(
             "usage: confine.py --status FILE [--write DIR]... [--cap LEVEL] [--require] -- CMD..."
@@ -362,10 +455,7 @@ def main(argv: list[str]) -> int:
     options, cmd = argv[:split], argv[split + 1 :]
     writable = [options[i + 1] for i, o in enumerate(options) if o == "--write"]
     status = options[options.index("--status") + 1]
-    cap = options[options.index("--cap") + 1] if "--cap" in options else LEVELS[-1]
-    return confine(
-        cmd, writable, status, "--require" in options, LEVELS.index(cap) if cap in LEVELS else 0
-    )
+    return confine(Job(cmd, writable, status, "--require" in options), cap)
 
 
 if __name__ == "__main__":

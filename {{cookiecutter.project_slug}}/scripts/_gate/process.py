@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import select
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, ClassVar
 
 from _gate import confine
 from _gate.protocol import FailClosed
@@ -104,7 +107,7 @@ class Watch:
     (a case costs a process, not four threads). Where there is no pidfd (not Linux) the exit
     is polled every POLL seconds."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], stdin: bytes, cap: int) -> None:
+    def __init__(self, proc: Started, stdin: bytes, cap: int) -> None:
         assert proc.stdin and proc.stdout and proc.stderr
         self.proc, self.exited = proc, False
         self.selector = selectors.DefaultSelector()
@@ -118,7 +121,7 @@ class Watch:
             self.selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
         else:
             proc.stdin.close()
-        self.pidfd = pidfd(proc.pid)
+        self.pidfd = proc.pidfd() if isinstance(proc, Spawned) else pidfd(proc.pid)
         if self.pidfd is not None:
             self.selector.register(self.pidfd, selectors.EVENT_READ)
 
@@ -221,7 +224,7 @@ def exits_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     return bool(ready)
 
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: Started) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -252,13 +255,108 @@ def run_group(
             env=dict(env) if env is not None else None,
             start_new_session=True,
         )
-        assert proc.stdout and proc.stderr
-        out, err = (proc.stdout.fileno(), proc.stderr.fileno())
-        watch = Watch(proc, stdin, cap)
-        timed_out = watch.run(timeout, terminate)
-        code = proc.wait()
-        seconds = time.perf_counter() - start
+        return watched(proc, stdin, cap, timeout, terminate, start)
+
+
+def watched(
+    proc: Started, stdin: bytes, cap: int, timeout: float, terminate: bool, start: float
+) -> Completed:
+    assert proc.stdout and proc.stderr
+    out, err = (proc.stdout.fileno(), proc.stderr.fileno())
+    watch = Watch(proc, stdin, cap)
+    timed_out = watch.run(timeout, terminate)
+    code = proc.wait()
+    seconds = time.perf_counter() - start
     return Completed(code, timed_out, watch.sinks[out].stream(), watch.sinks[err].stream(), seconds)
+
+
+class Spawned:
+    """A job the launcher's server started, as Watch sees a Popen: its pipes, and a pidfd
+    of its supervisor (not this process's child: its exit code comes in its status)."""
+
+    def __init__(self, handle: int, pipes: tuple[int, int, int]) -> None:
+        self.handle = handle
+        self.stdin: IO[bytes] | None = os.fdopen(pipes[0], "wb", buffering=0)
+        self.stdout: IO[bytes] | None = os.fdopen(pipes[1], "rb", buffering=0)
+        self.stderr: IO[bytes] | None = os.fdopen(pipes[2], "rb", buffering=0)
+        self.pid = pidfd_pid(handle)
+
+    def pidfd(self) -> int:
+        return os.dup(self.handle)
+
+    def poll(self) -> int | None:
+        return 0 if select.select([self.handle], [], [], 0)[0] else None
+
+    def wait(self) -> int:
+        select.select([self.handle], [], [])
+        os.close(self.handle)
+        return 0  # the exit code is the status file's
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.handle, signal.SIGKILL)  # type: ignore[attr-defined,unused-ignore]
+
+
+Started = subprocess.Popen[bytes] | Spawned
+
+
+def pidfd_pid(handle: int) -> int:
+    """The pid a pidfd refers to, from /proc/self/fdinfo (Linux 5.3+)."""
+    with open(f"/proc/self/fdinfo/{handle}", encoding="ascii") as info:
+        for line in info:
+            if line.startswith("Pid:"):
+                return int(line.split()[1])
+    raise OSError(f"pidfd {handle} names no process")
+
+
+class Server:
+    """The launcher as a server (confine.py --serve), one per cap per judge process, started
+    on the first job: a job then costs a fork in it, not a Python start and a network
+    namespace. None where it cannot run (no pidfd, no fd passing: not Linux)."""
+
+    lock = threading.Lock()
+    sockets: ClassVar[dict[str, socket.socket | None]] = {}
+
+    @classmethod
+    def spawn(cls, request: dict[str, object]) -> Spawned | None:
+        with cls.lock:
+            sock = cls.connected()
+            if sock is None:
+                return None
+            ours = [os.pipe() for _ in range(3)]
+            theirs = [ours[0][0], ours[1][1], ours[2][1]]  # its stdin's reading end, ...
+            try:
+                socket.send_fds(sock, [json.dumps(request).encode()], theirs)
+                _, fds, _, _ = socket.recv_fds(sock, 64, 1)
+            finally:
+                for fd in theirs:
+                    os.close(fd)
+            if not fds:
+                raise FailClosed("the launcher's server ended; see its stderr above")
+            return Spawned(fds[0], (ours[0][1], ours[1][0], ours[2][0]))
+
+    @classmethod
+    def connected(cls) -> socket.socket | None:
+        cap = confine.level_cap()
+        if cap not in cls.sockets:
+            cls.sockets[cap] = (
+                cls.start()
+                if hasattr(socket, "send_fds") and sys.platform.startswith("linux")
+                else None
+            )
+        return cls.sockets[cap]
+
+    @staticmethod
+    def start() -> socket.socket:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        subprocess.Popen(
+            confine.server_command(theirs.fileno()),
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        theirs.close()  # the server ends when this process does: its socket then reads EOF
+        return ours
 
 
 class Sandbox:
@@ -298,11 +396,8 @@ def run_confined(
     status = status_file()
     parts: list[str] = [str(part) for part in cmd]
     folders = [str(folder) for folder in writable]
-    launched = confine.command(parts, folders, str(status), Sandbox.required)
     try:
-        done = run_group(
-            launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap, terminate=True
-        )
+        done = launch(parts, folders, status, timeout, cwd, env, stdin, cap)
         found = confine.read_status(str(status))
     finally:
         status.unlink(missing_ok=True)
@@ -324,7 +419,38 @@ def run_confined(
             "no process of the patch's code may outlive its step"
         )
     return Completed(
-        done.exit_code, done.timed_out, done.stdout, done.stderr, done.seconds, found.level
+        found.exit, done.timed_out, done.stdout, done.stderr, done.seconds, found.level
+    )
+
+
+def launch(
+    parts: list[str],
+    folders: list[str],
+    status: Path,
+    timeout: float,
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    stdin: bytes,
+    cap: int,
+) -> Completed:
+    """Start the job through the launcher's server, or, where there is none, a launcher of
+    its own; watch it as run_group does."""
+    request: dict[str, object] = {
+        "argv": parts,
+        "writable": folders,
+        "status": str(status),
+        "require": Sandbox.required,
+        "env": dict(env) if env is not None else dict(os.environ),
+        "cwd": str(cwd) if cwd is not None else None,
+    }
+    with _slots:
+        start = time.perf_counter()
+        spawned = Server.spawn(request)
+        if spawned is not None:
+            return watched(spawned, stdin, cap, timeout, True, start)
+    launched = confine.command(parts, folders, str(status), Sandbox.required)
+    return run_group(
+        launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap, terminate=True
     )
 
 
