@@ -28,9 +28,10 @@ PACKAGE = sorted((SCRIPTS / "_gate").glob("*.py"))
 # copied as a package of their own (pytest_run.PLUGIN_FILES): they import only each other,
 # and pytest and hypothesis from the judge's tools. strength_cassettes is a test module of
 # the strength session's pytest runs.
-PLUGINS = {"pytest_evidence", "shard", "subject", "worker"}
+PLUGINS = {"pytest_evidence", "shard", "subject", "tamper", "worker"}
 THIRD_PARTY = {
     "pytest_evidence.py": {"pytest"},
+    "tamper.py": {"pytest"},
     "subject.py": {"pytest", "hypothesis"},
     "strength_cassettes.py": {"pytest"},
 }

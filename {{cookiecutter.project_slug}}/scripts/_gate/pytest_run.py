@@ -17,7 +17,14 @@ from _gate.worker import CALL_TIMEOUT
 # The gate's pytest plugins, copied as a package `_gate` of their own into a fresh folder on
 # PYTHONPATH for each run, so no module of the tree under test can shadow them and no other
 # file of scripts/ lands on sys.path. They import only each other and what pytest brings.
-PLUGIN_FILES = ("__init__.py", "pytest_evidence.py", "shard.py", "subject.py", "worker.py")
+PLUGIN_FILES = (
+    "__init__.py",
+    "pytest_evidence.py",
+    "shard.py",
+    "subject.py",
+    "tamper.py",
+    "worker.py",
+)
 
 
 @dataclass
