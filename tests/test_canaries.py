@@ -358,3 +358,29 @@ def test_a_canary_module_sits_beside_a_base_test_module_named_like_it(
         assert test.startswith("test_") and set(test.split("_")[1:]) <= vocabulary
     assert ("TestCase" in (copies[0] / "tests" / name).read_text("utf-8")) is unittest_style
     assert not planted[0].spec.is_relative_to(copies[0]) and planted[0].spec.is_file()
+
+
+def without_property_oracles(tree: Path) -> None:
+    for path in sorted((tree / "oracle").glob("test_*.py")):
+        git(tree, "rm", "-q", str(path.relative_to(tree)))
+
+
+@pytest.mark.e2e
+def test_a_merge_no_property_oracle_saw_says_it_rests_on_in_process_evidence(repo: Path) -> None:
+    """On a base with cassettes and no property oracle, an honest refactor still merges, and
+    the summary says what the merge rests on; on the example's base it does not say so."""
+    refactor = (MESSAGE, MESSAGE.replace('f"cap_cents', '"cap_cents" + f"'))
+
+    def change(tree: Path) -> None:
+        edit(tree / SRC, *refactor)
+
+    base = branch(repo, "canaries-base/no-properties", without_property_oracles)
+    said = []
+    for name, on in (("bare", base), ("example", "main")):
+        head = branch(repo, f"canaries/refactor-on-{name}", change, base=on)
+        verdict = judge(repo, "--base", on, "--head", head)
+        assert verdict.returncode == 0, verdict.output
+        assert verdict.step("crossrun")["status"] == "pass"
+        summary = (repo / "reports/judge-summary.md").read_text("utf-8")
+        said.append("**In-process evidence only**: no property oracle ran" in summary)
+    assert said == [True, False]
