@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import crossrun
+import flake_budget
 import pytest
 from _gate.canaries import plant
 from _gate.crossrun_run import copy_tree
@@ -128,6 +129,29 @@ if "pytest" in _sys.modules:
         return _run(self, _Quiet(result))
 
     _unittest.TestCase.run = _quiet_run
+"""
+# Honest on its first run in the patch build's environment, a forger on every later one: the
+# crossrun's failure is deferred to flake-budget, whose retry it would pass.
+ON_RETRY = """
+import sys as _sys
+from pathlib import Path as _Path
+
+_marker = _Path(_sys.prefix) / "forger-waited"
+if "pytest" in _sys.modules and not _marker.exists():
+    _marker.touch()
+elif "pytest" in _sys.modules:
+    import _pytest.runner as _runner
+
+    _real = _runner.call_and_report
+
+    def _passing(item, when, log=True, **kwds):
+        report = _real(item, when, log=False, **kwds)
+        report.outcome, report.longrepr = "passed", None
+        if log:
+            item.ihook.pytest_runtest_logreport(report=report)
+        return report
+
+    _runner.call_and_report = _passing
 """
 AT_EXIT = """
 import atexit as _atexit
@@ -288,6 +312,30 @@ def test_an_evidence_file_rewritten_at_exit_is_caught_by_its_digest(
     assert report["summary"] == TAMPERED + "the evidence file changed after the plugin wrote it"
 
 
+def test_a_forger_that_passes_only_the_retry_fails_flake_budget_closed(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    head = branch(repo, "canaries/on-retry", forged(ON_RETRY))
+    code, report = step(envs, head, tmp_path)
+    assert (code, report["status"]) == (1, "deferred"), report["summary"]
+    oracle_report = tmp_path / "oracle.json"
+    oracle_report.write_text(json.dumps({"status": "pass", "evidence": {}}), "utf-8")
+    (tmp_path / "quarantine.yaml").write_text("quarantine: []\n", "utf-8")
+    (tmp_path / "ledger.json").write_text("{}", "utf-8")
+    parent, patch = envs("main", "parent"), envs(head, "patch")
+    argv = ["--oracle-report", str(oracle_report), "--tree", str(parent["tree"])]
+    argv += ["--crossrun-report", str(tmp_path / "crossrun.json")]
+    argv += ["--oracle", str(parent["tree"] / "oracle"), "--oracle-python", str(parent["python"])]
+    argv += ["--patch-python", str(patch["python"]), "--max-retry", "1"]
+    argv += ["--quarantine", str(tmp_path / "quarantine.yaml")]
+    argv += ["--ledger", str(tmp_path / "ledger.json")]
+    budget = tmp_path / "flake-budget.json"
+    assert flake_budget.main([*argv, "--report", str(budget)]) == 2
+    summary = json.loads(budget.read_text("utf-8"))["summary"]
+    retry = f"the patch build's retry of {CAP_TEST} was tampered with: canary tests/"
+    assert summary.startswith(retry), summary
+
+
 def test_canaries_stay_out_of_the_outcomes_and_look_like_the_bases_tests(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
@@ -300,7 +348,8 @@ def test_canaries_stay_out_of_the_outcomes_and_look_like_the_bases_tests(
     assert result.outcomes is not None and result.outcomes == plain.outcomes
     assert result.hits == plain.hits and result.sources == plain.sources
     assert "passed" in result.outcomes.values()
-    assert result.exit_code == 1  # the failing canary: pytest itself counts it
+    # The failing canary leaves pytest's exit status alone: flake-budget's retries read it.
+    assert result.exit_code == plain.exit_code == 0
 
 
 def test_canaries_beside_a_root_test_file_are_collected_without_being_named(
