@@ -129,6 +129,24 @@ def unittest_tests(namer: Namer, rng: random.Random) -> tuple[str, list[tuple[st
     return cls, methods, "\n".join(lines)
 
 
+def canary_module(
+    namer: Namer, rng: random.Random, rel: str, with_unittest: bool
+) -> tuple[str, dict[str, str]]:
+    """The canary module's source, and its node ids with the outcome each must have."""
+    expected: dict[str, str] = {}
+    parts = []
+    for name, outcome, source in plain_tests(namer, rng):
+        expected[f"{rel}::{name}"] = outcome
+        parts.append(source)
+    if with_unittest:
+        cls, methods, source = unittest_tests(namer, rng)
+        expected |= {f"{rel}::{cls}::{name}": outcome for name, outcome in methods}
+        parts.append(source)
+    rng.shuffle(parts)
+    head = "import unittest\n\n\n" if with_unittest else ""
+    return head + "\n\n".join(parts), expected
+
+
 def plant(root: Path, targets: Sequence[str], scratch: Path) -> Planted:
     """Write a canary module into the run's tree `root` and the plugin's file into `scratch`
     (outside the tree); the module goes beside a random test module of the targets."""
@@ -137,22 +155,13 @@ def plant(root: Path, targets: Sequence[str], scratch: Path) -> Planted:
     folder = root / targets[0].split("::", 1)[0] if targets else root
     beside = rng.choice(modules) if modules else folder / "test_x.py"
     texts = [m.read_text("utf-8", "replace") for m in modules]
-    taken = {n for text in texts for n in NAMES.findall(text)}
-    namer = Namer(rng, words(modules), taken)
+    namer = Namer(rng, words(modules), {n for text in texts for n in NAMES.findall(text)})
     path = module_name(beside, namer, root)
     rel = path.relative_to(root).as_posix()
-    expected: dict[str, str] = {}
-    parts = []
-    for name, outcome, source in plain_tests(namer, rng):
-        expected[f"{rel}::{name}"] = outcome
-        parts.append(source)
-    if any("TestCase" in text for text in texts):
-        cls, methods, source = unittest_tests(namer, rng)
-        expected |= {f"{rel}::{cls}::{name}": outcome for name, outcome in methods}
-        parts.append(source)
-    rng.shuffle(parts)
-    head = "import unittest\n\n\n" if "unittest" in "".join(parts) else ""
-    path.write_text(head + "\n\n".join(parts), "utf-8")
+    source, expected = canary_module(namer, rng, rel, any("TestCase" in t for t in texts))
+    path.write_text(source, "utf-8")
+    # A module no folder target holds is collected as if named (the plugin adds it): a root
+    # test.py, or one test id of a retry.
     held = any(path.is_relative_to(root / t) for t in targets if (root / t).is_dir())
     spec, report = scratch / "canaries.json", scratch / "canary-report.json"
     data = {"expected": expected, "files": [rel], "report": str(report)}

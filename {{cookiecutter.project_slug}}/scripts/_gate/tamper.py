@@ -1,24 +1,29 @@
 """Tamper evidence for a pytest run that imports the code under test: did pytest's running and
-reporting machinery stay the objects this plugin saw when it loaded?
+reporting machinery stay the objects the gate's plugin saw when it loaded?
 
 The crossrun imports the patch's package into the pytest process whose outcomes the gate
 records, and a few lines there can patch pytest to turn failures into passes. The evidence
-plugin imports this module when pytest loads it (`-p`), before any conftest.py or test module
-of the run, and takes a snapshot then; at the end of the session `changes` lists what differs:
+plugin takes a `snapshot` as pytest loads it (`-p`), before any conftest.py or test module of
+the run; at the end of the session `machinery_changes` and `hook_changes` list what differs:
 
 - every function and class of the modules that run a test, make its report and hand it on
-  (`WATCHED`), each function's code, each class's attributes, and the modules themselves in
-  `sys.modules`; `builtins.__import__`, `compile`, `exec` and `eval`, through which the
-  assertion rewriter builds test modules;
-- the functions of `ORIGINS` must be defined in their own module's file: a wrapper installed
-  before this plugin loaded (a `.pth` file runs when the interpreter starts) is in the
-  snapshot, but not in pytest's file;
+  (`WATCHED`: pytest's runner, reports, python, unittest, main, ..., pluggy's, unittest's and
+  the gate's plugins), each function's code, each attribute of their classes (one added too),
+  the modules themselves in `sys.modules`, and `builtins.__import__`, `compile`, `exec` and
+  `eval`, through which the assertion rewriter builds test modules. A change made by code
+  under the run's plugin roots (pytest itself: its legacypath plugin adds attributes; the
+  base's conftest.py files; a plugin named with `-p`) is no tampering;
+- the functions of `ORIGINS` (`call_and_report`, `TestReport.from_item_and_call`,
+  `TestCase.run`, ...) must be defined in their own package's files: a wrapper installed
+  before the plugin loaded (a `.pth` file runs when the interpreter starts) is in the
+  snapshot, but not in pytest's files;
 - the hook relay: each hook caller, the function that runs the hooks, and every hook
-  implementation, which must come from pytest, the run's root (the base's conftest.py files),
-  the gate's plugins or a plugin named with `-p`: a plugin the code registers later is none.
+  implementation, which must come from under the plugin roots: a plugin the code registers
+  on the plugin manager comes from its own file.
 
-The evidence plugin takes the snapshot (`snapshot`) when it loads. Code that knows it is
-watched can still hide (see the threat model); this sees the blanket forgers, which do not.
+`digest` fingerprints the outcomes the plugin wrote, so the judge sees an evidence file
+rewritten after the session. Code that knows it is watched can still hide (see the threat
+model); this sees the blanket forgers, which do not.
 """
 
 from __future__ import annotations
@@ -196,9 +201,8 @@ def module_file(name: str) -> str:
 def hook_changes(config: pytest.Config, before: dict[str, Any], roots: list[Path]) -> list[str]:
     pm = config.pluginmanager
     now = relay(pm)
-    found = [
-        f"hook {n} replaced" for n, c in before["callers"].items() if now["callers"][n] is not c
-    ]
+    callers = before["callers"].items()
+    found = [f"hook {n} replaced" for n, c in callers if now["callers"].get(n) is not c]
     code = code_of(now["exec"])
     if now["exec"] is not before["exec"] and not (code and allowed(code, roots)):
         found.append("the plugin manager's hook runner replaced")
