@@ -32,6 +32,7 @@ PACKAGE = sorted((SCRIPTS / "_gate").glob("*.py"))
 PLUGINS = {Path(name).stem for name in PLUGIN_FILES} - {"__init__"}
 THIRD_PARTY = {
     "pytest_evidence.py": {"pytest"},
+    "tamper.py": {"pytest"},
     "subject.py": {"pytest", "hypothesis"},
     "strength_cassettes.py": {"pytest"},
 }

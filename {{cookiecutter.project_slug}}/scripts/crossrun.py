@@ -26,7 +26,13 @@ the hash-pinned wheelhouse; one missing from a build fails closed, and the pytes
 declare are loaded by name.
 
 The patch's code runs in the process that runs these tests: weaker evidence than the cassettes
-or the worker-isolated oracle, stronger than the patch's own tests. With `--mode advisory` the
+or the worker-isolated oracle, stronger than the patch's own tests. Each run therefore gets
+canaries, planted in its copy beside the base's test modules and named like them: tests that
+must fail and tests that must pass, kept out of the outcomes compared here; and the gate's
+plugin checks at the end of the session that pytest's running and reporting machinery is what
+it loaded (scripts/_gate/canaries.py, scripts/_gate/tamper.py). A canary with the wrong outcome
+or missing, changed machinery, or an evidence file rewritten afterwards fails closed, in
+either mode, naming the build and what was wrong. With `--mode advisory` the
 step reports and never decides. With `--shard I/N` both runs hold only the tests of that shard
 and only the rows naming them are checked (scripts/_gate/shard.py); whether any parent test passes
 at all is then the merge's to check (`parent_passing` in the evidence).
@@ -41,13 +47,14 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from _gate.allowlist import CROSSRUN as FIELD
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
+from _gate.canaries import Tampered
 from _gate.collect import test_requirements
 from _gate.config import Config, tree_tests
 from _gate.context import Judgment
@@ -308,11 +315,19 @@ def execute(args: argparse.Namespace) -> Outcome:
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {
             side: pool.submit(
-                run_tests, python, args.tree, folders, args.timeout, plugins, hidden, args.shard
+                run_tests,
+                python,
+                args.tree,
+                folders,
+                args.timeout,
+                plugins,
+                hidden,
+                args.shard,
+                canaries=True,
             )
             for side, python in pythons.items()
         }
-        results = {side: job.result() for side, job in jobs.items()}
+        results = {side: untampered(side, job) for side, job in jobs.items()}
     for side, result in results.items():
         shadowed = shadowing(pythons[side], result, folders)
         if shadowed:
@@ -328,6 +343,15 @@ def execute(args: argparse.Namespace) -> Outcome:
     outcome.evidence["plugins"] = list(plugins)
     outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
     return outcome
+
+
+def untampered(side: str, job: Future[PytestRun]) -> PytestRun:
+    """The run of one build, unless its canaries or pytest's machinery say it was forged: that
+    fails closed in either mode, since no honest build does it."""
+    try:
+        return job.result()
+    except Tampered as exc:
+        raise FailClosed(f"the {side} build's pytest run was tampered with: {exc}") from None
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from _gate.canaries import Tampered
 from _gate.config import Config
 from _gate.context import Judgment
 from _gate.crossrun_run import run as crossrun_run
@@ -65,9 +66,16 @@ def rerun_oracle(args: argparse.Namespace, node: str, _evidence: dict[str, Any])
 
 
 def rerun_crossrun(args: argparse.Namespace, node: str, evidence: dict[str, Any]) -> PytestRun:
+    """The crossrun's test again on the patch build, with canaries as the crossrun ran it: a
+    forger could pass only its retries."""
     plugins = [str(p) for p in evidence.get("plugins") or []]
     hidden = [str(m) for m in evidence.get("hidden") or []]
-    return crossrun_run(args.patch_python, args.tree, [node], args.timeout, plugins, hidden)
+    try:
+        return crossrun_run(
+            args.patch_python, args.tree, [node], args.timeout, plugins, hidden, canaries=True
+        )
+    except Tampered as exc:
+        raise FailClosed(f"the patch build's retry of {node} was tampered with: {exc}") from None
 
 
 def passes_again(

@@ -12,11 +12,12 @@ this package only, never each other. Its modules, by job:
   seal: the oracle environment's digest, checked before and after each trusted run
 - process: process groups and capped capture; pytest_run: pytest runs read from the plugin
 - cases, cassettes: the CLI cases and their recordings; allowlist: reviewed contract changes
-- inventory, sites, collect: the assert inventory; oracle_run, crossrun_run, quarantine,
-  ledger: the oracle, the crossrun and flake control
+- inventory, sites, collect: the assert inventory; oracle_run, crossrun_run, canaries,
+  quarantine, ledger: the oracle, the crossrun (and its canaries) and flake control
 - verdict, sarif: the verdict, the summary and the findings
-- pytest_evidence, shard, subject, worker: pytest plugins and the subject worker, copied as a
-  package of their own next to each pytest run (they import nothing else of this package)
+- pytest_evidence, shard, subject, tamper, worker: pytest plugins (tamper: what changed in
+  pytest's machinery during a run) and the subject worker, copied as a package of their own
+  next to each pytest run (they import nothing else of this package)
 
 Nothing here runs on import, so the plugins' copy of this file is this file.
 """

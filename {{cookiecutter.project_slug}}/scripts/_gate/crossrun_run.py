@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from _gate.canaries import check, plant
 from _gate.git import git
 from _gate.pytest_run import PytestRun, run_pytest
 from _gate.reports import named
@@ -21,14 +22,20 @@ def run(
     plugins: Sequence[str],
     hidden: Sequence[str] = (),
     shard: Shard = WHOLE,
+    canaries: bool = False,
 ) -> PytestRun:
     """The base's tests in one build's environment, from a private copy of the base tree
     without the `hidden` modules (the build's own): pytest's default import mode puts the
     root on sys.path for a tests/ package, and a flat-layout package there would shadow the
-    build."""
+    build. With `canaries`, tests that must fail and tests that must pass are planted in the
+    copy (scripts/_gate/canaries.py): a run that left a result and got one wrong, or changed
+    pytest's machinery, raises Tampered."""
     options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
     with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
         root = copy_tree(tree, Path(name) / "tree", hidden).resolve()
+        planted = plant(root, targets, Path(name)) if canaries else None
+        if planted is not None:
+            options.append(planted.option())
         result = run_pytest(
             python,
             root,
@@ -40,6 +47,8 @@ def run(
             options=options,
             writable=[root],  # the private copy: tests may write beside their files
         )
+        if planted is not None and result.outcomes is not None:
+            check(planted, result.outcomes)
     # Messages name the private copy, gone by now: they name the tree it copies instead.
     return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))
 

@@ -9,7 +9,12 @@ JSON when the session ends. Ids are
 it also records the modules the run imported from files under ROOT, so the gate can tell a run
 that tested a tree's own sources from one that tested the installed build. With
 `--oracle-shard I/N` it deselects every test another shard owns (scripts/_gate/shard.py) and
-records how many it deselected.
+records how many it deselected. With `--oracle-canaries FILE` (the crossrun) it reads and
+removes FILE as pytest starts, before any conftest.py or test module: the node ids of canary
+tests planted in the run, each with the outcome it must have, and where to write what they did.
+Their outcomes are kept apart: they are never collected ids, outcomes, hits or sources, and
+no shard deselects them. At the end of the session the canary report also lists what changed
+in pytest's machinery since this plugin loaded (scripts/_gate/tamper.py).
 
 A run that dies before the session ends leaves no file: the gate reads that as truncated.
 """
@@ -19,48 +24,104 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _gate.shard import parse_shard
+from _gate.tamper import (
+    Seen,
+    digest,
+    hook_changes,
+    machinery_changes,
+    plugin_roots,
+    relay,
+    snapshot,
+)
 
 # An outcome never improves: a failed call stays failed when its teardown passes.
 RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 MESSAGE_LIMIT = 500
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     parser.addoption("--oracle-evidence", help="JSON file the gate reads the run's results from")
     parser.addoption("--oracle-sources", help="record the modules imported from under this root")
     parser.addoption("--oracle-shard", help="run only the tests of shard I/N")
+    parser.addoption("--oracle-canaries", help="planted tests (read and removed at start)")
+    HOOKS.update(relay(pluginmanager))  # as pytest loads this plugin: before any conftest.py
+
+
+@dataclass
+class Canaries:
+    """Tests the gate planted in the run, kept out of its outcomes."""
+
+    expected: dict[str, str]  # node id -> the outcome it must have
+    files: frozenset[str]  # their modules, relative to the root
+    report: Path  # where the canaries' outcomes and the machinery's changes go
+    args: list[str]  # canary modules no target of the run holds: collected as if named
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def owns(self, nodeid: str) -> bool:
+        return nodeid in self.expected or nodeid.split("::", 1)[0] in self.files
+
+
+CANARIES = pytest.StashKey[Canaries]()
+HOOKS: dict[str, Any] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Read and remove the canary file before any conftest.py, and so any code of the tree
+    under test, is imported: the path stays on the command line, the names do not."""
+    name = getattr(early_config.known_args_namespace, "oracle_canaries", None)
+    if not name:
+        return
+    path = Path(name)
+    data = json.loads(path.read_text("utf-8"))
+    path.unlink()
+    early_config.stash[CANARIES] = Canaries(
+        {str(k): str(v) for k, v in data["expected"].items()},
+        frozenset(data["files"]),
+        Path(data["report"]),
+        [str(a) for a in data["args"]],
+    )
 
 
 class Evidence:
-    def __init__(self, path: Path, sources: str | None) -> None:
+    def __init__(self, config: pytest.Config, path: Path, sources: str | None) -> None:
+        self.config = config
         self.path = path
         self.sources = Path(sources).resolve() if sources else None
+        self.canaries = config.stash.get(CANARIES, None)
         self.collected: list[str] = []
         self.properties: list[str] = []
         self.deselected = 0
         self.tests: dict[str, dict[str, Any]] = {}
 
     def row(self, nodeid: str) -> dict[str, Any]:
-        return self.tests.setdefault(
+        canary = self.canaries is not None and self.canaries.owns(nodeid)
+        table = self.canaries.rows if canary and self.canaries else self.tests
+        return table.setdefault(
             nodeid, {"outcome": "passed", "seconds": 0.0, "message": "", "hits": 0}
         )
+
+    def planted(self, item: pytest.Item) -> bool:
+        return self.canaries is not None and self.canaries.owns(item.nodeid)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.collected = [item.nodeid for item in session.items]
+        items = [item for item in session.items if not self.planted(item)]
+        self.collected = [item.nodeid for item in items]
         # Hypothesis marks the function its @given wraps; every other test is an example.
         self.properties = [
             item.nodeid
-            for item in session.items
+            for item in items
             if getattr(getattr(item, "obj", None), "is_hypothesis_test", False)
         ]
 
@@ -90,6 +151,8 @@ class Evidence:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.canaries is not None:
+            exitstatus = self.without_canaries(session, exitstatus)
         payload = {
             "collected": self.collected,
             "properties": self.properties,
@@ -98,10 +161,38 @@ class Evidence:
             "exitstatus": int(exitstatus),
         }
         if self.sources is not None:
-            payload["sources"] = imported_from(self.sources)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(payload), "utf-8")
-        os.replace(tmp, self.path)
+            planted = self.canaries.files if self.canaries else frozenset()
+            found = imported_from(self.sources)
+            payload["sources"] = {k: v for k, v in found.items() if v not in planted}
+        if self.canaries is not None:
+            report = self.canary_report(self.canaries)
+            payload.update(report)
+            write_json(self.canaries.report, {**report, "digest": self.digest()})
+        write_json(self.path, payload)
+
+    def without_canaries(self, session: pytest.Session, exitstatus: int) -> int:
+        """The run's exit status as if no canary ran: the failing one fails the session, and
+        the gate reads the exit status of a rerun (flake-budget)."""
+        lost = any(row["outcome"] in ("failed", "error") for row in self.tests.values())
+        if exitstatus == pytest.ExitCode.TESTS_FAILED and not lost:
+            session.exitstatus = exitstatus = pytest.ExitCode.OK
+        return int(exitstatus)
+
+    def canary_report(self, canaries: Canaries) -> dict[str, Any]:
+        """What the canaries did, and what changed in pytest's machinery meanwhile."""
+        roots = plugin_roots(self.config)
+        changed = machinery_changes(LOADED, roots) + hook_changes(self.config, HOOKS, roots)
+        outcomes = {node: row["outcome"] for node, row in canaries.rows.items()}
+        return {"canaries": outcomes, "tampered": changed}
+
+    def digest(self) -> str:
+        return digest({node: row["outcome"] for node, row in self.tests.items()})
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload), "utf-8")
+    os.replace(tmp, path)
 
 
 def imported_from(root: Path) -> dict[str, str]:
@@ -120,8 +211,14 @@ def imported_from(root: Path) -> dict[str, str]:
 def pytest_configure(config: pytest.Config) -> None:
     target = config.getoption("--oracle-evidence")
     if target:
-        evidence = Evidence(Path(target), config.getoption("--oracle-sources"))
+        evidence = Evidence(config, Path(target), config.getoption("--oracle-sources"))
         config.pluginmanager.register(evidence, "oracle-gate-evidence")
+    canaries = config.stash.get(CANARIES, None)
+    if canaries is not None:
+        config.args.extend(canaries.args)
+        # A failing canary must not stop the session (`-x` in the base's addopts): every test
+        # runs, on both builds.
+        config.option.maxfail = 0
 
 
 @pytest.hookimpl(trylast=True)
@@ -130,10 +227,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not option:
         return
     shard = parse_shard(option)
+    canaries = config.stash.get(CANARIES, None)
     kept: list[pytest.Item] = []
     other: list[pytest.Item] = []
     for item in items:
-        (kept if shard.owns(item.nodeid) else other).append(item)
+        planted = canaries is not None and canaries.owns(item.nodeid)
+        (kept if planted or shard.owns(item.nodeid) else other).append(item)
     if other:
         items[:] = kept
         config.hook.pytest_deselected(items=other)
+
+
+# Last, once this module is whole: the machinery as it was when pytest loaded this plugin.
+LOADED: Seen = snapshot()

@@ -23,6 +23,7 @@ PLUGIN_FILES = (
     "pytest_evidence.py",
     "shard.py",
     "subject.py",
+    "tamper.py",
     "worker.py",
 )
 
