@@ -250,11 +250,14 @@ def test_a_case_daemon_in_its_own_session_is_named_killed_and_fails_its_step_clo
 
 # --- 2. the subject worker plants a forger in the oracle environment --------------------------
 
-# Run by every trusted pytest of the oracle environment: a marker naming the spelling and the
-# process, then every test report a pass.
+# Run by every pytest that imports it: a marker naming the spelling and the process (where it
+# may write one: a confined run may not, and forges all the same), then every report a pass.
 FORGER = """
 import os as _os
-open(_os.path.join(MARKERS, TAG + "." + str(_os.getpid())), "w").close()
+try:
+    open(_os.path.join(MARKERS, TAG + "." + str(_os.getpid())), "w").close()
+except OSError:
+    pass
 import _pytest.reports as _reports
 _real_init = _reports.TestReport.__init__
 def _passed(self, *args, **kwargs):
