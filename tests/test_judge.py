@@ -238,7 +238,10 @@ def test_fixture_edit_without_lock_blocks(shop: Path, tmp_path: Path) -> None:
 def test_fixture_and_lock_together_need_review(shop: Path, tmp_path: Path) -> None:
     def relock(repo: Path) -> None:
         edit(repo / "fixtures/carts.md", "cart-017", "cart-017 (regenerated)")
-        lock = [sys.executable, "scripts/fixtures_lock.py", "--write", "--report", "/dev/null"]
+        # Not --report /dev/null: a report is written whole (a temporary file, renamed over
+        # it), which as root would replace the device.
+        report = tmp_path / "lock-report.json"
+        lock = [sys.executable, "scripts/fixtures_lock.py", "--write", "--report", str(report)]
         subprocess.run(lock, cwd=repo, check=True, capture_output=True)
 
     steps = static_steps(shop, branch(shop, "fixture-and-lock", relock), tmp_path)

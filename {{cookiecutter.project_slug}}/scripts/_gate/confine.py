@@ -57,7 +57,11 @@ MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 2, 4, 8
 WRITE_RIGHTS = {1: 0b1_1111_1111_0010, 2: 0b11_1111_1111_0010, 3: 0b111_1111_1111_0010}
 TCP_RIGHTS = 0b11  # bind, connect (ABI 4)
 SCOPES = 0b11  # abstract UNIX sockets and signals outside the domain (ABI 6)
-ALWAYS_WRITABLE = ("/dev",)  # /dev/null, the pty; making a node there needs a privilege
+# Devices a command may write (a file rule allows writing it, never making or removing
+# anything beside it): the sinks and sources every program uses, and terminals.
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
+FILE_RIGHTS = 0b10  # write (ABI 1); truncate is added where the ABI has it
+SHM = "/dev/shm"  # POSIX shared memory (multiprocessing's semaphores): private at PID 1
 
 
 class Attr(ctypes.Structure):
@@ -90,14 +94,16 @@ def landlock(writable: list[str], abi: int, isolate: bool) -> None:
     ruleset = libc.syscall(CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(24), 0)
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
-    for folder in (*writable, *ALWAYS_WRITABLE):
+    device = FILE_RIGHTS | (rights & (1 << 14))
+    rules = [(folder, rights) for folder in (*writable, SHM)] + [(d, device) for d in DEVICES]
+    for path, allowed in rules:
         try:
-            fd = os.open(folder, os.O_PATH | os.O_CLOEXEC)
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
-            continue  # a folder that is not there cannot be written either
-        rule = PathBeneath(rights, fd)
+            continue  # a path that is not there cannot be written either
+        rule = PathBeneath(allowed, fd)
         if libc.syscall(ADD_RULE, ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
-            raise OSError(ctypes.get_errno(), f"landlock_add_rule {folder}")
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
         os.close(fd)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "no_new_privs")
@@ -128,6 +134,8 @@ def mount_proc() -> bool:
         return False
     private = libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    # The job's own /dev/shm, empty, gone with it: no job sees another's shared memory.
+    libc.mount(b"tmpfs", SHM.encode(), b"tmpfs", flags, b"size=64m,mode=1777")
     return private and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
 
 

@@ -45,7 +45,9 @@ def run(
             trusted=True,
             own_config=True,
             options=options,
-            writable=[root],  # the private copy: tests may write beside their files
+            # The private copy (tests may write beside their files), and the canary list the
+            # evidence plugin deletes once read.
+            writable=[Path(name)],
         )
         if planted is not None and result.outcomes is not None:
             check(planted, result.outcomes)

@@ -29,6 +29,9 @@ def write_json(path: Path, payload: object) -> None:
     text = json.dumps(payload, sort_keys=True, default=str)
     if len(text) < 1 << 20:
         text = json.dumps(payload, indent=2, sort_keys=True, default=str)
+    if path.exists() and not path.is_file():  # --report /dev/null: written, never replaced
+        path.write_text(text + "\n", "utf-8")
+        return
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text + "\n", "utf-8")
     tmp.replace(path)

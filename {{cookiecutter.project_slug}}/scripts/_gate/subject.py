@@ -34,6 +34,7 @@ from _gate.confine import command as confined
 from _gate.worker import CALL_TIMEOUT, exported, load_adapter
 
 STDERR_TAIL = 2000
+TERM_GRACE = 2.0  # seconds the worker's launcher has to end what the worker started
 WORKER = Path(__file__).with_name("worker.py")
 
 
@@ -96,10 +97,16 @@ class Worker:
             del self.stderr[:-STDERR_TAIL]
 
     def close(self) -> None:
+        """End the worker: SIGTERM first, so a launcher without a PID namespace (a subreaper)
+        kills what the worker started before it goes; SIGKILL after TERM_GRACE seconds."""
         if self.proc is None:
             return
-        self.proc.kill()
-        self.proc.wait()
+        self.proc.terminate()
+        try:
+            self.proc.wait(TERM_GRACE)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         self.proc = None
 
     def broken(self, why: str) -> SubjectBroken:
