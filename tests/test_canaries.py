@@ -132,14 +132,12 @@ if "pytest" in _sys.modules:
 """
 # Honest on its first run in the patch build's environment, a forger on every later one: the
 # crossrun's failure is deferred to flake-budget, whose retry it would pass.
+# Confined, a run cannot leave a file for the next: the retry is told apart by its argv (one
+# test id, where the crossrun names folders).
 ON_RETRY = """
 import sys as _sys
-from pathlib import Path as _Path
 
-_marker = _Path(_sys.prefix) / "forger-waited"
-if "pytest" in _sys.modules and not _marker.exists():
-    _marker.touch()
-elif "pytest" in _sys.modules:
+if "pytest" in _sys.modules and any("::" in _arg for _arg in _sys.argv):
     import _pytest.runner as _runner
 
     _real = _runner.call_and_report

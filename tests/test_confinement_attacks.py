@@ -307,6 +307,15 @@ def worker_plants(markers: Path) -> Callable[[Path], None]:
     return change
 
 
+def assert_sealed_against(unconfined: Judged) -> None:
+    """The unconfined run shows the attack is real: it wrote into the oracle environment,
+    and the oracle step fails closed naming what it wrote, without a single forged run."""
+    oracle = unconfined.verdict.step("oracle")["summary"]
+    assert "oracle environment changed since it was built" in oracle, shown(unconfined.verdict)
+    assert " added" in oracle or " changed" in oracle, oracle
+    assert unconfined.verdict.report["verdict"] == "error", shown(unconfined.verdict)
+
+
 def forged_runs(markers: dict[str, str], tag: str) -> int:
     """How many trusted pytest processes ran the forger of spelling `tag`."""
     return sum(1 for name in markers if name.startswith(f"{tag}."))
@@ -317,11 +326,10 @@ def test_a_worker_cannot_plant_a_pth_or_sitecustomize_in_the_oracle_environment(
     shop: Path, tmp_path: Path
 ) -> None:
     confined, unconfined = judge_twice(shop, tmp_path, "worker-plant", worker_plants)
-    # Unconfined, the worker planted both, and the oracle's retries ran them: the break
-    # merged, its failures excused by flake control.
-    assert forged_runs(unconfined.markers, "worker-pth") > 0, unconfined.markers
-    assert forged_runs(unconfined.markers, "worker-sitecustomize") > 0, unconfined.markers
-    assert unconfined.verdict.report["verdict"] == "merge", shown(unconfined.verdict)
+    # Unconfined, the worker planted them in the oracle environment, and only the seal, the
+    # second line, stopped the oracle's retries running them (before it, the break merged,
+    # its failures excused by flake control).
+    assert_sealed_against(unconfined)
     # Confined, neither was written (no trusted run marked one), and the base's own oracles
     # name the break.
     assert_confined_and_not_merged(confined)
@@ -403,10 +411,9 @@ def backend_plants(markers: Path) -> Callable[[Path], None]:
 @pytest.mark.e2e
 def test_a_build_backend_cannot_plant_in_the_oracle_environment(shop: Path, tmp_path: Path) -> None:
     confined, unconfined = judge_twice(shop, tmp_path, "backend-plant", backend_plants)
-    # Unconfined, the backend planted both before any oracle ran: a clean, forged merge.
-    assert forged_runs(unconfined.markers, "backend-pth") > 0, unconfined.markers
-    assert forged_runs(unconfined.markers, "backend-pytest") > 0, unconfined.markers
-    assert unconfined.verdict.report["verdict"] == "merge", shown(unconfined.verdict)
+    # Unconfined, the backend planted them before any oracle ran, and only the seal stopped a
+    # clean, forged merge.
+    assert_sealed_against(unconfined)
     # Confined, the build refuses both writes and the patch does not build.
     assert_confined_and_not_merged(confined)
     assert confined.verdict.step("build")["status"] == "block", shown(confined.verdict)

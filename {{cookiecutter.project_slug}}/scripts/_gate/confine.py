@@ -50,7 +50,8 @@ RULESET_VERSION = 1
 RULE_PATH_BENEATH, RULE_NET_PORT = 1, 2
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 24, 36, 38
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
-MS_REC, MS_PRIVATE, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 2, 4, 8
+MS_REC, MS_PRIVATE, MS_BIND, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 0x1000, 2, 4, 8
+MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1
 
 # Every filesystem right that changes something, per ABI: write, remove, make, (2) refer,
 # (3) truncate. Reading and executing stay unhandled, so they are allowed everywhere.
@@ -127,16 +128,38 @@ def enter_namespaces(flags: int) -> bool:
     return True
 
 
-def mount_proc() -> bool:
-    """A mount namespace holding a /proc of this PID namespace (PID 1 calls it), so survivors
-    can be named and the command sees no process but its own."""
+def private_mounts(writable: list[str]) -> bool:
+    """As PID 1: a mount namespace of the job's own, where every mount is read-only but the
+    `writable` folders (bound onto themselves, writable), with a /proc of this PID namespace
+    (survivors are named; the command sees no process but its own) and an empty /dev/shm.
+    Read-only mounts refuse what Landlock has no right for: chmod, chown, utime. Devices
+    stay writable on a read-only mount. False where the kernel refuses a step (Landlock still
+    holds the writes then)."""
     if libc.unshare(CLONE_NEWNS) != 0:
         return False
-    private = libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
+    done = libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
+    done = done and set_mount(b"/", MOUNT_ATTR_RDONLY, 0)
+    for folder in writable:
+        path = folder.encode()
+        bound = libc.mount(path, path, None, MS_BIND | MS_REC, None) == 0
+        done = done and bound and set_mount(path, 0, MOUNT_ATTR_RDONLY)
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
-    # The job's own /dev/shm, empty, gone with it: no job sees another's shared memory.
-    libc.mount(b"tmpfs", SHM.encode(), b"tmpfs", flags, b"size=64m,mode=1777")
-    return private and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
+    done = done and libc.mount(b"tmpfs", SHM.encode(), b"tmpfs", flags, b"mode=1777") == 0
+    return done and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
+
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_uint64) for name in ("set", "clear", "propagation", "userns")]
+
+
+def set_mount(path: bytes, add: int, clear: int) -> bool:
+    """mount_setattr(2) on `path` and every mount beneath it (Linux 5.12+)."""
+    attr = MountAttr(add, clear, 0, 0)
+    size = ctypes.c_size_t(ctypes.sizeof(attr))
+    return (
+        int(libc.syscall(MOUNT_SETATTR, AT_FDCWD, path, AT_RECURSIVE, ctypes.byref(attr), size))
+        == 0
+    )
 
 
 def write(path: str, data: bytes) -> None:
@@ -300,11 +323,14 @@ class Status:
         kill_all(left)
         return self.exit
 
-    def write(self, path: str) -> None:
+    def text(self) -> bytes:
         lines = [f"level {self.level}", f"exit {self.exit}", f"missing {self.missing}"]
         lines.append(f"refused {self.refused}")
         lines += [f"survivor {name.hex()}" for name in self.survivors]
-        write(path, "\n".join(lines).encode() + b"\n")
+        return "\n".join(lines).encode() + b"\n"
+
+    def write(self, path: str) -> None:
+        write(path, self.text())
 
 
 def confine(job: Job, cap: int) -> int:
@@ -384,9 +410,14 @@ def under_pid_one(job: Job, abi: int) -> int:
 
 def pid_one(job: Job, abi: int) -> int:
     """As PID 1 of the job's namespace: run the command, name and kill what it left, write
-    the status."""
-    mount_proc()  # where it fails, /proc/self still finds and names the survivors
-    return finish(Status("namespaces"), job, abi)
+    the status (through a file opened before the world turned read-only)."""
+    status = os.open(job.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    private_mounts(job.writable)  # where it fails, /proc/self still finds the survivors
+    found = Status("namespaces")
+    code = found.supervise(job, abi)
+    os.write(status, found.text())
+    os.close(status)
+    return code
 
 
 def serve(channel: int, cap: int) -> int:
