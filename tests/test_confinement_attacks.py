@@ -793,3 +793,71 @@ def test_a_confined_command_changes_nothing_outside_its_scratch(tmp_path: Path) 
     assert done.confinement == "namespaces" and done.exit_code == 0, said
     assert not left, f"a confined command made {left}, which outlive its step: {said}"
     assert (after.st_mode, after.st_mtime) == (before.st_mode, before.st_mtime), said
+
+
+# --- every process of the patch's code is confined: no other path starts one --------------
+
+# Planted in the package's __init__ (every process that imports the patch's build) and in an
+# in-tree build backend: each tries to leave a file in the markers folder, named by a digest
+# of its command line and holding it. Unconfined, the files show which kinds of process ran
+# the patch's code; confined, none may appear.
+LEAVE_MARK = """
+import hashlib as _h, os as _o, sys as _s
+def _mark(kind):
+    line = kind + " " + " ".join(_s.argv)
+    try:
+        with open(_o.path.join(MARKERS, _h.sha256(line.encode()).hexdigest()[:16]), "w") as f:
+            f.write(line)
+    except OSError:
+        pass
+"""
+
+MARKING_BACKEND = """
+from flit_core.buildapi import *
+from flit_core import buildapi as _flit
+
+def build_wheel(*args, **kwargs):
+    _mark("build")
+    return _flit.build_wheel(*args, **kwargs)
+"""
+
+
+def marks_every_launch(markers: Path) -> Callable[[Path], None]:
+    def change(repo: Path) -> None:
+        append(
+            repo / "src/shop/__init__.py",
+            named(LEAVE_MARK, MARKERS=str(markers)) + ("_mark('import')\n"),
+        )
+        backend(named(LEAVE_MARK + MARKING_BACKEND, MARKERS=str(markers)))(repo)
+
+    return change
+
+
+def kinds(markers: dict[str, str]) -> set[str]:
+    """What kind of process left each mark, read off its command line."""
+    found = set()
+    for line in markers.values():
+        if line.startswith("build "):
+            found.add("build")
+        elif "worker.py" in line:
+            found.add("subject worker")
+        elif "--collect-only" in line:
+            found.add("collect-only")
+        elif "pytest" in line:
+            found.add("pytest in a build")
+        elif line.split()[1].endswith("/shop"):
+            found.add("case")
+    return found
+
+
+@pytest.mark.e2e
+def test_every_process_that_runs_the_patchs_code_is_confined(shop: Path, tmp_path: Path) -> None:
+    confined, unconfined = judge_twice(shop, tmp_path, "mark-every-launch", marks_every_launch)
+    # Unconfined, the planted code ran in every kind of process the judge starts on a build.
+    every = {"build", "case", "subject worker", "collect-only", "pytest in a build"}
+    assert kinds(unconfined.markers) >= every, sorted(unconfined.markers.values())
+    # Confined, in none of them could it write outside its scratch; and what it tried broke
+    # nothing it was judged on.
+    assert confined.markers == {}, sorted(confined.markers.values())
+    assert confined.verdict.report.get("confinement") == "namespaces"
+    assert confined.verdict.report["verdict"] == "merge", shown(confined.verdict)
