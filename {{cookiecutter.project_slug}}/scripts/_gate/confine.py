@@ -473,7 +473,9 @@ def read_status(path: str) -> Status | None:
     except OSError:
         return None
     fields = dict(line.partition(" ")[::2] for line in lines if not line.startswith("survivor "))
-    found = Status(fields.get("level", "none"), fields.get("missing", ""))
+    if "level" not in fields:
+        return None  # opened, never written: its PID 1 was killed (a timeout)
+    found = Status(fields["level"], fields.get("missing", ""))
     found.exit = int(fields["exit"]) if fields.get("exit", "").lstrip("-").isdigit() else NOT_RUN
     found.refused = fields.get("refused", "")
     found.survivors = [bytes.fromhex(line[9:]) for line in lines if line.startswith("survivor ")]
