@@ -55,6 +55,24 @@ def alive(pid: int, grace: float = 5.0) -> bool:
         time.sleep(0.05)
 
 
+def running(text: str, grace: float = 5.0) -> list[Path]:
+    """The processes whose command line holds `text`, once a killed group or namespace had
+    `grace` seconds to go (the kernel acts on SIGKILL when each process is next scheduled)."""
+
+    def cmdline(proc: Path) -> str:
+        try:
+            return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    deadline = time.monotonic() + grace
+    while True:
+        found = [p for p in Path("/proc").glob("[0-9]*") if text in cmdline(p)]
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
 def compiled(python: Path) -> Path:
     """`python`'s environment with its bytecode compiled, for a fixture whose environment runs
     many pytest processes: the judge's fresh builds go without, and bytecode changes nothing

@@ -25,7 +25,7 @@ from _gate.envs import build_env, tools_env
 from _gate.pytest_run import PytestRun
 from _gate.verdict import verdict
 
-from tests.helpers import alive, as_judged, compiled, decided, report_file, sha, worktree
+from tests.helpers import as_judged, compiled, decided, report_file, running, sha, worktree
 from tools.bakery import branch, edit, git
 
 DISCOUNTS = "src/shop/discounts.py"
@@ -131,7 +131,10 @@ def test_a_package_that_forges_pytest_reports_is_still_blocked(
     crossrun_report = ("--crossrun-report", str(report_file(tmp_path, "crossrun")))
     flake = flake_step(base, oracle_python, patch, tmp_path, *crossrun_report, "--tree", str(base))
     budget = as_judged(tmp_path, "flake-budget", flake["exit_code"])
-    assert decided([oracle, crossran, budget]) == "block", budget["summary"]
+    # The crossrun's canaries see the forger and fail it closed; the oracle, out of its
+    # reach, still fails the break.
+    assert decided([oracle, crossran, budget]) == "error", crossran["summary"]
+    assert crossran["status"] == "error" and "tampered with" in crossran["summary"]
     assert (oracle["exit_code"], oracle["status"]) == (1, "deferred")
     assert (budget["exit_code"], budget["status"]) == (1, "block")
     failing = {row["id"] for row in oracle["evidence"]["failures"]}
@@ -388,11 +391,9 @@ def test_test_ids_are_recorded_as_pytest_names_them(tmp_path: Path) -> None:
 
 SPAWNS = """
 import subprocess, sys
-from pathlib import Path
 
 def test_leaves_a_grandchild():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    Path({pid!r}).write_text(str(child.pid))
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", {token!r}])
     {after}
 """
 
@@ -406,10 +407,14 @@ def test_a_run_that_leaves_or_hangs_on_a_grandchild_is_ended_with_its_group(
 ) -> None:
     tree = tmp_path / "tree"
     (tree / "tests").mkdir(parents=True)
-    pid_file = tmp_path / "pid"
-    (tree / "tests/test_spawn.py").write_text(SPAWNS.format(pid=str(pid_file), after=after))
+    token = f"grandchild-of-{tmp_path.name}"  # in its command line: found by it
+    (tree / "tests/test_spawn.py").write_text(SPAWNS.format(token=token, after=after))
     report = advisory_step(tree, tmp_path, "--timeout", timeout)
-    assert report["status"] == "pass"
-    assert not alive(int(pid_file.read_text()))
+    assert not running(token)
+    if timeout == "60":  # pytest ended, its grandchild did not: named, killed, fail closed
+        assert report["status"] == "error", report["summary"]
+        assert token in report["summary"] and "outlived its command" in report["summary"]
+        return
+    assert report["status"] == "pass", report["summary"]
     if timeout == "3":
         assert report["evidence"]["suspicious"][0].startswith("no result report")

@@ -7,7 +7,6 @@ import ast
 import socket
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from _gate.envs import build_env
 from _gate.process import Sandbox, probe_sandbox, run_confined
 from _gate.protocol import FailClosed
 
-from tests.helpers import SCRIPTS
+from tests.helpers import SCRIPTS, running
 
 LEVELS = ("namespaces", "subreaper")
 
@@ -89,13 +88,6 @@ def test_a_process_left_running_fails_closed_named_and_is_killed(
         run_confined([sys.executable, "-I", "-c", code], writable=[tmp_path], timeout=30)
     assert "python" in str(caught.value)  # named by its command line
     assert not running("sleep(60)")
-
-
-def cmdline(proc: Path) -> str:
-    try:
-        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-    except OSError:
-        return ""
 
 
 def test_a_command_that_exits_with_its_children_leaves_no_survivor(
@@ -321,14 +313,3 @@ def test_a_command_killed_on_its_timeout_takes_what_it_started_with_it(
     done = run_confined(python(code), writable=[tmp_path], timeout=2)
     assert done.timed_out
     assert not running("sleep(61)")
-
-
-def running(text: str, grace: float = 5.0) -> list[Path]:
-    """Processes whose command line holds `text`, once a killed namespace had `grace` seconds
-    to go (the kernel kills its processes just after its PID 1)."""
-    deadline = time.monotonic() + grace
-    while True:
-        found = [p for p in Path("/proc").glob("[0-9]*") if text in cmdline(p)]
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)

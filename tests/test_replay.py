@@ -23,7 +23,7 @@ import _gate.process
 import pytest
 import yaml
 
-from tests.helpers import SCRIPTS, alive
+from tests.helpers import SCRIPTS, running
 
 
 @dataclass
@@ -248,8 +248,7 @@ def test_noise_regex_normalizes_identically_at_record_and_replay(tmp_path: Path)
 
 HANG = """
 import subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-open(sys.argv[1], "w").write(str(child.pid))
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", sys.argv[1]])
 print("started", flush=True)
 time.sleep(300)
 """
@@ -257,10 +256,10 @@ time.sleep(300)
 
 def test_hanging_cli_times_out_and_its_process_group_dies(tmp_path: Path) -> None:
     hang = cli(tmp_path, "hang", HANG)
-    pid_file = tmp_path / "grandchild.pid"
+    token = f"grandchild-of-{tmp_path.name}"  # in its command line: found by it, not by a file
     case = {
         "id": "hang",
-        "argv": [str(pid_file)],
+        "argv": [token],
         "timeout": 1,
         "compare": ["exit_code", "stdout.raw"],
     }
@@ -270,7 +269,7 @@ def test_hanging_cli_times_out_and_its_process_group_dies(tmp_path: Path) -> Non
     saved = json.loads(cassette.read_text())["cases"]["hang"]
     assert saved["fields"] == {"exit_code": "timeout", "stdout.raw": "started\n"}
     assert saved["run"]["timed_out"] is True and saved["run"]["signal"] == 9
-    assert not alive(int(pid_file.read_text()))
+    assert not running(token)
 
 
 FLOOD = """

@@ -300,7 +300,7 @@ def run_command(job: Job, abi: int, level: str) -> str:
     refused = os.read(errors, 4096).decode("utf-8", "replace")
     os.close(errors)
     _, status = os.waitpid(pid, 0)
-    return refused or str(exit_status(status))
+    return refused or str(os.waitstatus_to_exitcode(status))  # -N: killed by signal N
 
 
 class Status:

@@ -137,7 +137,7 @@ class Watch:
         timed_out = not self.exited
         if timed_out and terminate:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(self.proc.pid, signal.SIGTERM)
+                self.proc.terminate()
             grace = time.monotonic() + TERM_GRACE
             while not self.exited and self.wait(grace):
                 pass
@@ -225,6 +225,9 @@ def exits_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
 
 
 def kill_group(proc: Started) -> None:
+    if isinstance(proc, Spawned):  # its launcher takes every process of the job with it
+        proc.kill()
+        return
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -275,11 +278,10 @@ class Spawned:
     of its supervisor (not this process's child: its exit code comes in its status)."""
 
     def __init__(self, handle: int, pipes: tuple[int, int, int]) -> None:
-        self.handle = handle
+        self.handle = handle  # signalled through, never by pid: the server reaps it at once
         self.stdin: IO[bytes] | None = os.fdopen(pipes[0], "wb", buffering=0)
         self.stdout: IO[bytes] | None = os.fdopen(pipes[1], "rb", buffering=0)
         self.stderr: IO[bytes] | None = os.fdopen(pipes[2], "rb", buffering=0)
-        self.pid = pidfd_pid(handle)
 
     def pidfd(self) -> int:
         return os.dup(self.handle)
@@ -290,23 +292,20 @@ class Spawned:
     def wait(self) -> int:
         select.select([self.handle], [], [])
         os.close(self.handle)
-        return 0  # the exit code is the status file's
+        return -signal.SIGKILL  # the exit code is the status file's; without one, it was killed
+
+    def terminate(self) -> None:
+        self.signal(signal.SIGTERM)
 
     def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+
+    def signal(self, number: int) -> None:
         with contextlib.suppress(OSError):
-            signal.pidfd_send_signal(self.handle, signal.SIGKILL)  # type: ignore[attr-defined,unused-ignore]
+            signal.pidfd_send_signal(self.handle, number)  # type: ignore[attr-defined,unused-ignore]
 
 
 Started = subprocess.Popen[bytes] | Spawned
-
-
-def pidfd_pid(handle: int) -> int:
-    """The pid a pidfd refers to, from /proc/self/fdinfo (Linux 5.3+)."""
-    with open(f"/proc/self/fdinfo/{handle}", encoding="ascii") as info:
-        for line in info:
-            if line.startswith("Pid:"):
-                return int(line.split()[1])
-    raise OSError(f"pidfd {handle} names no process")
 
 
 class Server:
