@@ -10,6 +10,7 @@ from _gate.protocol import FailClosed
 from _gate.provenance import Installed, Provenance, compare, provenance, refuse_startup_files
 
 from tests.helpers import SCRIPTS
+from tools.bakery import branch, edit, judge
 
 PYPROJECT = """
 [build-system]
@@ -122,3 +123,58 @@ def test_a_src_layout_maps_its_package_from_src(tmp_path: Path, wheelhouse: Path
         "src/tiny/data.json",
         "src/tiny/rules.py",
     }
+
+
+# --- on a bake: the judge -----------------------------------------------------------------
+
+RULE = "src/shop/discounts.py"
+HONEST, BROKEN = "    return amount\n", "    return amount + 1\n"
+# The patch breaks the rule in its tree and builds its wheel from the unbroken copy: every
+# step would judge the old code while users run the new.
+SHOP_SWAP = f"""
+import pathlib
+from flit_core import buildapi
+from flit_core.buildapi import *
+
+def build_wheel(*args, **kwargs):
+    rule = pathlib.Path({RULE!r})
+    rule.write_text(rule.read_text().replace({BROKEN!r}, {HONEST!r}))
+    return buildapi.build_wheel(*args, **kwargs)
+"""
+
+
+def swaps_the_rule(repo: Path) -> None:
+    edit(repo / RULE, HONEST, BROKEN)
+    edit(
+        repo / "pyproject.toml",
+        'build-backend = "flit_core.buildapi"\n',
+        'build-backend = "evil"\nbackend-path = ["_backend"]\n',
+    )
+    (repo / "_backend").mkdir()
+    (repo / "_backend/evil.py").write_text(SHOP_SWAP, "utf-8")
+
+
+@pytest.mark.e2e
+def test_the_judge_refuses_a_wheel_that_is_not_its_tree(shop: Path) -> None:
+    verdict = judge(shop, "--head", branch(shop, "provenance-swap", swaps_the_rule))
+    build = verdict.step("build")
+    assert verdict.report["verdict"] == "error", build
+    assert build["summary"] == (
+        "the wheel's shop/discounts.py is not head:src/shop/discounts.py, the file it is built "
+        "from; the build put other code into the wheel than the tree holds"
+    )
+
+
+@pytest.mark.e2e
+def test_an_honest_patch_says_its_wheel_matches_its_tree(shop: Path) -> None:
+    def comment(repo: Path) -> None:
+        (repo / "src/shop/__init__.py").write_text(
+            (repo / "src/shop/__init__.py").read_text("utf-8") + "# a comment\n", "utf-8"
+        )
+
+    verdict = judge(shop, "--head", branch(shop, "provenance-honest", comment))
+    assert verdict.report["verdict"] == "merge", verdict.output[-2000:]
+    build = verdict.step("build")
+    assert "; patch wheel matches head:src/shop/ (" in build["summary"], build["summary"]
+    rows = {row["path"]: row["source"] for row in build["evidence"]["patch"]["files"]}
+    assert rows["shop/discounts.py"] == "src/shop/discounts.py"

@@ -87,6 +87,7 @@ from _gate.protocol import (
     listening,
     read_report,
 )
+from _gate.provenance import compare, project_info, provenance, summary
 from _gate.reports import PATH_NAMES, named, write_report
 from _gate.seal import Seal, seal
 from _gate.shard import WHOLE, Shard, add_shard_arg
@@ -392,10 +393,30 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             seconds = time.monotonic() - start
             judge.record("build", code, f"the {side} does not build: {exc}", seconds)
             return None
-    done_line = "parent, patch and oracle built into fresh offline environments"
-    judge.record("build", PASS, done_line, time.monotonic() - start)
+    seconds = time.monotonic() - start
+    try:
+        matched, evidence = built_from_trees(j, built["parent"], built["patch"])
+    except FailClosed as exc:
+        judge.record("build", FAIL_CLOSED, str(exc), seconds)
+        return None
+    done_line = f"parent, patch and oracle built into fresh offline environments; {matched}"
+    judge.append(Report("build", STATUS[PASS], PASS, judge.shorten(done_line), evidence), seconds)
     oracle_python, oracle_seal = built.pop("oracle")
     return Builds(**built, oracle=oracle_python, oracle_seal=oracle_seal)
+
+
+def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[str, Any]]:
+    """Build provenance (_gate/provenance.py): each wheel installs its tree, and the patch's
+    has the parent's kind of origin; the summary's words and the build step's evidence."""
+    sides = {}
+    for side, tree, python, label in (
+        ("parent", j.parent, parent, "base:"),
+        ("patch", j.patch, patch, "head:"),
+    ):
+        sides[side] = provenance(tree, project_info(python.parent.parent), label)
+    compare(sides["parent"], sides["patch"], j.patch, "head:")
+    evidence = {side: found.evidence() for side, found in sides.items()}
+    return f"patch wheel {summary(sides['patch'], 'head:')}", evidence
 
 
 def sealed_tools_env(envs: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, Seal]:

@@ -54,6 +54,39 @@ class Provenance:
         return {"files": [f.row() for f in self.files], "folders": dict(self.folders)}
 
 
+def project_info(env: Path) -> Path:
+    """The dist-info of the tree built into `env`: the one installed from a folder (PEP 610's
+    `dir_info`); the tools come from the wheelhouse."""
+    found = [
+        info
+        for info in sorted(env.glob("lib/python*/site-packages/*.dist-info"))
+        if "dir_info" in read_text(info / "direct_url.json")
+    ]
+    if len(found) != 1:
+        raise FailClosed(f"{env}: {len(found)} distributions built from a tree; expected one")
+    return found[0]
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text("utf-8")
+    except OSError:
+        return ""
+
+
+def summary(found: Provenance, label: str) -> str:
+    """`matches head:src/shop/ (12 files, 1 generated)`."""
+    folders = sorted(
+        {
+            f"{label}{folder}/{top}/" if folder else f"{label}{top}"
+            for top, folder in found.folders.items()
+        }
+    )
+    generated = len(found.generated)
+    more = f", {generated} generated" if generated else ""
+    return f"matches {', '.join(folders)} ({len(found.files)} files{more})"
+
+
 def record_files(info: Path) -> list[str]:
     """The files a dist-info's RECORD installs under site-packages, but its own metadata and
     what lands outside site-packages (console scripts, which entry points describe)."""
