@@ -140,6 +140,40 @@ def test_a_confined_command_cannot_signal_the_judge(tmp_path: Path, level: str) 
     assert done.stdout.head.startswith(b"refused"), done.stdout.head
 
 
+def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
+    tmp_path: Path, level: str
+) -> None:
+    """From inside the launcher's job: its supervisor and the judge cannot be killed, traced
+    or read, and the status the judge trusts cannot be written."""
+    import os
+
+    status_dir = Sandbox.status_dir
+    assert status_dir is not None  # the level fixture's probe made it
+    code = f"""
+        import os, signal
+        def attempt(name, act):
+            try:
+                act()
+                print(name, "DONE")
+            except OSError:
+                print(name, "refused")
+        attempt("status", lambda: open(os.path.join({str(status_dir)!r}, "forged"), "w"))
+        attempt("memory", lambda: open("/proc/{os.getpid()}/mem", "rb").read(1))
+        attempt("environ", lambda: open("/proc/{os.getpid()}/environ", "rb").read(1))
+        attempt("judge", lambda: os.kill({os.getpid()}, signal.SIGKILL))
+        os.kill(os.getppid(), signal.SIGKILL)  # its supervisor: ignored, or refused
+    """
+    done = run_confined(python(code), writable=[tmp_path], timeout=30)
+    said = dict(line.split() for line in done.stdout.head.decode().splitlines())
+    # Without a PID namespace the judge's /proc stays visible, its environment readable to
+    # the judge's user (the baked README's Confinement table says so).
+    readable = {"environ": "DONE"} if level == "subreaper" else {}
+    expected = {"status": "refused", "memory": "refused", "environ": "refused", "judge": "refused"}
+    assert said == {**expected, **readable}, done.stdout.head
+    assert not (status_dir / "forged").exists()
+    assert done.confinement == level  # the supervisor lived to write the status
+
+
 def test_required_refuses_to_run_unconfined_naming_what_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,11 +206,14 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
         run_confined([str(tmp_path / "no-such-program")], writable=[tmp_path], timeout=30)
 
 
-# Modules that may start a process, and why each start runs no code of a tree under judgment:
-# process.py is the launcher's own (run_group; run_confined wraps the launcher), subject.py
+# Modules that may start a process, and why each start runs no code of a tree under judgment
+# unconfined: confine.py is the launcher (its forks and execs are the confined path itself:
+# tests above and below show what a command it starts can and cannot reach), process.py
+# runs it (run_group; run_confined wraps the launcher), subject.py
 # starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip download
 # (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py.
 SPAWNERS = {
+    "_gate/confine.py",
     "_gate/process.py",
     "_gate/subject.py",
     "_gate/git.py",
@@ -219,7 +256,7 @@ def test_only_the_known_modules_start_processes() -> None:
     starting = {
         p.relative_to(SCRIPTS).as_posix()
         for p in modules()
-        if starts_processes(ast.parse(p.read_bytes())) and p.name != "confine.py"
+        if starts_processes(ast.parse(p.read_bytes()))
     }
     assert starting == SPAWNERS
 
