@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from _gate.envs import build_env
 
-from tests.helpers import CLASS_STYLE, SCRIPTS, UNITTEST_STYLE, C, U, bake_with, compiled
+from tests.helpers import BACKENDS, CLASS_STYLE, SCRIPTS, UNITTEST_STYLE, C, U, bake_with, compiled
 from tools.bakery import TEMPLATE, bake, git
 
 
@@ -40,11 +40,13 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # pytest-xdist workers share the wheelhouse: one fills it, the others then find it full.
     with open(path.parent / f"{path.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        # The judge's set, and the strength session's (the judge's and mutmut's, one set).
-        for names in (["judge"], ["judge", "strength"]):
+        # The judge's set, the strength session's (the judge's and mutmut's, one set), and
+        # the build backends the provenance tests build with.
+        judge, strength = (SCRIPTS / f"requirements-{n}.txt" for n in ("judge", "strength"))
+        for files in ([judge], [judge, strength], [BACKENDS]):
             cmd = [sys.executable, str(SCRIPTS / "wheelhouse.py"), "--dest", str(path)]
-            for name in names:
-                cmd += ["--requirements", str(SCRIPTS / f"requirements-{name}.txt")]
+            for file in files:
+                cmd += ["--requirements", str(file)]
             proc = subprocess.run([*cmd, "--report", str(report)], capture_output=True, text=True)
             assert proc.returncode == 0, proc.stderr
     return path

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from _gate import confine
 from _gate.envs import build_env
-from _gate.process import Sandbox, probe_sandbox, run_confined
 from _gate.protocol import FailClosed
+from _gate.sandbox import Sandbox, probe_sandbox, run_confined
 
 from tests.helpers import SCRIPTS, running
 
@@ -209,12 +209,14 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 # Modules that may start a process, and why each start runs no code of a tree under judgment
 # unconfined: confine.py is the launcher (its forks and execs are the confined path itself:
 # tests above and below show what a command it starts can and cannot reach), process.py
-# runs it (run_group; run_confined wraps the launcher), subject.py
+# runs trusted commands (run_group), sandbox.py starts the launcher's server and, where there
+# is none, the launcher itself (run_confined), subject.py
 # starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip download
 # (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py.
 SPAWNERS = {
     "_gate/confine.py",
     "_gate/process.py",
+    "_gate/sandbox.py",
     "_gate/subject.py",
     "_gate/git.py",
     "wheelhouse.py",
@@ -222,8 +224,14 @@ SPAWNERS = {
     "staged_inventory.py",
 }
 # The callers of run_group, the unconfined path: a venv and the tools from the wheelhouse
-# (envs.py), the oracle's own pytest in the oracle environment (pytest_run.py).
-UNCONFINED_CALLERS = {"_gate/process.py", "_gate/envs.py", "_gate/pytest_run.py"}
+# (envs.py), the oracle's own pytest in the oracle environment (pytest_run.py), and the
+# launcher, which confines what it runs (sandbox.py).
+UNCONFINED_CALLERS = {
+    "_gate/process.py",
+    "_gate/sandbox.py",
+    "_gate/envs.py",
+    "_gate/pytest_run.py",
+}
 
 
 def starts_processes(tree: ast.AST) -> set[str]:

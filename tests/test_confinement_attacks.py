@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from _gate.confine import LEVEL_VARIABLE
-from _gate.process import run_confined
+from _gate.sandbox import run_confined
 
 from tools.bakery import Verdict, branch, edit, git, judge
 

@@ -118,7 +118,7 @@ def test_codeowners_patterns(pattern: str, path: str, hit: bool) -> None:
 )
 def test_write_set_classes(path: str, kind: str) -> None:
     protected = ("/oracle/", "/conftest.py", "/fixtures.lock")
-    assert classify(path, protected, ("tests",))[0] == kind
+    assert classify(path, protected, ("tests",), {})[0] == kind
 
 
 def test_json_pointer_follows_rfc_6901() -> None:

@@ -166,3 +166,104 @@ def test_edit_inside_a_merge_of_the_patchs_own_branches(repo: Path, tmp_path: Pa
     assert code == 2
     assert paths(report, "protected") == ["noxfile.py"]
     assert "src/side_more.py" in paths(report, "source")
+
+
+# --- the build configuration (_gate/build_config.py) ---------------------------------------
+
+BUILD = "build configuration"
+
+
+def protected_rules(report: dict[str, Any]) -> dict[str, str]:
+    return {row["path"]: row["rule"] for row in report["evidence"]["protected"]}
+
+
+def pyproject_with(repo: Path, old: str, new: str) -> dict[str, str]:
+    text = (repo / "pyproject.toml").read_text()
+    assert old in text
+    return {"pyproject.toml": text.replace(old, new)}
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "tables"),
+    [
+        # An in-tree backend, in three spellings: a table edit, a dotted key, an inline table.
+        (
+            "backend-path",
+            'build-backend = "flit_core.buildapi"\n',
+            'build-backend = "evil"\nbackend-path = ["_backend"]\n',
+            "[build-system]",
+        ),
+        (
+            "dotted-key",
+            "[tool.cruft]\n",
+            '[tool]\nsetuptools.package-dir = {"" = "old"}\n\n[tool.cruft]\n',
+            "[tool.setuptools]",
+        ),
+        (
+            "inline-hatch",
+            "[tool.ruff]\n",
+            '[tool.hatch]\nbuild = { targets = { wheel = { sources = { "old" = "" } } } }\n\n'
+            "[tool.ruff]\n",
+            "[tool.hatch.build]",
+        ),
+        (
+            "flit-module",
+            '[tool.flit.module]\nname = "shop"',
+            '[tool.flit.module]\nname = "x"',
+            "[tool.flit.module]",
+        ),
+    ],
+)
+def test_a_build_table_edit_needs_review_in_any_spelling(
+    repo: Path, tmp_path: Path, name: str, old: str, new: str, tables: str
+) -> None:
+    trunk, patch = start(repo, f"build-{name}")
+    commit(repo, "patch: build", pyproject_with(repo, old, new))
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert (code, report["status"]) == (2, "needs-review"), report["summary"]
+    rule = protected_rules(report)["pyproject.toml"]
+    assert rule == f"{BUILD} {tables}"
+
+
+def test_a_build_file_pyproject_names_needs_review_and_a_reverted_table_still_counts(
+    repo: Path, tmp_path: Path
+) -> None:
+    trunk, patch = start(repo, "build-hook")
+    hook = '[tool.hatch.build.hooks.custom]\npath = "tools/hook.py"\n\n[tool.ruff]\n'
+    commit(repo, "patch: a hook", pyproject_with(repo, "[tool.ruff]\n", hook))
+    commit(repo, "patch: its code", {"tools/hook.py": "print('hook')\n", "setup.py": "x = 1\n"})
+    original = git(repo, "show", f"{trunk}:pyproject.toml")
+    commit(repo, "patch: the table reverted", {"pyproject.toml": original})
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    rules = protected_rules(report)
+    assert code == 2 and rules["tools/hook.py"] == BUILD and rules["setup.py"] == BUILD
+    assert rules["pyproject.toml"] == f"{BUILD} [tool.hatch.build]"
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new"),
+    [
+        ("version", 'version = "0.1.0"', 'version = "0.2.0"'),
+        ("dependency", "dependencies = []", 'dependencies = ["pyyaml>=6"]'),
+        ("metadata", "requires-python", 'keywords = ["shop"]\nrequires-python'),
+        ("tool-table", "line-length = 100", "line-length = 99"),
+        ("reformatted", 'requires = ["flit_core>=3.9,<5"]', "requires = [ 'flit_core>=3.9,<5', ]"),
+    ],
+)
+def test_ordinary_pyproject_edits_stay_source(
+    repo: Path, tmp_path: Path, name: str, old: str, new: str
+) -> None:
+    trunk, patch = start(repo, f"ordinary-{name}")
+    commit(repo, "patch: pyproject", pyproject_with(repo, old, new))
+    commit(repo, "patch: a module named like a build script", {"src/shop/build.py": "X = 1\n"})
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert code == 0, report["summary"]
+    assert {"pyproject.toml", "src/shop/build.py"} <= set(paths(report, "source"))
+
+
+def test_a_pyproject_that_does_not_parse_needs_review(repo: Path, tmp_path: Path) -> None:
+    trunk, patch = start(repo, "build-unparsed")
+    commit(repo, "patch: broken", pyproject_with(repo, "[project]\n", "[project\n"))
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert code == 2
+    assert protected_rules(report)["pyproject.toml"] == f"{BUILD} (pyproject.toml does not parse)"

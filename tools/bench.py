@@ -33,7 +33,9 @@ crossrun (issue 9, after this target was set) runs the base's tests on both buil
 with it is compared with the irreducible work plus those two test runs, bare. The judge with
 every process of the patch's code confined (issue 22) is compared with the same judge
 unconfined (`sandbox: best-effort`, the launcher capped at `none`). The five are timed in turn,
-five rounds, and each is the median of its five.
+five rounds, and each is the median of its five. Build provenance (issue 23), the check the
+build step makes of both wheels against their trees, is timed alone on the bake's build
+(twice, as for parent and patch, the median of five) against the judge with the crossrun.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from _gate.cassettes import record  # noqa: E402
 from _gate.collect import collect  # noqa: E402
 from _gate.confine import LEVEL_VARIABLE  # noqa: E402
 from _gate.envs import bin_dir, build_env, tools_env  # noqa: E402
+from _gate.provenance import compare, project_info, provenance  # noqa: E402
 from _gate.pytest_run import run_pytest  # noqa: E402
 from replay_cassettes import replay  # noqa: E402
 
@@ -85,6 +88,18 @@ def build(repo: Path, scratch: Path) -> Path:
     subprocess.run(fill, check=True)
     python = build_env(repo, scratch / "env", wheelhouse, requirements)
     return bin_dir(python.parent.parent) / "shop"
+
+
+def provenance_seconds(repo: Path, command: Path) -> float:
+    """The build step's provenance check of a parent and a patch wheel, here both the bake's
+    build against the bake's tree: the median of five."""
+    info = project_info(command.parent.parent)
+
+    def check() -> None:
+        parent = provenance(repo, info, "base:")
+        compare(parent, provenance(repo, info, "head:"), repo, "head:")
+
+    return statistics.median(timed(check) for _ in range(5))
 
 
 def seed_run_case(bin_path: Path, case: Case, cwd: Path) -> dict[str, Any]:
@@ -458,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  inventory step     {full:8.2f} s   {shown}")
         if args.only in (None, "judge"):
             repo = bake(tmp / "bake-judge")
-            build(repo, tmp / "judge")  # fills the wheelhouse
+            command = build(repo, tmp / "judge")  # fills the wheelhouse
             timings = judge_seconds(repo, scratch(tmp, "trees-judge"))
             with_crossrun, without, bare, tests, unconfined = timings
             print(f"whole judge of a refactor of the example bake, warm, {os.cpu_count()} cores")
@@ -472,6 +487,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  crossrun block     {with_crossrun:8.2f} s   {shown}")
             shown = f"confined / unconfined = {with_crossrun / unconfined:5.2f}  (<= 1.1)"
             print(f"  unconfined         {unconfined:8.2f} s   {shown}")
+            checked = provenance_seconds(repo, command)
+            shown = f"provenance / judge = {checked / with_crossrun:6.3f}  (<= 0.05)"
+            print(f"  build provenance   {checked:8.2f} s   {shown}")
         if args.only in (None, "strength"):
             repo = bake(tmp / "bake-strength")
             gate, alone = strength_seconds(repo, scratch(tmp, "strength"))

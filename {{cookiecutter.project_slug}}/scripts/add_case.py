@@ -29,8 +29,8 @@ from _gate.config import load_config
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
 from _gate.git import repo_root, resolve_commit
-from _gate.process import require_sandbox
 from _gate.protocol import PASS, FailClosed, Outcome, add_report_arg, say
+from _gate.sandbox import require_sandbox
 
 NOT_SAVED = 1
 USAGE = re.compile(rb"^(usage|error):", re.IGNORECASE | re.MULTILINE)

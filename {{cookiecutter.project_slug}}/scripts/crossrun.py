@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -60,7 +59,6 @@ from _gate.config import Config, tree_tests
 from _gate.context import Judgment
 from _gate.crossrun_run import run as run_tests
 from _gate.entry import run_main
-from _gate.process import run_confined
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -71,6 +69,7 @@ from _gate.protocol import (
     add_report_arg,
 )
 from _gate.pytest_run import PytestRun
+from _gate.sandbox import run_confined
 from _gate.shard import Shard, add_shard_arg
 
 RETRYABLE = ("failed", "error")
@@ -119,10 +118,10 @@ def probe(python: Path, names: Sequence[str], modules: Sequence[str]) -> Environ
     with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
         done = run_confined(
             [str(python), "-I", "-c", PROBE, *names, "--", *modules],
-            writable=[Path(tmp)],
+            writable=[],
+            home=Path(tmp),
             timeout=PROBE_TIMEOUT,
             cwd=python.parent,
-            env={**os.environ, "HOME": tmp, "TMPDIR": tmp},
         )
     try:
         data = json.loads(done.stdout.head)

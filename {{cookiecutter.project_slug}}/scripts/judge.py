@@ -64,14 +64,7 @@ from _gate.git import (
     resolve_oracle_ref,
     show_file,
 )
-from _gate.process import (
-    Sandbox,
-    exits_within,
-    probe_sandbox,
-    require_sandbox,
-    share_cores,
-    unconfinable,
-)
+from _gate.process import exits_within, share_cores
 from _gate.protocol import (
     ADVISORY,
     BLOCK,
@@ -89,6 +82,7 @@ from _gate.protocol import (
 )
 from _gate.provenance import compare, project_info, provenance, summary
 from _gate.reports import PATH_NAMES, named, write_report
+from _gate.sandbox import Sandbox, probe_sandbox, require_sandbox, unconfinable
 from _gate.seal import Seal, seal
 from _gate.shard import WHOLE, Shard, add_shard_arg
 from _gate.steps import BY_NAME, LANES, SCRIPTS, SETUP, STEPS, TREES, Step, report_file

@@ -31,7 +31,6 @@ from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
 from _gate.git import default_base, repo_root, resolve_commit
-from _gate.process import require_sandbox
 from _gate.protocol import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -42,6 +41,7 @@ from _gate.protocol import (
     add_report_arg,
 )
 from _gate.reports import write_json
+from _gate.sandbox import require_sandbox
 from _gate.shard import Shard, add_shard_arg
 
 

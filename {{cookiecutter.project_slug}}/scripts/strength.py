@@ -58,7 +58,6 @@ from _gate.envs import bin_dir
 from _gate.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
 from _gate.mutants import function_keys, located
 from _gate.oracle_run import has_tests
-from _gate.process import require_sandbox, run_confined
 from _gate.proposals import Search, as_yaml, propose
 from _gate.protocol import (
     EXIT_CODES_HELP,
@@ -68,6 +67,7 @@ from _gate.protocol import (
     add_report_arg,
     read_report,
 )
+from _gate.sandbox import require_sandbox, run_confined
 from _gate.shard import add_shard_arg
 
 KINDS = ("cassettes", "properties", "tests")

@@ -39,9 +39,9 @@ from _gate.git import commit_file, git, resolve_oracle_ref
 from _gate.ledger import LEDGER, Ledger, live, parse_ledger
 from _gate.machine import identity
 from _gate.oracle_run import run
-from _gate.process import require_sandbox
 from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 from _gate.reports import write_report
+from _gate.sandbox import require_sandbox
 from _gate.seal import TrustedEnv
 
 DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged

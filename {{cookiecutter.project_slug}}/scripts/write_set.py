@@ -2,8 +2,8 @@
 
     python scripts/write_set.py --base MERGE_BASE --head HEAD
 
-Classes: `protected` (the judge and its evidence: needs a code owner's review, then
-ORACLE_REVIEW=1),
+Classes: `protected` (the judge and its evidence, and the build configuration of
+_gate/build_config.py: needs a code owner's review, then ORACLE_REVIEW=1),
 `fixtures` (judged by fixtures.lock, reported here), `tests` (the patch's own tests: advisory),
 `source` (everything else). Renames count on both sides, names are read with -z. A merge
 commit counts too: what it wrote against a base-side parent, and any path it made differ from
@@ -22,6 +22,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from _gate.build_config import build_changes
 from _gate.config import Config, load_config
 from _gate.context import Change, Judgment, changes, review_requested
 from _gate.entry import run_main
@@ -76,8 +77,10 @@ def touched(repo: Path, base: str, head: str, net: Sequence[Change]) -> dict[str
     return paths
 
 
-def classify(path: str, protected: Sequence[str], tests: Sequence[str]) -> tuple[str, str]:
-    rule = matches(path, protected)
+def classify(
+    path: str, protected: Sequence[str], tests: Sequence[str], build: Mapping[str, str]
+) -> tuple[str, str]:
+    rule = matches(path, protected) or build.get(path)
     if rule:
         return "protected", rule
     if path.startswith(FIXTURES):
@@ -109,8 +112,10 @@ def classified(
         "tests": [],
         "source": [],
     }
-    for path, statuses in sorted(touched(repo, base, head, net).items()):
-        kind, rule = classify(path, config.protected, config.tests)
+    written = touched(repo, base, head, net)
+    build = build_changes(repo, base, head, written)
+    for path, statuses in sorted(written.items()):
+        kind, rule = classify(path, config.protected, config.tests, build)
         classes[kind].append({"path": path, "status": "".join(sorted(statuses)), "rule": rule})
     counts = ", ".join(f"{len(v)} {k}" for k, v in classes.items())
     evidence = {"base": base, "head": head, "oracle_review": review, **classes}

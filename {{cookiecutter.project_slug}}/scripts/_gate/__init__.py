@@ -10,7 +10,11 @@ this package only, never each other. Its modules, by job:
 - config: judge.yaml and the gate's YAML files; patterns: protected-path rules
 - git: refs, diffs, worktrees, the oracle ref; envs: offline builds and tool environments;
   seal: the oracle environment's digest, checked before and after each trusted run
-- process: process groups and capped capture; pytest_run: pytest runs read from the plugin
+- provenance: each build's wheel against its tree; build_config: what decides the build
+  (protected by the write-set)
+- process: process groups and capped capture; sandbox: `run_confined`, the one way to run
+  the patch's code, through the launcher confine.py; pytest_run: pytest runs read from the
+  plugin
 - cases, cassettes: the CLI cases and their recordings; allowlist: reviewed contract changes
 - inventory, sites, collect: the assert inventory; oracle_run, crossrun_run, canaries,
   quarantine, ledger: the oracle, the crossrun (and its canaries) and flake control

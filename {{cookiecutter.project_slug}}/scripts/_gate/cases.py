@@ -24,8 +24,9 @@ from typing import Any
 from _gate.config import load_yaml, require_mapping
 from _gate.envs import bin_dir, build_env
 from _gate.git import add_worktree, remove_worktree
-from _gate.process import Stream, run_confined
+from _gate.process import Stream
 from _gate.protocol import FailClosed, Progress
+from _gate.sandbox import run_confined
 
 CASE_FIELDS = (
     "id",

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from _gate.envs import dist_infos
 from _gate.git import git
-from _gate.process import run_confined
 from _gate.protocol import FailClosed
+from _gate.sandbox import run_confined
 
 REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
 COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")
@@ -375,8 +375,10 @@ def collect(
         out = Path(tmp) / "ids.json"
         options = ["--collect-only", "-p", "no:cacheprovider", "--rootdir", str(root)]
         cmd = [str(python), "-c", BOOT, str(out), " ".join(required), *options, *targets]
-        env = {**collection_env(autoload), "HOME": tmp, "TMPDIR": tmp}
-        done = run_confined(cmd, writable=[Path(tmp)], cwd=root, env=env, timeout=COLLECT_TIMEOUT)
+        env = collection_env(autoload)
+        done = run_confined(
+            cmd, writable=[], home=Path(tmp), cwd=root, env=env, timeout=COLLECT_TIMEOUT
+        )
         if done.timed_out:
             return Collection(None, f"timed out after {COLLECT_TIMEOUT:.0f} s")
         if done.exit_code not in (0, 5):

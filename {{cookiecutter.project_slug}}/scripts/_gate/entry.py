@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from _gate.context import Judgment, load_judgment
-from _gate.process import require_sandbox
 from _gate.protocol import (
     EXIT_CODES_HELP,
     PASS,
@@ -20,6 +19,7 @@ from _gate.protocol import (
     say,
 )
 from _gate.reports import write_report
+from _gate.sandbox import require_sandbox
 
 # What a step's `run` gets: the judgment, and the outcomes of the earlier steps it reads.
 Judged = Callable[[Judgment, Mapping[str, Report]], Outcome]

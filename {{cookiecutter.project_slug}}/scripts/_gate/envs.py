@@ -5,13 +5,15 @@ the offline, non-editable builds of the trees under judgment.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from _gate.process import Completed, run_confined, run_group
+from _gate.process import Completed, run_group
 from _gate.protocol import FailClosed, NotInWheelhouse
+from _gate.sandbox import run_confined
 
 # Merge-time evidence must not depend on what the author's shell exported.
 WHEELHOUSE = Path(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
@@ -31,42 +33,62 @@ BUILD_TIMEOUT = 900.0  # seconds for one install: a build backend runs the tree'
 
 
 INSTALL_ENV = {"PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+# The only variables a tree's build backend inherits (README, Build provenance): what any
+# build on any machine has. Offline and cache settings go as flags, so nothing the judge
+# alone sets (JUDGE_OFFLINE, ORACLE_*, PIP_*, UV_*, CI's) tells the backend it is judged.
+BUILD_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SOURCE_DATE_EPOCH", "SYSTEMROOT")
 
 
-def _run_install(cmd: list[str], what: str, scratch: list[Path] | None = None) -> Completed:
-    """An install from the wheelhouse; with `scratch`, one that runs a tree's build backend,
-    confined to the scratch (the tree's copy, HOME, caches) and the environment it fills."""
-    env = {**os.environ, **INSTALL_ENV}
-    if scratch is None:
-        done = run_group(cmd, timeout=BUILD_TIMEOUT, env=env)
-    else:
-        home = scratch[0] / "home"
-        home.mkdir(exist_ok=True)
-        env.update(HOME=str(home), TMPDIR=str(home), UV_CACHE_DIR=str(home / "uv"))
-        env["PIP_NO_CACHE_DIR"] = "1"
-        done = run_confined(cmd, writable=scratch, timeout=BUILD_TIMEOUT, env=env)
+def run_tool(cmd: list[str], what: str) -> Completed:
+    """A trusted command of the judge's own tools (a venv, an install from the wheelhouse)."""
+    return finished(run_group(cmd, timeout=BUILD_TIMEOUT, env={**os.environ, **INSTALL_ENV}), what)
+
+
+def run_build(cmd: list[str], what: str, scratch: Path, dest: Path) -> Completed:
+    """An install that runs a tree's build backend: confined to the scratch (the tree's copy,
+    HOME) and the environment it fills, with the environment of anyone's build."""
+    env = {key: os.environ[key] for key in BUILD_PASS_THROUGH if key in os.environ}
+    home = scratch / "home"
+    home.mkdir(exist_ok=True)
+    done = run_confined(cmd, writable=[scratch, dest], home=home, timeout=BUILD_TIMEOUT, env=env)
+    return finished(done, what, backend_error(done))
+
+
+def finished(done: Completed, what: str, why: str = "") -> Completed:
     if done.timed_out:
         raise FailClosed(f"{what} did not finish within {BUILD_TIMEOUT:g} s")
     if done.exit_code != 0:
-        raise FailClosed(f"{what} failed: {done.last_line()}")
+        raise FailClosed(f"{what} failed: {why or done.last_line()}")
     return done
 
 
+ERROR_LINE = re.compile(r"^\s*([\w.]+(Error|Exception|Exit|Interrupt)|error)\b.*")
+
+
+def backend_error(done: Completed) -> str:
+    """What a failed build says went wrong: the last exception line the backend printed,
+    not the installer's closing hint."""
+    lines = (done.stdout.tail(8000) + "\n" + done.stderr.tail(8000)).splitlines()
+    found = [line.strip() for line in lines if ERROR_LINE.match(line)]
+    return found[-1] if found else ""
+
+
 def tools_env(dest: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, list[str]]:
-    """A fresh venv holding only the hash-checked tools; returns its python and installer."""
+    """A fresh venv holding only the hash-checked tools; returns its python and installer
+    (offline by its flags alone: a build's installer inherits no setting)."""
     uv = find_uv()
     python = bin_dir(dest) / "python"
     if uv:
-        _run_install([uv, "venv", "--quiet", "--python", sys.executable, str(dest)], "uv venv")
+        run_tool([uv, "venv", "--quiet", "--python", sys.executable, str(dest)], "uv venv")
         pip = [uv, "pip", "install", "--quiet", "--offline", "--python", str(python)]
         # Copies, never uv's default hardlinks into its cache: a write into one environment
         # would rewrite the cache, and through it the next judgment's oracle environment.
         pip += ["--link-mode", "copy"]
     else:
-        _run_install([sys.executable, "-m", "venv", str(dest)], "python -m venv")
-        pip = [str(python), "-m", "pip", "install", "--quiet"]
+        run_tool([sys.executable, "-m", "venv", str(dest)], "python -m venv")
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     pip += ["--no-index", "--find-links", str(wheelhouse)]
-    _run_install([*pip, "--require-hashes", "-r", str(requirements)], "tool install")
+    run_tool([*pip, "--require-hashes", "-r", str(requirements)], "tool install")
     return python, pip
 
 
@@ -91,8 +113,9 @@ def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> P
         # the worktree stays as checked out for the steps that read it.
         copy = scratch / "tree"
         shutil.copytree(tree, copy, symlinks=True)
-        install = [*pip, "--no-deps", "--no-build-isolation", str(copy)]
-        _run_install(install, f"build of {tree}", [scratch, dest])
+        cache = ["--cache-dir", str(scratch / "cache")] if find_uv() else ["--no-cache-dir"]
+        install = [*pip, *cache, "--no-deps", "--no-build-isolation"]
+        run_build([*install, str(copy)], f"build of {tree}", scratch, dest)
     for info in sorted(dist_infos(dest) - before):
         refuse_direct_references(info / "METADATA", tree)
     check_dependencies(python, tree, requirements)
@@ -120,8 +143,8 @@ def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
     )
     # The build's python runs its environment's .pth files: the patch's code, so confined.
     with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
-        env = {**os.environ, "HOME": tmp, "TMPDIR": tmp, "UV_CACHE_DIR": tmp}
-        done = run_confined(cmd, writable=[Path(tmp)], timeout=BUILD_TIMEOUT, env=env)
+        env = {**os.environ, "UV_CACHE_DIR": tmp}
+        done = run_confined(cmd, writable=[], home=Path(tmp), timeout=BUILD_TIMEOUT, env=env)
     if done.exit_code == 0:
         return
     problems = [
@@ -141,4 +164,4 @@ def compile_env(python: Path) -> None:
     runs then write no bytecode into it (and start faster), so its digest (seal.py) holds the
     bytecode too and any `.pyc` that appears later is a difference."""
     lib = python.parent.parent / "lib"
-    _run_install([str(python), "-m", "compileall", "-q", "-j", "0", str(lib)], "compileall")
+    run_tool([str(python), "-m", "compileall", "-q", "-j", "0", str(lib)], "compileall")

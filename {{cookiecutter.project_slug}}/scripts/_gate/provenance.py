@@ -8,16 +8,24 @@ file at the path the build maps it from (one folder per top-level name: `src/sho
 the patch's generated files must be of names the parent generated too, its top-level names
 the parent's, and a package is built from the folder it was built from on the parent while
 that folder still holds it. A `.pth`, `sitecustomize` or `usercustomize` fails closed.
+The wheel's entry points and the names it requires (per extra) are those pyproject.toml's
+[project] declares, where it declares them statically (not in `dynamic`); specifiers and
+markers are the backend's to spell, so names are compared, not their text.
 """
 
 from __future__ import annotations
 
+import configparser
 import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from email.parser import BytesHeaderParser
 from pathlib import Path, PurePosixPath
+from typing import Any
 
+from _gate.build_config import PYPROJECT, parsed, table
 from _gate.git import git
 from _gate.protocol import FailClosed
 
@@ -98,9 +106,11 @@ def record_files(info: Path) -> list[str]:
 
 
 def refuse_startup_files(paths: Iterable[str]) -> None:
+    """A `.pth`, `sitecustomize` or `usercustomize` at the top of site-packages, where the
+    interpreter runs them (a package's own `model.pth` is data: nothing runs it)."""
     for path in paths:
         name = PurePosixPath(path)
-        if name.suffix == ".pth" or (len(name.parts) == 1 and name.stem in STARTUP):
+        if len(name.parts) == 1 and (name.suffix == ".pth" or name.stem in STARTUP):
             raise FailClosed(
                 f"the wheel installs {path}, which runs at every interpreter start; a build "
                 "may not ship one (remove it from the package's files)"
@@ -125,9 +135,11 @@ def folder_of(source: str, path: str) -> str:
 
 
 def provenance(tree: Path, info: Path, label: str) -> Provenance:
-    """Match every file the wheel installs with `tree` (named `label` in messages)."""
+    """Match every file the wheel installs, and its declared metadata, with `tree` (named
+    `label` in messages)."""
     installed = record_files(info)
     refuse_startup_files(installed)
+    check_metadata(tree, info, label)
     sources = tree_files(tree)
     by_suffix: dict[str, list[str]] = {}
     for source in sources:
@@ -181,7 +193,13 @@ def compare(parent: Provenance, patch: Provenance, patch_tree: Path, label: str)
     """The patch's wheel has the parent's kind of origin: no generated file of a name the
     parent did not generate, no top-level name the parent did not install, and each package
     built from its folder on the parent while that folder still holds it."""
+    sources = {f.path: f.source for f in parent.files}
     for path in sorted(patch.generated - parent.generated):
+        if sources.get(path) and (patch_tree / sources[path]).is_file():
+            raise FailClosed(
+                f"the wheel's {path} is not {label}{sources[path]}, the file the parent's was "
+                "built from: the build maps it to other code than the tree holds there"
+            )
         raise FailClosed(
             f"the wheel's {path} has no source in {label.rstrip(':')} and the parent's wheel "
             "generated no such file: a module that appears from nowhere"
@@ -200,3 +218,91 @@ def compare(parent: Provenance, patch: Provenance, patch_tree: Path, label: str)
                 f"the wheel's {top} is built from {label}{now}, the parent's from {was}, "
                 f"which still holds it: the build maps the package to other code"
             )
+
+
+# [project] keys of pyproject.toml and the entry point group each declares.
+ENTRY_POINT_KEYS = {"scripts": "console_scripts", "gui-scripts": "gui_scripts"}
+NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+SPACE = re.compile(r"\s+")
+EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check_metadata(tree: Path, info: Path, label: str) -> None:
+    """The wheel's entry points and required names are the tree's static declarations."""
+    project = table(parsed(read_bytes(tree / PYPROJECT)) or {}, "project")
+    if not isinstance(project, Mapping):
+        return  # setup.py or setup.cfg declares them: protected files (build_config.py)
+    dynamic = set(project.get("dynamic") or ())
+    where = f"{label}{PYPROJECT}"
+    if not dynamic & {"scripts", "gui-scripts", "entry-points"}:
+        same(wheel_entry_points(info), declared_entry_points(project), "entry point", where)
+    if not dynamic & {"dependencies", "optional-dependencies"}:
+        same(wheel_requires(info), declared_requires(project), "requirement", where)
+
+
+def same(wheel: set[str], tree: set[str], what: str, where: str) -> None:
+    for extra in sorted(wheel - tree):
+        raise FailClosed(f"the wheel declares {what} {extra}, which {where} does not declare")
+    for missing in sorted(tree - wheel):
+        raise FailClosed(f"the wheel lacks {what} {missing}, which {where} declares")
+
+
+def declared_entry_points(project: Mapping[str, Any]) -> set[str]:
+    groups = {group: project.get(key) for key, group in ENTRY_POINT_KEYS.items()}
+    more = project.get("entry-points")
+    groups.update(more if isinstance(more, Mapping) else {})
+    return {
+        entry_point(group, name, str(value))
+        for group, points in groups.items()
+        if isinstance(points, Mapping)
+        for name, value in points.items()
+    }
+
+
+def entry_point(group: str, name: str, value: str) -> str:
+    return f"[{group}] {name} = {SPACE.sub('', value)}"
+
+
+def wheel_entry_points(info: Path) -> set[str]:
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(read_text(info / "entry_points.txt"))
+    return {
+        entry_point(group, name, value)
+        for group in parser.sections()
+        for name, value in parser.items(group)
+    }
+
+
+def requirement(text: str, extra: str = "") -> str:
+    match = NAME.match(text)
+    name = canonical(match.group(1)) if match else text.strip()
+    return f"{name} (extra {canonical(extra)})" if extra else name
+
+
+def declared_requires(project: Mapping[str, Any]) -> set[str]:
+    found = {requirement(str(r)) for r in project.get("dependencies") or ()}
+    extras = project.get("optional-dependencies")
+    for extra, rows in (extras if isinstance(extras, Mapping) else {}).items():
+        found |= {requirement(str(r), str(extra)) for r in rows or ()}
+    return found
+
+
+def wheel_requires(info: Path) -> set[str]:
+    headers = BytesHeaderParser().parsebytes(read_bytes(info / "METADATA") or b"")
+    found = set()
+    for row in headers.get_all("Requires-Dist") or []:
+        extra = EXTRA.search(row.split(";", 1)[1]) if ";" in row else None
+        found.add(requirement(row, extra.group(1) if extra else ""))
+    return found
+
+
+def read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None

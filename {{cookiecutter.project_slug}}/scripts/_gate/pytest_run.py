@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from _gate.process import Completed, Sandbox, run_confined, run_group
+from _gate.process import Completed, run_group
+from _gate.sandbox import Sandbox, run_confined
 from _gate.worker import CALL_TIMEOUT
 
 # The gate's pytest plugins, copied as a package `_gate` of their own into a fresh folder on

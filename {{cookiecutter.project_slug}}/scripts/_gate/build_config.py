@@ -1,0 +1,172 @@
+"""The build configuration: what runs while a tree is built and decides what its wheel holds.
+
+A patch that changes it changes what the gate judges, not what users run, so the write-set
+step gives it `needs-review` like the oracle (README, Build provenance):
+- the tables of pyproject.toml that pick the backend or map files into the wheel
+  (`BUILD_TABLES`), compared as parsed TOML, so a dotted key, an inline table or a
+  reformatting is the same table;
+- the files a build runs or reads for that mapping: setup.py, MANIFEST.in, the hooks hatch
+  and pdm load by name, and those pyproject.toml names (an in-tree backend's module under
+  `backend-path`, a hatch custom hook's `path`, poetry's and pdm's build scripts).
+Version bumps, dependencies, metadata and other tool tables stay ordinary changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from _gate.git import git, show_file
+from _gate.protocol import FailClosed
+
+PYPROJECT = "pyproject.toml"
+RULE = "build configuration"
+# Root files a build runs or reads to decide the wheel's files, whatever pyproject.toml says
+# (pdm-backend loads pdm_build.py by its name; hatch_build.py is hatch's default hook path).
+BUILD_FILES = ("setup.py", "MANIFEST.in", "hatch_build.py", "pdm_build.py")
+# pyproject.toml tables, by dotted name, that pick the backend or map files into the wheel;
+# a tuple after the name lists keys of that table that stay ordinary (metadata).
+BUILD_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("build-system", ()),
+    ("tool.setuptools", ("dynamic",)),
+    ("tool.hatch.build", ()),
+    ("tool.hatch.metadata.hooks", ()),
+    ("tool.flit.module", ()),
+    ("tool.flit.external-data", ()),
+    ("tool.poetry.packages", ()),
+    ("tool.poetry.include", ()),
+    ("tool.poetry.exclude", ()),
+    ("tool.poetry.build", ()),
+    ("tool.pdm.build", ()),
+    ("tool.scikit-build", ()),
+    ("tool.maturin", ()),
+    ("tool.meson-python", ()),
+)
+HATCH_HOOK = "hatch_build.py"
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """One revision's build configuration: its build tables and the paths of its build files
+    (a path ending in "/" is a folder)."""
+
+    tables: Mapping[str, object]
+    files: frozenset[str]
+
+
+@cache
+def toml() -> Any:
+    """tomllib (3.11+), else tomli, its backport, which the judge's requirements install on
+    3.10 (pytest needs it there too); imported by name so that either type-checks."""
+    for name in ("tomllib", "tomli"):
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+    raise FailClosed(
+        "pyproject.toml cannot be read on Python 3.10 without tomli: pip install tomli"
+    )
+
+
+def parsed(text: bytes | None) -> dict[str, Any] | None:
+    """pyproject.toml as TOML; {} where there is none, None where it does not parse."""
+    if text is None:
+        return {}
+    try:
+        data = toml().loads(text.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and TOMLDecodeError alike
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def table(data: Mapping[str, Any], dotted: str) -> object:
+    found: object = data
+    for key in dotted.split("."):
+        found = found.get(key) if isinstance(found, Mapping) else None
+    return found
+
+
+def build_config(data: Mapping[str, Any]) -> BuildConfig:
+    tables: dict[str, object] = {}
+    for name, ordinary in BUILD_TABLES:
+        found = table(data, name)
+        if isinstance(found, Mapping):
+            found = {k: v for k, v in found.items() if k not in ordinary}
+        if found not in (None, {}):
+            tables[name] = found
+    return BuildConfig(tables, frozenset([*BUILD_FILES, *named_files(data)]))
+
+
+def named_files(data: Mapping[str, Any]) -> Iterable[str]:
+    """The build files pyproject.toml names: an in-tree backend, hooks, build scripts."""
+    backend = str(table(data, "build-system.build-backend") or "").split(":")[0]
+    top = backend.split(".")[0]
+    for folder in strings(table(data, "build-system.backend-path")):
+        base = folder.strip("/").removeprefix("./")
+        prefix = f"{base}/" if base not in ("", ".") else ""
+        if top:
+            yield from (f"{prefix}{top}.py", f"{prefix}{top}/")
+    for hooks in hatch_hook_tables(data):
+        custom = hooks.get("custom")
+        if isinstance(custom, Mapping):
+            yield str(custom.get("path", HATCH_HOOK))
+    poetry = table(data, "tool.poetry.build")
+    yield from strings(poetry.get("script") if isinstance(poetry, Mapping) else poetry)
+    yield from strings(table(data, "tool.pdm.build.setup-script"))
+
+
+def hatch_hook_tables(data: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    targets = table(data, "tool.hatch.build.targets")
+    each = list(targets.values()) if isinstance(targets, Mapping) else []
+    for found in [table(data, "tool.hatch.build"), table(data, "tool.hatch.metadata"), *each]:
+        hooks = found.get("hooks") if isinstance(found, Mapping) else None
+        if isinstance(hooks, Mapping):
+            yield hooks
+
+
+def strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def at(repo: Path, rev: str) -> BuildConfig | None:
+    """The build configuration of `rev`; None where its pyproject.toml does not parse."""
+    data = parsed(show_file(repo, rev, PYPROJECT))
+    return None if data is None else build_config(data)
+
+
+def build_changes(repo: Path, base: str, head: str, paths: Iterable[str]) -> dict[str, str]:
+    """The written paths that change the build configuration, each with its rule: a build
+    file of the base or of any revision of the branch, and pyproject.toml where one of its
+    build tables differs from the base's in any revision that wrote it."""
+    before = at(repo, base) or BuildConfig({}, frozenset(BUILD_FILES))
+    written = list(paths)
+    revisions = git(repo, "rev-list", f"{base}..{head}", "--", PYPROJECT).split()
+    configs = [at(repo, rev) for rev in revisions] if PYPROJECT in written else []
+    files = set(before.files).union(*(c.files for c in configs if c is not None))
+    found = {path: RULE for path in written if is_build_file(path, files)}
+    tables = changed_tables(before, configs)
+    if tables:
+        found[PYPROJECT] = f"{RULE} {tables}"
+    return found
+
+
+def is_build_file(path: str, files: Iterable[str]) -> bool:
+    return any(path == f or (f.endswith("/") and path.startswith(f)) for f in files)
+
+
+def changed_tables(before: BuildConfig, after: Iterable[BuildConfig | None]) -> str:
+    """`[build-system]`: the build tables some revision changed (or `[...] unparsed`)."""
+    names: set[str] = set()
+    for config in after:
+        if config is None:
+            return "(pyproject.toml does not parse)"
+        names.update(
+            name for name, _ in BUILD_TABLES if config.tables.get(name) != before.tables.get(name)
+        )
+    return ", ".join(f"[{name}]" for name, _ in BUILD_TABLES if name in names)

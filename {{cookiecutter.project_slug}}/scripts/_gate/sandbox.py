@@ -1,0 +1,200 @@
+"""The launcher's client: `run_confined`, the one way to run the patch's code.
+
+A command that may execute code of a tree under judgment or of its build (an install, a case,
+a pytest run in a build's environment, a probe of it) runs confined by the launcher
+`confine.py`: no survivor, no write outside its scratch, no network. Jobs go to the
+launcher's server (one per judge process and level cap), or, where it cannot run, to a
+launcher of their own; either is watched like any group (process.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from _gate import confine, process
+from _gate.process import OUTPUT_CAP, Completed, Spawned, run_group, watched
+from _gate.protocol import FailClosed
+
+
+class Server:
+    """The launcher as a server (confine.py --serve), one per cap per judge process, started
+    on the first job: a job then costs a fork in it, not a Python start and a network
+    namespace. None where it cannot run (no pidfd, no fd passing: not Linux)."""
+
+    lock = threading.Lock()
+    sockets: ClassVar[dict[str, socket.socket | None]] = {}
+
+    @classmethod
+    def spawn(cls, request: dict[str, object]) -> Spawned | None:
+        with cls.lock:
+            sock = cls.connected()
+            if sock is None:
+                return None
+            ours = [os.pipe() for _ in range(3)]
+            theirs = [ours[0][0], ours[1][1], ours[2][1]]  # its stdin's reading end, ...
+            try:
+                socket.send_fds(sock, [json.dumps(request).encode()], theirs)
+                _, fds, _, _ = socket.recv_fds(sock, 64, 1)
+            finally:
+                for fd in theirs:
+                    os.close(fd)
+            if not fds:
+                raise FailClosed("the launcher's server ended; see its stderr above")
+            return Spawned(fds[0], (ours[0][1], ours[1][0], ours[2][0]))
+
+    @classmethod
+    def connected(cls) -> socket.socket | None:
+        cap = confine.level_cap()
+        if cap not in cls.sockets:
+            cls.sockets[cap] = (
+                cls.start()
+                if hasattr(socket, "send_fds") and sys.platform.startswith("linux")
+                else None
+            )
+        return cls.sockets[cap]
+
+    @staticmethod
+    def start() -> socket.socket:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        subprocess.Popen(
+            confine.server_command(theirs.fileno()),
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        theirs.close()  # the server ends when this process does: its socket then reads EOF
+        return ours
+
+
+class Sandbox:
+    """judge.yaml `sandbox`: `required` (the default) refuses to run the patch's code where
+    this machine cannot confine it; `best-effort` runs it unconfined and says so."""
+
+    required = True
+    status_dir: Path | None = None  # the judge's own folder for launcher status files
+    count = 0
+
+
+def require_sandbox(required: bool) -> None:
+    Sandbox.required = required
+
+
+def status_file() -> Path:
+    """A fresh path for a launcher's status, in a folder no confined process may write."""
+    if Sandbox.status_dir is None:
+        Sandbox.status_dir = Path(tempfile.mkdtemp(prefix="oracle-confine-"))
+    Sandbox.count += 1
+    return Sandbox.status_dir / f"{os.getpid()}-{threading.get_ident()}-{Sandbox.count}"
+
+
+def run_confined(
+    cmd: Sequence[str | Path],
+    *,
+    writable: Sequence[Path],
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes = b"",
+    cap: int = OUTPUT_CAP,
+    home: Path | None = None,
+) -> Completed:
+    """Run `cmd`, which may execute the patch's code, confined by the launcher: it may write
+    only beneath `writable` and `home` (its HOME and TMPDIR, where given). A process it leaves
+    running, or a launcher that could not confine it where the sandbox is required, fails the
+    step closed."""
+    status = status_file()
+    parts: list[str] = [str(part) for part in cmd]
+    folders = [str(folder) for folder in writable]
+    if home is not None:
+        env = {**(os.environ if env is None else env), "HOME": str(home), "TMPDIR": str(home)}
+        folders.append(str(home))
+    try:
+        done = launch(parts, folders, status, timeout, cwd, env, stdin, cap)
+        found = confine.read_status(str(status))
+    finally:
+        status.unlink(missing_ok=True)
+    if found is None:
+        if done.timed_out:
+            return done
+        raise FailClosed(
+            f"{shown(parts)}: its launcher ended without a status ({done.last_line()})"
+        )
+    if found.level == "none" and Sandbox.required:
+        raise FailClosed(unconfinable(found.missing))
+    if found.refused:
+        raise FailClosed(f"{shown(parts)} could not be confined: {found.refused}")
+    if found.survivors:
+        left = found.survivors[0].decode("utf-8", "replace")[:200]
+        more = f" and {len(found.survivors) - 1} more" if len(found.survivors) > 1 else ""
+        raise FailClosed(
+            f"{left!r}{more} outlived its command ({shown(parts)}) and was killed; "
+            "no process of the patch's code may outlive its step"
+        )
+    return Completed(
+        found.exit, done.timed_out, done.stdout, done.stderr, done.seconds, found.level
+    )
+
+
+def launch(
+    parts: list[str],
+    folders: list[str],
+    status: Path,
+    timeout: float,
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    stdin: bytes,
+    cap: int,
+) -> Completed:
+    """Start the job through the launcher's server, or, where there is none, a launcher of
+    its own; watch it as run_group does."""
+    request: dict[str, object] = {
+        "argv": parts,
+        "writable": folders,
+        "status": str(status),
+        "require": Sandbox.required,
+        "env": dict(env) if env is not None else dict(os.environ),
+        "cwd": str(cwd) if cwd is not None else None,
+    }
+    with process.slots():
+        start = time.perf_counter()
+        spawned = Server.spawn(request)
+        if spawned is not None:
+            return watched(spawned, stdin, cap, timeout, True, start)
+    launched = confine.command(parts, folders, str(status), Sandbox.required)
+    return run_group(
+        launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap, terminate=True
+    )
+
+
+def probe_sandbox() -> confine.Status:
+    """The level the launcher reaches on this machine, found by launching an empty Python."""
+    status = status_file()
+    launched = confine.command([sys.executable, "-I", "-S", "-c", ""], [], str(status), False)
+    try:
+        run_group(launched, timeout=60.0)
+        found = confine.read_status(str(status))
+    finally:
+        status.unlink(missing_ok=True)
+    return found or confine.Status("none", "the launcher confine.py did not run")
+
+
+def unconfinable(missing: str) -> str:
+    return (
+        f"sandbox: this machine cannot confine the patch's code (missing: {missing}); "
+        "enable it, or set oracle/judge.yaml sandbox: best-effort to judge unconfined"
+    )
+
+
+def shown(parts: list[str]) -> str:
+    """A command as a one-line message names it: its program and first arguments."""
+    return " ".join(Path(parts[0]).name.split() + parts[1:4])[:160]
