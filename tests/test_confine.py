@@ -227,7 +227,6 @@ SPAWNERS = {
 # (envs.py), the oracle's own pytest in the oracle environment (pytest_run.py), and the
 # launcher, which confines what it runs (sandbox.py).
 UNCONFINED_CALLERS = {
-    "_gate/process.py",
     "_gate/sandbox.py",
     "_gate/envs.py",
     "_gate/pytest_run.py",

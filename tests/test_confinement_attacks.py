@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from _gate.confine import LEVEL_VARIABLE
+from _gate.context import REVIEW
 from _gate.sandbox import run_confined
 
 from tools.bakery import Verdict, branch, edit, git, judge
@@ -94,7 +95,9 @@ def read_markers(folder: Path) -> dict[str, str]:
 
 def judge_twice(shop: Path, tmp_path: Path, name: str, attack: Attack) -> tuple[Judged, Judged]:
     """The attack judged confined (base main) and unconfined (a best-effort base of its own,
-    so what it forges there, cassettes included, is that base's only)."""
+    so what it forges there, cassettes included, is that base's only). Both as after a code
+    owner's review (ORACLE_REVIEW=1): an in-tree backend is build configuration, needs-review
+    on its own, and what is judged here is what the patch's code does when it runs."""
     held, loose = tmp_path / "confined", tmp_path / "unconfined"
     for folder in (held, loose):
         folder.mkdir()
@@ -102,8 +105,11 @@ def judge_twice(shop: Path, tmp_path: Path, name: str, attack: Attack) -> tuple[
     head = branch(shop, f"{name}-confined", attack(held))
     base = branch(shop, f"{name}-best-effort", best_effort)
     free = branch(shop, f"{name}-unconfined", attack(loose), base=base)
-    confined = judge(shop, "--head", head)
-    unconfined = judge(shop, "--base", base, "--head", free, env={LEVEL_VARIABLE: "none"})
+    reviewed = {REVIEW: "1"}
+    confined = judge(shop, "--head", head, env=reviewed)
+    unconfined = judge(
+        shop, "--base", base, "--head", free, env={**reviewed, LEVEL_VARIABLE: "none"}
+    )
     return Judged(confined, read_markers(held)), Judged(unconfined, read_markers(loose))
 
 

@@ -11,7 +11,7 @@ this package only, never each other. Its modules, by job:
 - git: refs, diffs, worktrees, the oracle ref; envs: offline builds and tool environments;
   seal: the oracle environment's digest, checked before and after each trusted run
 - provenance: each build's wheel against its tree; build_config: what decides the build
-  (protected by the write-set)
+  (protected by the write-set); pyproject: pyproject.toml read as TOML
 - process: process groups and capped capture; sandbox: `run_confined`, the one way to run
   the patch's code, through the launcher confine.py; pytest_run: pytest runs read from the
   plugin

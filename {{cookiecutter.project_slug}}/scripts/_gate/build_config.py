@@ -13,21 +13,18 @@ Version bumps, dependencies, metadata and other tool tables stay ordinary change
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from _gate.git import git, show_file
-from _gate.protocol import FailClosed
+from _gate.pyproject import PYPROJECT, parsed, table
 
-PYPROJECT = "pyproject.toml"
 RULE = "build configuration"
 # Root files a build runs or reads to decide the wheel's files, whatever pyproject.toml says
 # (pdm-backend loads pdm_build.py by its name; hatch_build.py is hatch's default hook path).
-BUILD_FILES = ("setup.py", "MANIFEST.in", "hatch_build.py", "pdm_build.py")
+BUILD_FILES = ("setup.py", "setup.cfg", "MANIFEST.in", "hatch_build.py", "pdm_build.py")
 # pyproject.toml tables, by dotted name, that pick the backend or map files into the wheel;
 # a tuple after the name lists keys of that table that stay ordinary (metadata).
 BUILD_TABLES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -56,38 +53,6 @@ class BuildConfig:
 
     tables: Mapping[str, object]
     files: frozenset[str]
-
-
-@cache
-def toml() -> Any:
-    """tomllib (3.11+), else tomli, its backport, which the judge's requirements install on
-    3.10 (pytest needs it there too); imported by name so that either type-checks."""
-    for name in ("tomllib", "tomli"):
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError:
-            continue
-    raise FailClosed(
-        "pyproject.toml cannot be read on Python 3.10 without tomli: pip install tomli"
-    )
-
-
-def parsed(text: bytes | None) -> dict[str, Any] | None:
-    """pyproject.toml as TOML; {} where there is none, None where it does not parse."""
-    if text is None:
-        return {}
-    try:
-        data = toml().loads(text.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError and TOMLDecodeError alike
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def table(data: Mapping[str, Any], dotted: str) -> object:
-    found: object = data
-    for key in dotted.split("."):
-        found = found.get(key) if isinstance(found, Mapping) else None
-    return found
 
 
 def build_config(data: Mapping[str, Any]) -> BuildConfig:

@@ -25,9 +25,9 @@ from email.parser import BytesHeaderParser
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from _gate.build_config import PYPROJECT, parsed, table
 from _gate.git import git
 from _gate.protocol import FailClosed
+from _gate.pyproject import PYPROJECT, parsed, table
 
 # Files that run at every interpreter start in the environment: never from a wheel.
 STARTUP = ("sitecustomize", "usercustomize")
