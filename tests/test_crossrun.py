@@ -217,6 +217,62 @@ def test_tests_failing_on_the_parent_are_reported_not_counted(
     assert "1 not passing on the parent either" in report["summary"]
 
 
+# Base-side test modules as real projects have them: one opens its data by a path relative to
+# the repository root at import, as the project's CI (run from the checkout) allows; one fails
+# to import on every build (a dependency nobody installed).
+READS_ROOT_DATA = """
+RATES = open("tests/data/rates.txt", encoding="utf-8").read().split()
+
+
+def test_the_data_file_reads() -> None:
+    assert RATES == ["20", "30"]
+"""
+IMPORTS_A_MISSING_MODULE = """
+import not_installed_anywhere
+
+
+def test_never_runs() -> None:
+    assert not_installed_anywhere
+"""
+
+
+def real_project_modules(tree: Path) -> None:
+    (tree / "tests/data").mkdir()
+    (tree / "tests/data/rates.txt").write_text("20\n30\n", "utf-8")
+    (tree / "tests/test_root_data.py").write_text(READS_ROOT_DATA, "utf-8")
+    (tree / "tests/test_missing_module.py").write_text(IMPORTS_A_MISSING_MODULE, "utf-8")
+
+
+def test_the_parents_tests_run_from_the_root_and_a_broken_module_is_its_own_error(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    base = branch(repo, "crossrun-base/real-project", real_project_modules)
+    head = branch(repo, "crossrun/real-project", REFACTOR, base=base)
+    code, report = step(repo, envs, head, tmp_path, base=base)
+    assert code == 0, report["summary"]
+    parent = report["evidence"]["parent"]
+    assert parent["tests/test_root_data.py::test_the_data_file_reads"] == "passed"
+    assert report["evidence"]["parent_not_passing"] == ["tests/test_missing_module.py"]
+    collected = [node for node in parent if "::" in node]
+    assert len(collected) == report["evidence"]["parent_passing"] > 40
+    assert report["summary"].startswith(f"parent tests on the patch: {len(parent)} run")
+
+
+def test_a_module_the_patch_breaks_fails_its_tests_with_its_import_error(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    rename = edits((SRC, "def apply_discount(", "def apply_discount_bps("))
+    head = branch(repo, "crossrun/module-breaks", rename)
+    code, report = step(repo, envs, head, tmp_path)
+    assert code == 1, report["summary"]
+    failures = report["evidence"]["failures"]
+    broken = [row for row in failures if row["id"].startswith("tests/test_discounts.py::")]
+    assert broken and all(row["outcome"] == "error" for row in broken), failures
+    assert "apply_discount" in broken[0]["message"] and "ImportError" in broken[0]["message"]
+    # The other modules still ran on the patch.
+    assert report["evidence"]["patch"]["tests/test_cli.py::test_create_reads_file"] == "passed"
+
+
 def test_a_missing_test_dependency_fails_closed(repo: Path, envs: Built, tmp_path: Path) -> None:
     extra = '[project.optional-dependencies]\ntest = ["pytest-mock>=3"]\n\n[project.scripts]'
     base = branch(repo, "crossrun-base/extra", edits((TOML, "[project.scripts]", extra)))

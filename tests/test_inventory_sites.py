@@ -313,3 +313,21 @@ def test_helper_weakening_is_reported_by_each_caller(sites_repo: Path, tmp_path:
     _, report = inventory(sites_repo, head, tmp_path)
     ids = sorted(str(f["id"]) for f in findings(report) if f["rule"] == "weakened")
     assert ids == [f"{S}::test_no_coupons_through_helper", f"{S}::test_stack_through_helper"]
+
+
+def test_a_bases_totals_do_not_depend_on_what_the_patch_touched(
+    sites_repo: Path, tmp_path: Path
+) -> None:
+    """Tests asserting through a helper module count its assertions whichever files the patch
+    wrote: one patch touches the test file, one only the package."""
+    touching_tests = branch(sites_repo, "sites/totals/tests", edits((S, "TEN = ", "TEN  = ")))
+    elsewhere = edits(("src/shop/__init__.py", "Example order CLI", "The example order CLI"))
+    touching_source = branch(sites_repo, "sites/totals/source", elsewhere)
+    totals = []
+    for head in (touching_tests, touching_source):
+        _, report = inventory(sites_repo, head, tmp_path / head.replace("/", "-"))
+        evidence = report["evidence"]
+        assert isinstance(evidence, dict)
+        totals.append((evidence["parent_total"], evidence["patch_total"]))
+    assert totals[0] == totals[1], totals
+    assert totals[0][0] == totals[0][1]

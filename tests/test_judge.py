@@ -45,6 +45,13 @@ def made(name: str, status: str, **evidence: object) -> Step:
     ("statuses", "expected"),
     [
         (["pass", "needs-review", "block", "advisory"], (2, "needs-review")),
+        (["pass", "needs-review:.github/workflows/ci.yml", "block"], (1, "block")),
+        (["needs-review:conftest.py", "block", "needs-review:noxfile.py"], (1, "block")),
+        (
+            ["needs-review:.github/x.yml", "block", "needs-review:oracle/cases.yaml"],
+            (2, "needs-review"),
+        ),
+        (["needs-review:fixtures.lock", "block"], (2, "needs-review")),
         (["needs-review", "error"], (2, "error")),
         (["error", "pass", "needs-review"], (2, "error")),
         (["pass", "block", "advisory"], (1, "block")),
@@ -55,7 +62,14 @@ def made(name: str, status: str, **evidence: object) -> Step:
 def test_exit_2_needs_review_only_when_a_review_is_all_it_waits_for(
     statuses: list[str], expected: tuple[int, str]
 ) -> None:
-    assert worst([made(f"step-{i}", status) for i, status in enumerate(statuses)]) == expected
+    """A block beside a protected path is block, unless the path is evidence a review lets the
+    judge read from the patch (`status:path`: a needs-review step that lists the path)."""
+    steps = []
+    for i, status in enumerate(statuses):
+        word, _, path = status.partition(":")
+        evidence = {"protected": [{"path": path, "rule": "r"}]} if path else {}
+        steps.append(made(f"step-{i}", word, **evidence))
+    assert worst(steps) == expected
 
 
 def test_a_deferred_step_nothing_decides_is_an_error_beside_a_review() -> None:
@@ -310,14 +324,18 @@ def test_root_conftest_cannot_rescue_a_broken_property(shop: Path) -> None:
         edit(repo / "src/shop/discounts.py", "    return amount\n", "    return amount + 1\n")
 
     verdict = judged(shop, "force-pass", cheat)
-    assert verdict.returncode == 2
+    assert verdict.returncode == 1
     # Parent-passing oracles that fail are left to flake control, which cannot excuse them.
     assert verdict.statuses["oracle"] == "deferred"
     assert verdict.statuses["flake-budget"] == "block"
     failing = {row["id"] for row in verdict.step("oracle")["evidence"]["failures"]}
     assert any("round_trip" in node or "invert" in node for node in failing), failing
     assert verdict.statuses["write-set"] == "needs-review"
-    assert verdict.report["verdict"] == "needs-review"  # the block waits behind the review
+    # A review of conftest.py would not lift the block: block, and the review is named too.
+    assert verdict.report["verdict"] == "block"
+    assert [row["path"] for row in verdict.report["review"]["protected"]] == ["conftest.py"]
+    said = next(line for line in verdict.output.splitlines() if "judge: verdict " in line)
+    assert "it also touches protected path conftest.py (rule /conftest.py)" in said, said
     # Failures name the files they happened in by tree, never by the judge's temporary folders.
     messages = [row["message"] for row in verdict.step("crossrun")["evidence"]["failures"]]
     assert any("\nbase:tests/test_discounts.py:" in message for message in messages), messages

@@ -164,10 +164,14 @@ def test_a_stale_row_fails_closed_in_the_one_shard_that_owns_its_case(
     assert findings(tmp_path / "merged")["stale_allow_rows"] == [("c3", "stdout.json")]
 
 
-def needs_review_on_shard(folder: Path) -> list[dict[str, str]]:
+def needs_review_on_shard(
+    folder: Path, path: str = "oracle/allowlist.yaml", rule: str = "/oracle/"
+) -> list[dict[str, str]]:
     """The shard's write-set found a protected path (write-set runs on shard 1 only), reported
-    as write_set.py and the judge report it; returns the protected rows."""
-    rows = [{"path": ".github/workflows/ci.yml", "status": "M", "rule": "/.github/"}]
+    as write_set.py and the judge report it; returns the protected rows. By default the
+    allowlist, which a review lets the judge read from the patch: the replay's block may be
+    lifted by it."""
+    rows = [{"path": path, "status": "M", "rule": rule}]
     summary = "patch touches protected paths a code owner must review: ..."
     own = {"step": "write-set", "status": "needs-review", "exit_code": 2, "summary": summary}
     (folder / "write-set.json").write_text(json.dumps({**own, "evidence": {"protected": rows}}))
@@ -196,6 +200,16 @@ def test_a_shard_that_needs_review_makes_the_merge_need_it(
     code, report = merged(tmp_path, folders[0])
     assert (code, report["verdict"]) == (2, "error")
     assert "review" not in report
+
+
+def test_a_block_beside_a_review_that_cannot_lift_it_is_the_merges_verdict(
+    tmp_path: Path, small: dict[str, Any]
+) -> None:
+    folders = shard_folders(tmp_path, small, 2)
+    rows = needs_review_on_shard(folders[0], ".github/workflows/ci.yml", "/.github/workflows/")
+    code, report = merged(tmp_path, *folders)
+    assert (code, report["verdict"]) == (1, "block")
+    assert report["review"]["protected"] == rows  # listed beside the block
 
 
 def test_a_missing_shard_fails_closed_naming_it(tmp_path: Path, small: dict[str, Any]) -> None:

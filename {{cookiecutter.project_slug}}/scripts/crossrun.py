@@ -8,8 +8,11 @@ The tests of the base tree (`tests:` of its judge.yaml: folders, or files such a
 which pytest collects whatever its `python_files`) run twice, in the parent build's environment
 (the reference) and in the patch build's, under the oracle's isolation: the base tree's pytest
 configuration and conftest.py files only (ini, rootdir and confcutdir pinned to it), no plugin
-autoloading, no cache, a temporary working directory, the process group killed at the end. The
-patch can edit its own copy of a test; it cannot edit this one.
+autoloading, no cache, the process group killed at the end. Each run works from the root of a
+private copy of the base tree, as the project's own CI works from its checkout, so that paths
+relative to the root resolve; a module that fails to import is that module's error (its tests
+then count as erroring with it), and the rest still run. The patch can edit its own copy of a
+test; it cannot edit this one.
 
 A test that passes on the parent and fails or errors on the patch is lost. It is deferred to
 flake-budget, which may retry it within the budget or excuse it by quarantine, unless an
@@ -197,12 +200,17 @@ def reference(result: PytestRun, shard: Shard) -> dict[str, str]:
     if "passed" not in result.outcomes.values() and shard.whole:
         first = next(iter(sorted(result.outcomes)), "")
         why = last_line(result.messages.get(first, "")) if first else "none was collected"
+        fix = "fix the base's tests"
+        if MISSING_MODULE in why:
+            fix = "add the tests' dependencies to judge.yaml test_extra and the wheelhouse"
         raise FailClosed(
             f"none of the parent's {len(result.outcomes)} tests passes on the parent build in "
-            f"the crossrun (first: {first or '-'}: {why}); fix the base's tests or set "
-            "judge.yaml test_extra"
+            f"the crossrun (first: {first or '-'}: {why}); {fix}"
         )
     return result.outcomes
+
+
+MISSING_MODULE = "No module named"
 
 
 def lost_rows(parent: dict[str, str], patch: PytestRun, allowed: set[str]) -> list[dict[str, Any]]:
@@ -210,7 +218,9 @@ def lost_rows(parent: dict[str, str], patch: PytestRun, allowed: set[str]) -> li
     got = patch.outcomes or {}
     rows = []
     for node, before in sorted(parent.items()):
-        after = got.get(node, "missing")
+        # A test missing because its module no longer imports has that module's error.
+        where = node if node in got else node.split("::", 1)[0]
+        after = got.get(where, "missing")
         if before == "passed" and after != "passed":
             rows.append(
                 {
@@ -218,7 +228,7 @@ def lost_rows(parent: dict[str, str], patch: PytestRun, allowed: set[str]) -> li
                     "outcome": after,
                     "retryable": after in RETRYABLE,
                     "allowed": node in allowed,
-                    "message": patch.messages.get(node, "")[-1000:],
+                    "message": patch.messages.get(where, "")[-1000:],
                 }
             )
     return rows

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ def run(
     copy (scripts/_gate/canaries.py): a run that left a result and got one wrong, or changed
     pytest's machinery, raises Tampered."""
     options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
+    # A module that fails to import is that module's error (its id carries it); the rest run.
+    options.append("--continue-on-collection-errors")
     with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
         root = copy_tree(tree, Path(name) / "tree", hidden).resolve()
         planted = plant(root, targets, Path(name)) if canaries else None
@@ -51,8 +54,14 @@ def run(
         )
         if planted is not None and result.outcomes is not None:
             check(planted, result.outcomes)
-    # Messages name the private copy, gone by now: they name the tree it copies instead.
-    return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))
+    # Messages name the private copy (its root, pytest's working directory, by relative paths
+    # at the start of a line), gone by now: they name the tree it copies instead.
+    base = [(str(root), f"{tree.resolve()}/")]
+    return result.renamed(lambda text: named(LOCATION.sub(f"{root}/", text), base))
+
+
+# `tests/test_x.py:83: AssertionError`: pytest names a file relative to its working directory.
+LOCATION = re.compile(r"(?m)^(?=[\w.-][\w./-]*\.py:\d+)")
 
 
 def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:

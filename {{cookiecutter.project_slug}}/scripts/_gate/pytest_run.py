@@ -106,8 +106,9 @@ def run_pytest(
     `trusted=True` runs tests of the base tree: fixed rootdir and ini, no plugin autoloading
     (a patch can register a pytest11 entry point), no cache, cwd outside any tree, and the
     modules imported from under `root` recorded. `own_config` reads the ini from the root's own
-    pytest configuration (the crossrun) instead of an empty one with importlib imports (the
-    oracle). `subject` is the python of the build the oracle calls through `root/adapter.py`.
+    pytest configuration and runs from `root` (the crossrun, from its private copy) instead of
+    an empty one with importlib imports from outside (the oracle). `subject` is the python of
+    the build the oracle calls through `root/adapter.py`.
 
     `confined` (in a build's environment, the patch's code runs in pytest's own process):
     pytest runs under the launcher and may write its run folder and `writable` only. The
@@ -139,7 +140,10 @@ def run_pytest(
                 f"--subject-sandbox={'required' if Sandbox.required else 'best-effort'}",
             ]
         cmd += [*options, *(str(root / t) for t in targets)]
-        cwd = tmp if trusted else root
+        # The crossrun runs where the project's own CI does, at the root of its copy, so that
+        # tests that open files by paths relative to the root find them; the oracle runs
+        # outside any tree.
+        cwd = tmp if trusted and not own_config else root
         if confined:
             folders = [tmp, *writable]
             done = run_confined(cmd, writable=folders, timeout=timeout, cwd=cwd, env=env)

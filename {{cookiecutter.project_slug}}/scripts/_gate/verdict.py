@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate.protocol import (
+    BLOCK,
     CODE,
     ERROR,
     FAIL_CLOSED,
@@ -47,7 +48,10 @@ def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
     decide it is an error, and so is a judgment without steps. Exit 2 is `needs-review` only
     when every step that failed closed did so for a protected path; with an error as well the
     verdict is `error`: evidence that was never produced cannot be reviewed, and the judgment
-    run again under ORACLE_REVIEW=1 would still fail, so the error is what to fix first."""
+    run again under ORACLE_REVIEW=1 would still fail, so the error is what to fix first. A
+    blocking finding beside a protected path is `block`, for the same reason (the summary
+    lists the protected paths too), unless the patch edits the evidence a review lets the
+    judge read from it (`REVIEWED_EVIDENCE`): then the block may stand on the base's copy."""
     codes = [CODE[s["status"]] for s in steps]
     errors = [s for s in steps if s["status"] == ERROR]
     for index, step in enumerate(steps):
@@ -56,8 +60,29 @@ def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
             errors.append(step)
     if errors or not steps:
         return FAIL_CLOSED, ERROR
+    if BLOCK in codes and not review_may_lift(steps):
+        return BLOCK, ExitCode(BLOCK).verdict
     code = max(codes)
     return code, NEEDS_REVIEW if code == FAIL_CLOSED else ExitCode(code).verdict
+
+
+# What the judge reads from the patch once a code owner reviewed it (Judgment.evidence_tree):
+# cases, allowlist, oracles, fixtures.lock. A block may rest on the base's copy of those.
+REVIEWED_EVIDENCE = ("oracle/", "oracles/", "fixtures.lock")
+
+
+def review_may_lift(steps: Sequence[dict[str, Any]]) -> bool:
+    """Whether a protected path the patch touches is evidence a review replaces (a step whose
+    list of paths was too long to keep counts as one)."""
+    for step in steps:
+        if step["status"] != NEEDS_REVIEW:
+            continue
+        rows = step["evidence"].get("protected")
+        if not isinstance(rows, list):
+            return True
+        if any(str(row.get("path", "")).startswith(REVIEWED_EVIDENCE) for row in rows):
+            return True
+    return False
 
 
 def cell(text: object) -> str:
@@ -239,7 +264,7 @@ def write_reports(
     code, word = verdict(report["steps"])
     report = {"verdict": word, "exit_code": code, **report}
     report["excused"] = excused(report["steps"], evidence)
-    if word == NEEDS_REVIEW:
+    if any(step["status"] == NEEDS_REVIEW for step in report["steps"]):
         report["review"] = review(report, evidence)
     write_report(reports / "judge-report.json", report)
     sarif = sarif_log(report, evidence, repo / CASES)
@@ -254,7 +279,7 @@ def write_reports(
     if verdict_file:
         Path(verdict_file).write_text(f"{word}\n", "utf-8")
     where = reports / "judge-report.json"
-    notes = review_note(report.get("review")) + excused_note(report["excused"])
+    notes = review_note(report.get("review"), word) + excused_note(report["excused"])
     notes += UNCONFINED_NOTE if report.get("confinement") == "unconfined" else ""
     print(f"{label}: verdict {word} (exit {code}){notes}; see {where}")
     return code
@@ -286,8 +311,9 @@ def excused_note(rows: Sequence[dict[str, Any]]) -> str:
     return f", {failures(len(rows))} excused by flake control ({where})"
 
 
-def review_note(found: dict[str, Any] | None) -> str:
-    """The summary line's share of a review: what a code owner looks at, and what runs after."""
+def review_note(found: dict[str, Any] | None, word: str) -> str:
+    """The verdict line's share of a review: what a code owner looks at, and what runs after
+    (beside a block: that it is needed as well)."""
     if not found:
         return ""
     rows = found["protected"]
@@ -295,4 +321,6 @@ def review_note(found: dict[str, Any] | None) -> str:
     if rows:
         more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
         what = f"protected path {rows[0]['path']} (rule {rows[0]['rule']}){more}"
+    if word != NEEDS_REVIEW:
+        return f"; it also touches {what}, which a code owner must review"
     return f": a code owner reviews {what}, then: {found['rerun']}"
