@@ -182,3 +182,50 @@ def test_a_repository_that_cannot_be_adopted_gets_one_line_and_exit_2(
     assert adopt.main([str(repo)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"adopt: {repo}: {why}"]
+
+
+@pytest.mark.parametrize(
+    ("codeowners", "owners"),
+    [
+        ("/docs/ @writers\n* @core @ops\n/src/ @core\n", "@core @ops"),  # the `*` rule
+        ("# who\n/src/ @core\n/lib/ @core\n/docs/ @writers\n", "@core"),  # the most frequent
+        ("* @org/maintainers\n/src/ @core\n", "@core"),  # never the template's placeholder
+    ],
+)
+def test_the_gates_owners_come_from_the_projects_codeowners(
+    tmp_path: Path, codeowners: str, owners: str
+) -> None:
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github/CODEOWNERS").write_text(codeowners)
+    assert adopt.gate_owners(tmp_path, None) == owners
+    assert adopt.gate_owners(tmp_path, "@given") == "@given"
+
+
+def test_without_owners_anywhere_adopt_stops_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "nobody"
+    repo.mkdir()
+    (repo / "README.md").write_text("# nobody's\n")
+    git(tmp_path, "init", "-q", "-b", "trunk", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    assert adopt.main([str(repo)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "adopt: no CODEOWNERS rule names the project's owners: pass --owners @org/team (the "
+        "gate's code owners, who review a patch that touches it)"
+    ]
+    assert git(repo, "branch", "--list", adopt.BRANCH) == ""
+
+
+def test_adopted_history_takes_cases_that_look_like_options() -> None:
+    argv = ["src", "--start", "v1", "--work", "w", "--wheelhouse", "h", "--case", "--version"]
+    argv += ["--case", "--yes --stdin '{}' -- lint -", "--case", "hello world"]
+    args = adopted_history.parser().parse_args(adopted_history.joined(argv))
+    assert args.case == ["--version", "--yes --stdin '{}' -- lint -", "hello world"]
+    assert [adopted_history.case_arguments(case) for case in args.case] == [
+        ["--", "--version"],
+        ["--yes", "--stdin", "{}", "--", "lint", "-"],
+        ["--", "hello", "world"],
+    ]

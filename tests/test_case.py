@@ -41,6 +41,27 @@ def test_a_command_line_becomes_a_case_comparing_what_it_showed(repo: Path, tmp_
     assert report["evidence"]["suspicious"] == []
 
 
+def test_each_field_is_shown_with_its_value_before_it_is_saved(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--id", "shown", "--stdin", CART, "--", "order", "create", "--cart", "-"]
+    code, report = add(repo, tmp_path, *argv)
+    assert code == 0, report["summary"]
+    out = capsys.readouterr().out.splitlines()
+    seen = report["evidence"]["seen"]
+    assert "case: exit_code = 0" in out
+    stdout = next(line for line in out if line.startswith("case: stdout.json = "))
+    assert json.loads(stdout.removeprefix("case: stdout.json = ")) == seen["stdout.json"]
+    assert f"case: stderr.sha256 = {seen['stderr.sha256']}" in out
+
+
+def test_help_is_an_ordinary_case(repo: Path, tmp_path: Path) -> None:
+    code, report = add(repo, tmp_path, "--", "--help")
+    assert (code, report["status"]) == (0, "saved"), report["summary"]
+    assert report["evidence"]["suspicious"] == []
+    assert load_cases(cases_file(repo))[-1].argv == ("--help",)
+
+
 def test_a_run_that_looks_wrong_is_shown_and_saved_only_when_confirmed(
     repo: Path, tmp_path: Path
 ) -> None:

@@ -162,8 +162,18 @@ def test_the_templates_table_names_every_step_the_judge_reports() -> None:
         ("CODEOWNERS", "/fixtures/ @org/owners\n/oracle/\n", "protected path /oracle/"),
         (".github/CODEOWNERS", "/oracle/ @o\n", "protected path /fixtures/"),
         (None, "", "no CODEOWNERS in the base"),
+        # The template's placeholder, alone or twice, as cookiecutter's default bakes it.
+        ("CODEOWNERS", "* @org/maintainers\n", "owned by @org/maintainers, the template's"),
+        ("CODEOWNERS", "* @a\n/oracle/ @org/maintainers @org/maintainers\n", "placeholder"),
     ],
-    ids=["fixtures-unowned", "rule-without-owner", "github-folder", "no-file"],
+    ids=[
+        "fixtures-unowned",
+        "rule-without-owner",
+        "github-folder",
+        "no-file",
+        "placeholder",
+        "placeholder-twice",
+    ],
 )
 def test_a_protected_path_without_a_code_owner_fails_closed(
     tmp_path: Path, where: str | None, codeowners: str, why: str
@@ -178,7 +188,10 @@ def test_a_protected_path_without_a_code_owner_fails_closed(
     assert why in report["summary"]
 
 
-@pytest.mark.parametrize("codeowners", ["* @org/all\n", "/oracle/ @a\n/fixtures/ @b\n/x @c\n"])
+@pytest.mark.parametrize(
+    "codeowners",
+    ["* @org/all\n", "/oracle/ @a\n/fixtures/ @b\n/x @c\n", "* @org/maintainers @alice\n"],
+)
 def test_protected_paths_owned_by_any_rule_pass(tmp_path: Path, codeowners: str) -> None:
     tree = base_tree(tmp_path / "base", [CASE], {})
     (tree / "CODEOWNERS").write_text(codeowners)

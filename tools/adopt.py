@@ -3,6 +3,9 @@
     python3 dev.py adopt PATH [--owners "@org/team"] [--command NAME] [--tests P ...]
         [--branch oracle-gate] [--ci github|none] [--wheelhouse DIR]
 
+The gate's code owners are `--owners`, else the owners the project's CODEOWNERS gives every
+file (its `*` rule), else its most frequent ones; with neither, adopt stops and says so.
+
 Reads the project as pip sees it: a wheel built in a temporary folder gives the console scripts
 (the cassettes' `command`), the runtime dependencies and the package, whatever the build
 backend (pyproject.toml or a setup.py); `[build-system] requires` gives the backend. Compiles
@@ -33,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from email.parser import Parser
@@ -46,6 +50,7 @@ SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 from _gate.envs import build_env  # noqa: E402
 from _gate.protocol import FailClosed  # noqa: E402
+from preconditions import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
 
 BRANCH = "oracle-gate"
 GATE_NOXFILE = "noxfile_oracle.py"
@@ -308,9 +313,31 @@ def commit(repo: Path, branch: str, paths: Sequence[str]) -> None:
     git(repo, "commit", "--quiet", "--no-verify", "-m", "Adopt the oracle gate")
 
 
+def gate_owners(repo: Path, given: str | None) -> str:
+    """The gate's code owners: `--owners`, else those the project's CODEOWNERS gives every
+    file (its `*` rule), else its most frequent owners; never the template's placeholder."""
+    if given:
+        return given
+    kept = (Path(".github/CODEOWNERS"), Path("CODEOWNERS"), Path("docs/CODEOWNERS"))
+    found = next((repo / path for path in kept if (repo / path).is_file()), None)
+    lines = found.read_text("utf-8", "replace").splitlines() if found else []
+    rules = [line.split() for line in lines if line.split() and not line.startswith("#")]
+    rules = [rule for rule in rules if rule[1:] and PLACEHOLDER not in rule[1:]]
+    everything = [" ".join(rule[1:]) for rule in rules if rule[0] == "*"]
+    if everything:
+        return everything[-1]
+    if rules:
+        return Counter(" ".join(rule[1:]) for rule in rules).most_common(1)[0][0]
+    raise AdoptError(
+        "no CODEOWNERS rule names the project's owners: pass --owners @org/team (the gate's "
+        "code owners, who review a patch that touches it)"
+    )
+
+
 def adopt(args: argparse.Namespace) -> str:
     repo = args.path.resolve()
     base_branch = clean_branch(repo)
+    owners = gate_owners(repo, args.owners)
     if git(repo, "branch", "--list", args.branch):
         return f"branch {args.branch} exists already: review and merge it (nothing changed)"
     with tempfile.TemporaryDirectory(prefix="oracle-adopt-") as name:
@@ -323,7 +350,7 @@ def adopt(args: argparse.Namespace) -> str:
             "project_slug": re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-"),
             "package_name": project.package,
             "cli_command": pick_command(project, args.command),
-            "owners": args.owners,
+            "owners": owners,
             "base_branch": base_branch,
             "oracle_ref": args.oracle_ref,
             "include_example": "no",
@@ -357,7 +384,9 @@ def adopt(args: argparse.Namespace) -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("path", type=Path, help="the repository to adopt the gate in")
-    p.add_argument("--owners", default="@org/maintainers", help="CODEOWNERS of the gate")
+    p.add_argument(
+        "--owners", help="the gate's code owners (default: those of the project's CODEOWNERS)"
+    )
     p.add_argument("--command", help="console script the cases run (default: the project's)")
     p.add_argument("--tests", nargs="+", help="test folders or files (default: pytest's)")
     p.add_argument("--branch", default=BRANCH, help=f"branch to commit on (default {BRANCH})")

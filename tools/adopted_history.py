@@ -1,16 +1,19 @@
 """Adopt the gate at a commit of a real project, then judge its next commits as they landed.
 
-    python -m tools.adopted_history SOURCE --start REF [--count N] [--case ARGS ...]
+    python -m tools.adopted_history SOURCE --start REF [--count N] [--case CASE ...]
         [--work DIR] [--wheelhouse DIR] [--json FILE]
 
 SOURCE is a git repository or bundle of a Python project with a console script. It is cloned
 into --work (no remote kept), reset to --start, and adopted there as a user would: `adopt`
-(tools/adopt.py), its branch merged, one `nox -s case -- -- ARGS` per --case (split like a
-shell), the cases committed, `nox -s record`. Then each first-parent commit after --start (the
-first --count of them) is cherry-picked onto the base as a branch, judged with
-`nox -s judge -- --head BRANCH` from the base's checkout, and merged into the base whatever
-the verdict, since upstream merged it. One line per commit: verdict, then the first step that
-did not pass; a summary counts the verdicts.
+(tools/adopt.py), its branch merged, one `nox -s case` per --case, the cases committed,
+`nox -s record`. A CASE is split like a shell: the CLI's arguments (`--case "--version"`
+works), or `nox -s case`'s own options, ` -- `, then the arguments
+(`--case "--yes --stdin '{}' -- lint -"`: a case that exits 1 on purpose, with --yes).
+Then each first-parent commit after --start (the first --count of them) is cherry-picked
+onto the base as a branch, judged with `nox -s judge -- --head BRANCH` from the base's
+checkout, and merged into the base whatever the verdict, since upstream merged it. One line
+per commit: verdict, seconds the judgment took, then the first step that did not pass; a
+summary counts the verdicts.
 
 Exit codes: 0 the run completed (whatever the verdicts), 2 the project could not be adopted or
 a case could not be added (one line says why).
@@ -24,6 +27,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -44,6 +48,7 @@ class Judged:
     subject: str
     verdict: str
     why: str
+    seconds: float = 0.0
 
 
 def nox(repo: Path, wheelhouse: Path, *args: str, check: bool = True) -> None:
@@ -69,10 +74,17 @@ def prepare(
     adopt.git(repo, "checkout", "-q", BASE)  # adopt leaves its branch checked out
     adopt.git(repo, "merge", "-q", "--ff-only", adopt.BRANCH)
     for line in cases:
-        nox(repo, wheelhouse, "-s", "case", "--", "--", *shlex.split(line))
+        nox(repo, wheelhouse, "-s", "case", "--", *case_arguments(line))
     adopt.git(repo, "commit", "-q", "-m", "Add cases", "oracle/cases.yaml")
     nox(repo, wheelhouse, "-s", "record")
     return repo, commits.split()
+
+
+def case_arguments(line: str) -> list[str]:
+    """`nox -s case`'s arguments for one --case: its own options, `--`, the CLI's arguments
+    (a CASE without a `--` is the CLI's arguments alone)."""
+    words = shlex.split(line)
+    return words if "--" in words else ["--", *words]
 
 
 def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
@@ -95,14 +107,16 @@ def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
     adopt.git(repo, "checkout", "-q", BASE)
     path = repo / "reports/judge-report.json"
     path.unlink(missing_ok=True)  # the verdict read below is this judgment's, never the last
+    start = time.perf_counter()
     nox(repo, wheelhouse, "-s", "judge", "--", "--head", branch, check=False)
+    seconds = time.perf_counter() - start
     if not path.is_file():
         raise adopt.AdoptError(f"the judge of {commit[:12]} left no report (see reports/)")
     report = json.loads(path.read_text("utf-8"))
     failed = [s for s in report["steps"] if s["status"] not in ("pass", "advisory")]
     why = f"{failed[0]['name']}: {failed[0]['summary']}" if failed else ""
     adopt.git(repo, "merge", "-q", "--ff-only", branch)
-    return Judged(commit, subject, str(report["verdict"]), why)
+    return Judged(commit, subject, str(report["verdict"]), why, round(seconds, 1))
 
 
 def run(args: argparse.Namespace) -> list[Judged]:
@@ -112,7 +126,8 @@ def run(args: argparse.Namespace) -> list[Judged]:
     rows = []
     for commit in commits[: args.count] if args.count else commits:
         row = judge(repo, commit, args.wheelhouse)
-        print(f"{row.verdict:12} {commit[:12]} {row.subject[:60]}  {row.why[:120]}", flush=True)
+        line = f"{row.verdict:12} {row.seconds:6.1f} s {commit[:12]} {row.subject[:60]}"
+        print(f"{line}  {row.why[:120]}", flush=True)
         rows.append(row)
     return rows
 
@@ -129,8 +144,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def joined(argv: Sequence[str]) -> list[str]:
+    """`--case VALUE` as `--case=VALUE`: argparse takes a VALUE that starts with `-` (a case
+    of `--version`) for an option of its own."""
+    out: list[str] = []
+    words = iter(argv)
+    for word in words:
+        out.append(f"--case={next(words, '')}" if word == "--case" else word)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(joined(sys.argv[1:] if argv is None else argv))
     try:
         rows = run(args)
     except adopt.AdoptError as exc:

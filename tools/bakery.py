@@ -26,9 +26,14 @@ IDENTITY = (
 )
 
 
+# Owners of the bakes the demo and the suite make: cookiecutter.json's default is a placeholder
+# the judge refuses (preconditions), as it should for a project nobody owns.
+OWNERS = "@shop-example/maintainers"
+
+
 def bake(output_dir: Path, **answers: Any) -> Path:
     """Bake the template with cookiecutter's API; returns the project folder."""
-    context = {key: str(value) for key, value in answers.items()}
+    context = {"owners": OWNERS, **{key: str(value) for key, value in answers.items()}}
     return Path(
         cookiecutter(
             str(TEMPLATE), no_input=True, output_dir=str(output_dir), extra_context=context

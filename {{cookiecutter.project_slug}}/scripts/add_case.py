@@ -5,7 +5,8 @@
 The case runs as `record` runs it (an empty HOME and working directory, fixed environment), twice,
 on a build of --ref (default HEAD: the base the case is added to). It compares the exit code,
 stdout (as JSON when both runs print JSON, else as text) and stderr's SHA-256; a field that
-differs between the two runs is left out and reported. A run that looks wrong (a non-zero exit,
+differs between the two runs is left out and reported. Each field is printed with its value
+(`case: exit_code = 0`) before anything is asked or saved. A run that looks wrong (a non-zero exit,
 a Python traceback, a usage message, a timeout) is shown before anything is saved, and saved
 only with --yes or a yes at the prompt: a case records what the base does, mistakes included.
 The case is appended to the end of cases.yaml, comments kept, and the file is read back.
@@ -78,9 +79,29 @@ def suspicious(runs: Sequence[Run]) -> list[str]:
         found.append(f"it exits {run.exit_code}")
     if exception := traceback_line(run):
         found.append(f"stderr holds a Python traceback ({exception})")
-    if USAGE.search(run.stderr.head) or USAGE.search(run.stdout.head):
+    # A usage message is the answer to `--help` (exit 0); with a failing exit, a mistake.
+    if run.exit_code != 0 and (USAGE.search(run.stderr.head) or USAGE.search(run.stdout.head)):
         found.append("it prints a usage or argument error")
     return found
+
+
+SHOWN = 240  # characters of a field's value shown
+
+
+def shown(seen: dict[str, Any], stable: Sequence[str], unstable: dict[str, list[Any]]) -> list[str]:
+    """Each field the case will compare, with the value it will hold the build to, and each
+    left out, with the two values that differed."""
+    lines = [f"case: {spec} = {preview(seen[spec])}" for spec in stable]
+    lines += [
+        f"case: {spec} left out, it differed: {preview(a)} then {preview(b)}"
+        for spec, (a, b, *_) in unstable.items()
+    ]
+    return lines
+
+
+def preview(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(text)} characters)"
 
 
 def confirmed(args: argparse.Namespace, found: Sequence[str]) -> bool:
@@ -147,6 +168,8 @@ def execute(args: argparse.Namespace) -> Outcome:
     evidence["suspicious"] = found
     if not stable:
         raise FailClosed(f"case {case.id!r}: no field was the same in both runs; nothing to save")
+    for line in shown(seen[0], stable, unstable):
+        say(line)
     if not confirmed(args, found):
         why = f"case {case.id!r} not saved: {found[0]}; rerun with --yes to save it anyway"
         return Outcome(NOT_SAVED, why, evidence, status="not-saved")

@@ -85,20 +85,32 @@ def matrix_problems(path: Path) -> list[str]:
     return []
 
 
+# cookiecutter.json's default `owners`: a handle of no one's organisation.
+PLACEHOLDER_OWNER = "@org/maintainers"
+
+
 def owner_problems(tree: Path, protected: Sequence[str]) -> list[str]:
-    """A protected path no CODEOWNERS rule gives an owner (the last matching rule decides)."""
+    """A protected path no CODEOWNERS rule gives a real owner (the last matching rule
+    decides): none, or only the template's placeholder."""
     found = next((tree / p for p in CODEOWNERS if (tree / p).is_file()), None)
     if found is None:
         return [f"no CODEOWNERS in the base ({' or '.join(CODEOWNERS)}); restore it"]
     rules = [line.split() for line in found.read_text("utf-8", "replace").splitlines()]
     rules = [rule for rule in rules if rule and not rule[0].startswith("#")]
+    where = found.relative_to(tree)
     for pattern in protected:
         probe = pattern.strip("/").replace("*", "x") + ("/x" if pattern.endswith("/") else "")
         owners = next((rule[1:] for rule in reversed(rules) if matches(probe, [rule[0]])), [])
         if not owners:
             return [
-                f"{found.relative_to(tree)}: protected path {pattern} (oracle/judge.yaml) has no "
-                f"owner; add `{pattern} @owners` so a code owner reviews it"
+                f"{where}: protected path {pattern} (oracle/judge.yaml) has no owner; add "
+                f"`{pattern} @owners` so a code owner reviews it"
+            ]
+        if set(owners) <= {PLACEHOLDER_OWNER}:
+            return [
+                f"{where}: protected path {pattern} is owned by {PLACEHOLDER_OWNER}, the "
+                "template's placeholder, so nobody reviews it; put your team's handle there "
+                "(e.g. `sed -i 's|@org/maintainers|@acme/maintainers|' " + f"{where}`)"
             ]
     return []
 
