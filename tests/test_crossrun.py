@@ -19,6 +19,7 @@ import crossrun
 import flake_budget
 import oracle
 import pytest
+from _gate import collect
 from _gate.envs import tools_env
 
 from tests.helpers import Built, Change, builder, edits
@@ -271,6 +272,29 @@ def test_a_module_the_patch_breaks_fails_its_tests_with_its_import_error(
     assert "apply_discount" in broken[0]["message"] and "ImportError" in broken[0]["message"]
     # The other modules still ran on the patch.
     assert report["evidence"]["patch"]["tests/test_cli.py::test_create_reads_file"] == "passed"
+
+
+@pytest.mark.parametrize(
+    "pyproject",
+    [
+        # Dotted keys, brackets inside a requirement, a dependency group that includes one.
+        '[project]\nname = "x"\noptional-dependencies.test = ["covdefaults>=2.3", '
+        '"pipdeptree[graphviz]", "pytest-mock"]\n',
+        '[project]\nname = "x"\n\n[project.optional-dependencies]\ntest = [\n'
+        '  "covdefaults>=2.3",  # a comment\n  "pipdeptree[graphviz] ; python_version>\'3\'",\n'
+        '  "pytest-mock",\n]\n',
+        '[dependency-groups]\nmock = ["pytest-mock"]\n'
+        'test = ["covdefaults>=2.3", "pipdeptree[graphviz]", {include-group = "mock"}]\n',
+    ],
+    ids=["dotted", "multiline", "group"],
+)
+def test_test_dependencies_are_read_as_toml(tmp_path: Path, pyproject: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(pyproject, "utf-8")
+    assert collect.test_requirements(tmp_path, "test") == [
+        "covdefaults",
+        "pipdeptree",
+        "pytest-mock",
+    ]
 
 
 def test_a_missing_test_dependency_fails_closed(repo: Path, envs: Built, tmp_path: Path) -> None:

@@ -22,10 +22,12 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from _gate.envs import dist_infos
 from _gate.git import git
 from _gate.protocol import FailClosed
+from _gate.pyproject import PYPROJECT, parsed, table
 from _gate.sandbox import run_confined
 
 REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
@@ -71,25 +73,11 @@ def _line_of(text: str, pattern: str) -> int:
     return text.count("\n", 0, match.start()) + 1 if match else 1
 
 
-def _toml_table(text: str, header: str) -> str:
-    """The body of `[header]` (a regex, not tomllib: scripts run on Python 3.10)."""
-    found = re.search(rf"^\[{header}\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
-    return found.group(1) if found else ""
-
-
-def _toml_value(body: str, key: str) -> list[str] | None:
-    """A string, or a list of strings (one or several lines), as a list; None if absent."""
-    start = re.search(rf"^{re.escape(key)}\s*=\s*", body, re.M)
-    if not start:
-        return None
-    rest = body[start.end() :]
-    if rest.startswith("["):
-        end = rest.find("]")
-        raw = rest[: end + 1] if end >= 0 else rest
-    else:
-        raw = rest.split("\n", 1)[0]
-    strings = re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'', raw)
-    return [double or single for double, single in strings]
+def _strings(value: object) -> list[str]:
+    """A TOML value as pytest reads a setting: a string, or a list of them."""
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [] if value is None else [str(value).lower() if isinstance(value, bool) else str(value)]
 
 
 def read_text(path: Path) -> str:
@@ -123,16 +111,24 @@ class PytestConfig:
                     key: (split_args(value) if key == "addopts" else value.split())
                     for key, value in parser[section].items()
                 }
-        text = read_text(root / "pyproject.toml")
-        self.text["pyproject.toml"] = text
-        for header in (r"tool\.pytest\.ini_options", r"tool\.pytest"):
-            body = _toml_table(text, header)
-            keys = re.findall(r"^([A-Za-z_]+)\s*=", body, re.M)
-            values = {key: _toml_value(body, key) or [] for key in keys}
-            if "addopts" in values and len(values["addopts"]) == 1:
+        text = read_text(root / PYPROJECT)
+        self.text[PYPROJECT] = text
+        data = parsed(text.encode("utf-8") if text else None)
+        if data is None:
+            self.unreadable.append(PYPROJECT)
+            return
+        for header in ("tool.pytest.ini_options", "tool.pytest"):
+            found = table(data, header)
+            settings = found if isinstance(found, dict) else {}
+            values = {
+                key: _strings(value)
+                for key, value in settings.items()
+                if not isinstance(value, dict)  # [tool.pytest.ini_options] inside [tool.pytest]
+            }
+            if "addopts" in values and isinstance(settings.get("addopts"), str):
                 values["addopts"] = split_args(values["addopts"][0])
             if values:
-                self.values.setdefault("pyproject.toml", {}).update(values)
+                self.values.setdefault(PYPROJECT, {}).update(values)
 
     def get(self, key: str) -> list[str]:
         """The value pytest uses: the first file that sets the key (pytest reads one file)."""
@@ -167,18 +163,40 @@ class PytestConfig:
 
 
 def test_requirements(tree: Path, extra: str) -> list[str]:
-    """Distribution names of an extra (or dependency group) of the base's pyproject.toml."""
+    """Distribution names of an extra (or dependency group, its `include-group`s followed) of
+    the base's pyproject.toml."""
     if not extra:
         return []
-    text = read_text(tree / "pyproject.toml")
-    for header in (r"project\.optional-dependencies", r"dependency-groups"):
-        found = _toml_value(_toml_table(text, header), extra)
-        if found is not None:
-            return [m.group(1) for m in map(REQUIREMENT.match, found) if m]
+    text = read_text(tree / PYPROJECT)
+    data = parsed(text.encode("utf-8") if text else None)
+    if data is None:
+        raise FailClosed(
+            f"pyproject.toml of the base does not parse as TOML (test_extra {extra!r})"
+        )
+    extras = table(data, "project.optional-dependencies")
+    groups = table(data, "dependency-groups")
+    for found in (
+        extras.get(extra) if isinstance(extras, dict) else None,
+        group(groups, extra, set()) if isinstance(groups, dict) and extra in groups else None,
+    ):
+        if isinstance(found, list):
+            rows = [r for r in found if isinstance(r, str)]
+            return [m.group(1) for m in map(REQUIREMENT.match, rows) if m]
     raise FailClosed(
         f"pyproject.toml of the base: no extra or dependency group {extra!r} (judge.yaml "
         "test_extra); name one of [project.optional-dependencies] or [dependency-groups]"
     )
+
+
+def group(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
+    """A dependency group's requirements, its `{include-group = ...}` entries followed."""
+    rows: list[str] = []
+    for row in groups.get(name) or []:
+        if isinstance(row, str):
+            rows.append(row)
+        elif isinstance(row, dict) and row.get("include-group") not in seen | {None}:
+            rows += group(groups, str(row["include-group"]), seen | {name})
+    return rows
 
 
 def config_file(root: Path) -> Path | None:
@@ -237,20 +255,12 @@ def entry_points(root: Path) -> list[Named]:
     """`pytest11` entry points the tree's own package declares: pytest loads them whenever the
     package is installed, with no file of the tests naming them."""
     found = []
-    pyproject = read_text(root / "pyproject.toml")
-    tables = [
-        _toml_table(pyproject, r'project\.entry-points\.(?:"pytest11"|\'pytest11\'|pytest11)')
-    ]
-    inline = re.search(
-        r"^\s*pytest11\s*=\s*\{(.*?)\}",
-        _toml_table(pyproject, r"project\.entry-points"),
-        re.M | re.S,
-    )
-    tables += [inline.group(1).replace(",", "\n")] if inline else []
-    for body in tables:
-        for key, module in re.findall(r"^\s*\"?([\w.-]+)\"?\s*=\s*[\"']([^\"']+)[\"']", body, re.M):
-            line = _line_of(pyproject, rf"^\s*\"?{re.escape(key)}\"?\s*=")
-            found.append(Named(module, "pyproject.toml", line, f"pytest11 entry point {key}"))
+    pyproject = read_text(root / PYPROJECT)
+    points = table(parsed(pyproject.encode("utf-8") if pyproject else None) or {}, "project")
+    declared = table(points, "entry-points.pytest11") if isinstance(points, dict) else None
+    for key, module in declared.items() if isinstance(declared, dict) else []:
+        line = _line_of(pyproject, rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+        found.append(Named(str(module), PYPROJECT, line, f"pytest11 entry point {key}"))
     setup_cfg = read_text(root / "setup.cfg")
     parser = configparser.ConfigParser(interpolation=None)
     try:
