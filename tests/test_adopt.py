@@ -229,3 +229,70 @@ def test_adopted_history_takes_cases_that_look_like_options() -> None:
         ["--yes", "--stdin", "{}", "--", "lint", "-"],
         ["--", "hello", "world"],
     ]
+
+
+HATCH_VCS = """\
+[build-system]
+requires = ["hatchling", "hatch-vcs"]
+build-backend = "hatchling.build"
+
+[project]
+name = "tagged"
+dynamic = ["version"]
+description = "Versioned by its git tags."
+
+[project.scripts]
+tagged = "tagged:main"
+
+[tool.hatch.version]
+source = "vcs"
+"""
+
+
+def committed(repo: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    git(repo.parent, "init", "-q", "-b", "trunk", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    return repo
+
+
+@pytest.mark.e2e
+def test_a_project_versioned_by_git_tags_is_adopted(tmp_path: Path, wheelhouse: Path) -> None:
+    """hatch-vcs reads the version from the repository's tags: adopt builds from a clone that
+    has them (a `git archive` copy has none), and sets no variable for it."""
+    module = '"""Tagged."""\n\n\ndef main() -> int:\n    print("tagged")\n    return 0\n'
+    repo = committed(
+        tmp_path / "tagged", {"pyproject.toml": HATCH_VCS, "src/tagged/__init__.py": module}
+    )
+    git(repo, "tag", "v1.4.0")
+    argv = [str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/gate", "--tests", "src"]
+    assert adopt.main(argv) == 0
+    assert 'command: "tagged"' in git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
+    pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
+    assert "hatch-vcs==" in pins and "SETUPTOOLS_SCM_PRETEND_VERSION" not in pins
+
+
+SETUP_PY_NEEDS_A_TOOLCHAIN = """\
+import shutil
+from setuptools import setup
+
+if shutil.which("cargo-that-is-not-here") is None:
+    raise RuntimeError("cargo-that-is-not-here not found: install the Rust toolchain")
+setup(name="needs-rust", version="1.0", entry_points={"console_scripts": ["nr = nr:main"]})
+"""
+
+
+@pytest.mark.e2e
+def test_a_build_that_cannot_work_here_names_what_is_missing(
+    tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = committed(tmp_path / "needs-rust", {"setup.py": SETUP_PY_NEEDS_A_TOOLCHAIN})
+    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/gate"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "adopt: building a wheel failed: RuntimeError: cargo-that-is-not-here not found: "
+        "install the Rust toolchain"
+    ]

@@ -48,7 +48,7 @@ from tools.bakery import TEMPLATE, bake, load_hook
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from _gate.envs import build_env  # noqa: E402
+from _gate.envs import build_env, error_line  # noqa: E402
 from _gate.protocol import FailClosed  # noqa: E402
 from preconditions import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
 
@@ -79,9 +79,11 @@ def run(cmd: Sequence[str], cwd: Path, what: str, env: dict[str, str] | None = N
     """`cmd`'s output; a failure is an AdoptError naming `what` and its last line."""
     proc = subprocess.run(list(cmd), cwd=cwd, env=env, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        text = f"{proc.stdout}\n{proc.stderr}"
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
         lines = [line for line in lines if not line.startswith("hint:")]  # uv's advice
-        raise AdoptError(f"{what} failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
+        why = error_line(text) or (lines[-1] if lines else f"exit {proc.returncode}")
+        raise AdoptError(f"{what} failed: {why}")
     return proc.stdout
 
 
@@ -104,9 +106,10 @@ def clean_branch(repo: Path) -> str:
 
 
 def export(repo: Path, dest: Path) -> Path:
-    dest.mkdir()
-    archive = subprocess.run(["git", "archive", "HEAD"], cwd=repo, capture_output=True, check=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    """The project as committed, in a clone of its own: with the history and tags that
+    setuptools-scm, hatch-vcs and versioneer read a version from (an archive has none)."""
+    git(repo.parent, "clone", "--quiet", "--shared", "--no-checkout", str(repo), str(dest))
+    git(dest, "checkout", "--quiet", "--detach", git(repo, "rev-parse", "HEAD"))
     return dest
 
 

@@ -5,8 +5,11 @@
 The case runs as `record` runs it (an empty HOME and working directory, fixed environment), twice,
 on a build of --ref (default HEAD: the base the case is added to). It compares the exit code,
 stdout (as JSON when both runs print JSON, else as text) and stderr's SHA-256; a field that
-differs between the two runs is left out and reported. Each field is printed with its value
-(`case: exit_code = 0`) before anything is asked or saved. A run that looks wrong (a non-zero exit,
+differs between the two runs is left out and reported. The case also runs once on a build of
+--ref's parent commit, where it builds: a field whose only difference there is a version or a
+commit id (`1.4.0`, `3.0.1.dev4+g1a2b3c4`) would differ on every commit, and is left out too.
+Each field is printed with its value (`case: exit_code = 0`) before anything is asked or
+saved. A run that looks wrong (a non-zero exit,
 a Python traceback, a usage message, a timeout) is shown before anything is saved, and saved
 only with --yes or a yes at the prompt: a case records what the base does, mistakes included.
 The case is appended to the end of cases.yaml, comments kept, and the file is read back.
@@ -36,6 +39,35 @@ from _gate.sandbox import require_sandbox
 NOT_SAVED = 1
 USAGE = re.compile(rb"^(usage|error):", re.IGNORECASE | re.MULTILINE)
 ID_TAKEN_LIMIT = 100
+
+
+def on_parent(
+    args: argparse.Namespace, repo: Path, sha: str, command: str, case: Case
+) -> tuple[dict[str, Any] | None, str]:
+    """What the case shows on the commit before `sha` (one run), to find fields that change
+    with every commit; None, and why, where there is no such commit or it does not build."""
+    try:
+        parent = resolve_commit(repo, f"{sha}^", "--ref")
+        with built_cli(repo, parent, args.wheelhouse, args.requirements, command) as (_, cli):
+            run = run_many([(cli, case)], repo / "fixtures", "case")[0]
+    except FailClosed as exc:
+        return None, f"recorded on {sha[:12]} only: its parent {exc}"
+    return observe(case, run), f"compared with its parent {parent[:12]}"
+
+
+# A token that differs between two commits' outputs only because each has its own version or
+# id: 1.4.0, v2.0.1rc1, 3.0.1.dev4+g1a2b3c4, a commit's hex.
+VERSION_TOKEN = re.compile(
+    r"v?\d+(?:\.\d+)+(?:[.-]?(?:dev|post|rc|a|b)\d*)*(?:\+[\w.]+)?|g?[0-9a-f]{7,40}"
+)
+TOKEN = re.compile(r"[\w.+-]+")
+
+
+def version_only(before: Any, after: Any) -> bool:
+    """Whether every token that differs between the two values is a version or a commit id."""
+    old, new = (set(TOKEN.findall(json.dumps(v))) for v in (before, after))
+    changed = old ^ new
+    return bool(changed) and all(VERSION_TOKEN.fullmatch(token) for token in changed)
 
 
 def case_id(argv: Sequence[str], taken: set[str]) -> str:
@@ -88,13 +120,23 @@ def suspicious(runs: Sequence[Run]) -> list[str]:
 SHOWN = 240  # characters of a field's value shown
 
 
-def shown(seen: dict[str, Any], stable: Sequence[str], unstable: dict[str, list[Any]]) -> list[str]:
+def shown(
+    seen: dict[str, Any],
+    stable: Sequence[str],
+    unstable: dict[str, list[Any]],
+    versioned: dict[str, list[Any]],
+) -> list[str]:
     """Each field the case will compare, with the value it will hold the build to, and each
     left out, with the two values that differed."""
     lines = [f"case: {spec} = {preview(seen[spec])}" for spec in stable]
     lines += [
-        f"case: {spec} left out, it differed: {preview(a)} then {preview(b)}"
+        f"case: {spec} left out, it differed between two runs: {preview(a)} then {preview(b)}"
         for spec, (a, b, *_) in unstable.items()
+    ]
+    lines += [
+        f"case: {spec} left out, it changes with the version or commit: {preview(a)} on the "
+        f"parent commit, {preview(b)} here"
+        for spec, (a, b) in versioned.items()
     ]
     return lines
 
@@ -163,18 +205,27 @@ def execute(args: argparse.Namespace) -> Outcome:
         case, runs, seen = try_case(args, raw, cli, repo / "fixtures")
     stable = [spec for spec in case.compare if all(s[spec] == seen[0][spec] for s in seen)]
     unstable = {spec: [s[spec] for s in seen] for spec in case.compare if spec not in stable}
+    before, note = on_parent(args, repo, sha, config.command, case)
+    versioned = {
+        spec: [before[spec], seen[0][spec]]
+        for spec in stable
+        if before is not None and version_only(before[spec], seen[0][spec])
+    }
+    stable = [spec for spec in stable if spec not in versioned]
     found = suspicious(runs)
     evidence = {"case": case.id, "ref": sha, "seen": seen[0], "unstable": unstable}
-    evidence["suspicious"] = found
+    evidence.update(suspicious=found, versioned=sorted(versioned), parent=note)
     if not stable:
         raise FailClosed(f"case {case.id!r}: no field was the same in both runs; nothing to save")
-    for line in shown(seen[0], stable, unstable):
+    for line in shown(seen[0], stable, unstable, versioned):
         say(line)
     if not confirmed(args, found):
         why = f"case {case.id!r} not saved: {found[0]}; rerun with --yes to save it anyway"
         return Outcome(NOT_SAVED, why, evidence, status="not-saved")
     append_case(args.cases, {**raw, "compare": stable}, args.timeout)
     left_out = f"; left out as unstable: {', '.join(unstable)}" if unstable else ""
+    if versioned:
+        left_out += f"; left out as changing with the version: {', '.join(versioned)}"
     saved = f"case {case.id!r} saved to {args.cases}, comparing {', '.join(stable)}{left_out}"
     return Outcome(PASS, saved, evidence, status="saved")
 

@@ -449,6 +449,11 @@ def built_cli(
     with tempfile.TemporaryDirectory(prefix="oracle-cli-") as tmp:
         tree = add_worktree(repo, sha, Path(tmp) / "tree")
         try:
+            if not (tree / requirements).is_file():
+                raise FailClosed(
+                    f"{sha[:12]} has no {requirements}: the gate is not on that commit yet "
+                    "(merge the branch that adds it into the base first)"
+                )
             python = build_env(tree, Path(tmp) / "env", wheelhouse, tree / requirements)
             yield tree, bin_dir(python.parent.parent) / command
         finally:

@@ -62,15 +62,27 @@ def finished(done: Completed, what: str, why: str = "") -> Completed:
     return done
 
 
-ERROR_LINE = re.compile(r"^\s*([\w.]+(Error|Exception|Exit|Interrupt)|error)\b.*")
+# What a backend says went wrong, best first: an exception (`LookupError: ...`), then an
+# `error: ...` of a compiler or cargo or meson's `ERROR:` (the installer's own `error:` lines,
+# `Failed to build ...`, come after the backend's and say less).
+ERROR_LINES = (
+    re.compile(r"^\s*[\w.]+(?:Error|Exception|Exit|Interrupt)\b"),
+    re.compile(r"^\s*(?:error\b|.*\bERROR:)"),
+)
+
+
+def error_line(text: str) -> str:
+    """What a failed build says went wrong: the last line of the best kind the backend
+    printed, not the installer's closing hint ("" where it printed none)."""
+    for kind in ERROR_LINES:
+        found = [line.strip() for line in text.splitlines() if kind.match(line)]
+        if found:
+            return found[-1]
+    return ""
 
 
 def backend_error(done: Completed) -> str:
-    """What a failed build says went wrong: the last exception line the backend printed,
-    not the installer's closing hint."""
-    lines = (done.stdout.tail(8000) + "\n" + done.stderr.tail(8000)).splitlines()
-    found = [line.strip() for line in lines if ERROR_LINE.match(line)]
-    return found[-1] if found else ""
+    return error_line(done.stdout.tail(8000) + "\n" + done.stderr.tail(8000))
 
 
 def tools_env(dest: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, list[str]]:
