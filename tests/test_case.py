@@ -94,6 +94,41 @@ def test_a_field_that_differs_between_the_runs_is_left_out(repo: Path, tmp_path:
     assert "left out as unstable: stdout.raw" in report["summary"]
 
 
+VERSION_OPTION = (
+    "    commands = parser.add_subparsers(",
+    "    from importlib.metadata import version\n\n"
+    '    parser.add_argument("--version", action="version", version=f"shop {version(\'shop\')}")\n'
+    "    commands = parser.add_subparsers(",
+)
+
+
+def test_a_field_that_changes_with_the_version_is_left_out(repo: Path, tmp_path: Path) -> None:
+    """`--version` prints each commit's own version (as hatch-vcs gives every commit one): the
+    case is run on HEAD's parent too, and stdout, which differs only by the version, is left
+    out; a field that is the same on both commits is kept."""
+    versioned = branch(
+        repo, "case-version", lambda tree: edit(tree / "src/shop/cli.py", *VERSION_OPTION)
+    )
+    bump = branch(
+        repo,
+        "case-version-bump",
+        lambda tree: edit(tree / "pyproject.toml", 'version = "0.1.0"', 'version = "0.2.0"'),
+        base=versioned,
+    )
+    git(repo, "checkout", "--quiet", bump)
+    code, report = add(repo, tmp_path, "--", "--version")
+    assert code == 0, report["summary"]
+    assert load_cases(cases_file(repo))[-1].compare == ("exit_code", "stderr.sha256")
+    assert report["evidence"]["versioned"] == ["stdout.raw"]
+    assert report["evidence"]["seen"]["stdout.raw"] == "shop 0.2.0\n"
+    assert "left out as changing with the version: stdout.raw" in report["summary"]
+    # On the commit that added the option, its parent has no --version: the fields differ by
+    # more than a version, and are kept (the test of the change is the author's to look at).
+    git(repo, "checkout", "--quiet", versioned)
+    code, report = add(repo, tmp_path, "--id", "version-2", "--yes", "--", "--version")
+    assert report["evidence"]["versioned"] == [], report["summary"]
+
+
 @pytest.mark.parametrize(
     ("argv", "why"),
     [
