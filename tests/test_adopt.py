@@ -296,3 +296,57 @@ def test_a_build_that_cannot_work_here_names_what_is_missing(
         "adopt: building a wheel failed: RuntimeError: cargo-that-is-not-here not found: "
         "install the Rust toolchain"
     ]
+
+
+COUNTED = (
+    PYPROJECT.replace('name = "tally"', 'name = "counted"')
+    .replace(
+        "dependencies = []",
+        'dependencies = []\n\n[project.optional-dependencies]\ntest = ["pytest-mock>=3"]',
+    )
+    .replace('tally = "tally:main"', 'counted = "counted:main"')
+)
+MOCKED = """import counted
+
+
+def test_main_prints_the_count(mocker, capsys):
+    mocker.patch.object(counted.sys, "argv", ["counted", "a", "b"])
+    assert counted.main() == 0
+    assert capsys.readouterr().out == "2\\n"
+"""
+
+
+@pytest.mark.e2e
+def test_the_tests_own_dependencies_are_pinned_and_the_first_judge_merges(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    """The tests need pytest-mock (its `mocker` fixture, a plugin pytest loads by name only):
+    adopt finds the extra, pins it, names it in test_extra; after one case, a no-op patch
+    merges with no hand edit."""
+    repo = committed(
+        tmp_path / "counted",
+        {
+            "pyproject.toml": COUNTED,
+            "counted.py": TALLY,
+            "tests/test_counted.py": MOCKED,
+            ".github/CODEOWNERS": "* @counted/owners\n",
+        },
+    )
+    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 0
+    judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
+    assert 'test_extra: "test"' in judge_yaml
+    assert "pytest-mock==" in git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
+    rules = [line.split() for line in (repo / ".github/CODEOWNERS").read_text().splitlines()]
+    assert ["/oracle/", "@counted/owners"] in rules
+    git(repo, "checkout", "-q", "trunk")
+    git(repo, "merge", "-q", "--ff-only", adopt.BRANCH)
+    adopted_history.nox(repo, wheelhouse, "-s", "case", "--", "--", "one", "two")
+    git(repo, "commit", "-q", "-m", "a case", "oracle/cases.yaml")
+    git(repo, "checkout", "-q", "-b", "no-op")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "nothing")
+    git(repo, "checkout", "-q", "trunk")
+    adopted_history.nox(repo, wheelhouse, "-s", "judge", "--", "--head", "no-op", check=False)
+    report = json.loads((repo / "reports/judge-report.json").read_text())
+    steps = {step["name"]: step for step in report["steps"]}
+    assert report["verdict"] == "merge", [s["summary"] for s in report["steps"]]
+    assert steps["crossrun"]["evidence"]["parent_passing"] == 1

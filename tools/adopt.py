@@ -27,6 +27,7 @@ git repository, no console script, a build or a collection that fails).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
@@ -48,8 +49,10 @@ from tools.bakery import TEMPLATE, bake, load_hook
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
+from _gate import collect  # noqa: E402
 from _gate.envs import build_env, error_line  # noqa: E402
 from _gate.protocol import FailClosed  # noqa: E402
+from _gate.pyproject import PYPROJECT, parsed, table  # noqa: E402
 from preconditions import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
 
 BRANCH = "oracle-gate"
@@ -60,6 +63,18 @@ LEGACY_BACKEND = ("setuptools>=40.8.0",)  # PEP 517's fallback for a project wit
 NOT_ADOPTED = ("src", "tests", "pyproject.toml", "README.md", "Makefile", "fixtures.lock")
 MERGED = ("CODEOWNERS", ".gitignore")  # missing lines appended, never rewritten
 ROOT_TESTS = ("test*.py", "*_test.py", "tests.py")
+# Where projects keep their tests' own dependencies, first found wins: a dependency group or an
+# extra of pyproject.toml by these names, else one of these requirements files.
+TEST_NAMES = ("test", "tests", "testing", "dev")
+TEST_FILES = (
+    "requirements-test.txt",
+    "test-requirements.txt",
+    "requirements/test.txt",
+    "requirements/tests.txt",
+    "tests/requirements.txt",
+    "requirements-dev.txt",
+    "dev-requirements.txt",
+)
 
 
 class AdoptError(Exception):
@@ -73,6 +88,8 @@ class Project:
     commands: tuple[str, ...]
     dependencies: tuple[str, ...]
     backend: tuple[str, ...]
+    test_extra: str = ""  # judge.yaml test_extra: an extra, a dependency group or a file
+    test_dependencies: tuple[str, ...] = ()
 
 
 def run(cmd: Sequence[str], cwd: Path, what: str, env: dict[str, str] | None = None) -> str:
@@ -171,17 +188,35 @@ def pick_command(project: Project, wanted: str | None) -> str:
     return (same or list(project.commands))[0]
 
 
+def test_dependencies(source: Path) -> tuple[str, tuple[str, ...]]:
+    """The tests' own dependencies and where the project declares them (judge.yaml's
+    test_extra): a dependency group, an extra, or a requirements file."""
+    data = parsed((source / PYPROJECT).read_bytes() if (source / PYPROJECT).is_file() else None)
+    groups = table(data or {}, "dependency-groups")
+    extras = table(data or {}, "project.optional-dependencies")
+    for name in TEST_NAMES:
+        if isinstance(groups, dict) and name in groups:
+            return name, tuple(collect.group(groups, name, set()))
+        if isinstance(extras, dict) and isinstance(extras.get(name), list):
+            return name, tuple(str(row) for row in extras[name])
+    for rel in TEST_FILES:
+        if (source / rel).is_file():
+            return rel, tuple(collect.requirement_lines((source / rel).read_text("utf-8")))
+    return "", ()
+
+
 def compile_requirements(project: Project, dest: Path, tmp: Path) -> None:
     """Hash-pinned: the judge installs only these, from the wheelhouse."""
     wanted = tmp / "judge.in"
-    wanted.write_text("\n".join([*JUDGE_TOOLS, *project.backend, *project.dependencies]) + "\n")
+    rows = [*JUDGE_TOOLS, *project.backend, *project.dependencies, *project.test_dependencies]
+    wanted.write_text("\n".join(rows) + "\n")
     cmd = ["uv", "pip", "compile", "--universal", "--generate-hashes", "--python-version"]
     cmd += ["3.10", "--no-header", "--quiet", str(wanted), "-o", str(dest)]
     run(cmd, tmp, "compiling scripts/requirements-judge.txt")
     note = (
         "# Hash-pinned tools, build backend and runtime dependencies of the judge's environments,\n"
         f"# installed only from the local wheelhouse. Compiled by oracle-template's adopt from:\n"
-        f"#   {' '.join([*JUDGE_TOOLS, *project.backend, *project.dependencies])}\n"
+        f"#   {' '.join(rows)}\n"
     )
     dest.write_text(note + dest.read_text())
 
@@ -348,6 +383,8 @@ def adopt(args: argparse.Namespace) -> str:
         # The project as committed, in a copy: builds and collection write nothing into it.
         source = export(repo, tmp / "source")
         project = read_project(source, tmp)
+        extra, needed = test_dependencies(source)
+        project = dataclasses.replace(project, test_extra=extra, test_dependencies=needed)
         answers = {
             "project_name": project.name,
             "project_slug": re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-"),
@@ -365,6 +402,9 @@ def adopt(args: argparse.Namespace) -> str:
         fill_wheelhouse(bake_dir, args.wheelhouse, tmp)
         tests = args.tests or collected_tests(source, bake_dir, args.wheelhouse, tmp)
         render(bake_dir, tests, gate_noxfile, strength_paths(source, project.package))
+        if project.test_extra:
+            judge_yaml = bake_dir / "oracle/judge.yaml"
+            replace_once(judge_yaml, 'test_extra: ""', f"test_extra: {json.dumps(extra)}")
         changed = add_files(bake_dir, repo)
         if not changed:
             return "the gate's files are all there: nothing to add (nothing changed)"

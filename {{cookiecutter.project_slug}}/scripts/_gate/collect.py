@@ -164,9 +164,15 @@ class PytestConfig:
 
 def test_requirements(tree: Path, extra: str) -> list[str]:
     """Distribution names of an extra (or dependency group, its `include-group`s followed) of
-    the base's pyproject.toml."""
+    the base's pyproject.toml, or of a requirements file of the base (`extra` ends in .txt)."""
     if not extra:
         return []
+    if extra.endswith(".txt"):
+        path = tree / extra
+        if not path.is_file():
+            raise FailClosed(f"{extra}: no such requirements file in the base (test_extra)")
+        rows = requirement_lines(read_text(path))
+        return [m.group(1) for m in map(REQUIREMENT.match, rows) if m]
     text = read_text(tree / PYPROJECT)
     data = parsed(text.encode("utf-8") if text else None)
     if data is None:
@@ -186,6 +192,12 @@ def test_requirements(tree: Path, extra: str) -> list[str]:
         f"pyproject.toml of the base: no extra or dependency group {extra!r} (judge.yaml "
         "test_extra); name one of [project.optional-dependencies] or [dependency-groups]"
     )
+
+
+def requirement_lines(text: str) -> list[str]:
+    """A requirements file's requirements: not its comments, options (`-r`, `-e .`) or blanks."""
+    rows = (line.split(" #", 1)[0].strip() for line in text.splitlines())
+    return [row for row in rows if row and not row.startswith(("#", "-"))]
 
 
 def group(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
