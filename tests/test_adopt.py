@@ -62,8 +62,10 @@ def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
     assert "text-unidecode==" in pins and "setuptools==" in pins and "--hash=sha256:" in pins
     assert git(repo, "show", "oracle/main:quarantine.yaml").startswith("#")
-    cases = git(repo, "show", f"{adopt.BRANCH}~0:oracle/cases.yaml")  # the gate starts empty
-    assert "cases: []" in cases
+    # The gate starts with the case adopt added: `--help`, which exits 0.
+    cases = git(repo, "show", f"{adopt.BRANCH}:oracle/cases.yaml")
+    assert '  - id: "help"\n    argv: ["--help"]\n' in cases
+    assert git(repo, "show", f"{adopt.BRANCH}~1:oracle/cases.yaml").rstrip().endswith("cases: []")
     rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
     verdicts = [(row["subject"], row["verdict"]) for row in rows]
     # A reviewer's verdicts, from each diff: "merge sandbox" bumps the CI matrix in
@@ -146,7 +148,10 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
     assert "  - /noxfile_oracle.py\n" in judge_yaml
     assert "def judge(" in (repo / "noxfile_oracle.py").read_text()
     assert git(repo, "status", "--porcelain") == ""
-    assert git(repo, "log", "-1", "--format=%s") == "Adopt the oracle gate"
+    assert git(repo, "log", "-2", "--format=%s").splitlines() == [
+        "A --help case",
+        "Adopt the oracle gate",
+    ]
 
     # Adopting again, once the gate has landed and its branch is gone, adds nothing.
     git(repo, "checkout", "-q", "trunk")
@@ -154,7 +159,7 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
     git(repo, "branch", "-D", adopt.BRANCH)
     assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 0
     assert git(repo, "rev-parse", "HEAD") == git(repo, "rev-parse", "trunk")
-    assert git(repo, "log", "-1", "--format=%s") == "Adopt the oracle gate"
+    assert git(repo, "log", "-1", "--format=%s") == "A --help case"
     assert git(repo, "status", "--porcelain") == ""
 
 
@@ -269,7 +274,7 @@ def test_a_project_versioned_by_git_tags_is_adopted(tmp_path: Path, wheelhouse: 
     )
     git(repo, "tag", "v1.4.0")
     argv = [str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/gate", "--tests", "src"]
-    assert adopt.main(argv) == 0
+    assert adopt.main([*argv, "--no-check"]) == 0  # it has no tests to judge with
     assert 'command: "tagged"' in git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
     pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
     assert "hatch-vcs==" in pins and "SETUPTOOLS_SCM_PRETEND_VERSION" not in pins
@@ -350,3 +355,20 @@ def test_the_tests_own_dependencies_are_pinned_and_the_first_judge_merges(
     steps = {step["name"]: step for step in report["steps"]}
     assert report["verdict"] == "merge", [s["summary"] for s in report["steps"]]
     assert steps["crossrun"]["evidence"]["parent_passing"] == 1
+
+
+@pytest.mark.e2e
+def test_adopt_names_each_step_a_no_op_patch_does_not_pass(
+    tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its one test fails on the base: the crossrun has no reference, and adopt says so, with
+    the step and its line, and keeps the branch for the fix."""
+    failing = "import tally\n\n\ndef test_it():\n    assert tally.main() == 1\n"
+    files = {"pyproject.toml": PYPROJECT, "tally.py": TALLY, "tests/test_tally.py": failing}
+    repo = committed(tmp_path / "tally", {**files, "CODEOWNERS": "* @tally/owners\n"})
+    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("adopt: adopted: "), err
+    assert "but a no-op patch does not merge there yet" in err[0]
+    assert "crossrun: none of the parent's 1 tests passes on the parent build" in err[0]
+    assert git(repo, "branch", "--show-current") == adopt.BRANCH

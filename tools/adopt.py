@@ -415,13 +415,60 @@ def adopt(args: argparse.Namespace) -> str:
     commit(repo, args.branch, changed)
     load_hook("post_gen_project").make_oracle_ref(repo, args.oracle_ref)
     sessions = "nox" if gate_noxfile == "noxfile.py" else f"nox -f {gate_noxfile}"
-    return (
+    case = first_case(repo, args.wheelhouse) if args.check else ""
+    failed = checked(repo, args.branch, args.wheelhouse) if args.check else []
+    done = (
         f"adopted: {len(changed)} files on branch {args.branch} (command "
-        f"{answers['cli_command']!r}, tests {tests}, oracle ref {args.oracle_ref}); left to "
-        f"do: add cases with `{sessions} -s case -- -- ARG ...`, review and merge "
-        f"{args.branch} into {base_branch}, protect {args.oracle_ref} and require code owner "
-        "review (see oracle/README.md)"
+        f"{answers['cli_command']!r}, tests {tests}, oracle ref {args.oracle_ref}{case})"
     )
+    if failed:
+        raise AdoptError(
+            f"{done}, but a no-op patch does not merge there yet; change this on the branch, "
+            f"then rerun `{sessions} -s judge`: " + "; ".join(failed)
+        )
+    verified = "; a no-op patch merges on it" if args.check else ""
+    return (
+        f"{done}{verified}; left to do: review and merge {args.branch} into {base_branch}, "
+        f"push it and {args.oracle_ref}, protect {args.oracle_ref} and require code owner "
+        f"review (see oracle/README.md); more cases: `{sessions} -s case -- -- ARG ...`"
+    )
+
+
+OFFLINE = {"JUDGE_OFFLINE": "1", "PIP_NO_INDEX": "1", "UV_OFFLINE": "1"}
+
+
+def first_case(repo: Path, wheelhouse: Path) -> str:
+    """A `--help` case, committed on the branch: the cassettes have something to compare from
+    the first judgment on (nothing, where `--help` does not exit 0)."""
+    cmd = [sys.executable, "scripts/add_case.py", "--wheelhouse", str(wheelhouse), "--id", "help"]
+    env = {**os.environ, **OFFLINE, "ORACLE_WHEELHOUSE": str(wheelhouse)}
+    done = subprocess.run([*cmd, "--", "--help"], cwd=repo, env=env, capture_output=True)
+    if done.returncode != 0:
+        return ", no case: `--help` did not run cleanly"
+    git(repo, "commit", "--quiet", "--no-verify", "-m", "A --help case", "oracle/cases.yaml")
+    return ", a --help case"
+
+
+def checked(repo: Path, branch: str, wheelhouse: Path) -> list[str]:
+    """The adopted gate judging a no-op patch on its branch, in a clone: each step that did
+    not pass, with its one line (empty: it merges)."""
+    with tempfile.TemporaryDirectory(prefix="oracle-adopt-check-") as name:
+        clone = Path(name) / "repo"
+        git(repo.parent, "clone", "--quiet", "--shared", "--branch", branch, str(repo), str(clone))
+        git(clone, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "no-op")
+        cmd = [sys.executable, "scripts/judge.py", "--base", f"origin/{branch}", "--head", "HEAD"]
+        cmd += ["--wheelhouse", str(wheelhouse), "--reports", str(Path(name) / "reports")]
+        env = {**os.environ, **OFFLINE, "ORACLE_WHEELHOUSE": str(wheelhouse)}
+        subprocess.run(cmd, cwd=clone, env=env, capture_output=True, check=False)
+        try:
+            report = json.loads((Path(name) / "reports/judge-report.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return ["judge: it left no report"]
+    return [
+        f"{step['name']}: {step['summary']}"
+        for step in report["steps"]
+        if step["status"] not in ("pass", "advisory")
+    ] or ([] if report["verdict"] == "merge" else [f"judge: {report['verdict']}"])
 
 
 def parser() -> argparse.ArgumentParser:
@@ -436,6 +483,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle-ref", default="oracle/main", help="protected ref of flake state")
     p.add_argument("--ci", choices=("github", "none"), help="default: github if .github exists")
     p.add_argument("--wheelhouse", type=Path, default=Path(".oracle/wheelhouse"))
+    p.add_argument(
+        "--no-check",
+        dest="check",
+        action="store_false",
+        help="commit without adding a --help case and judging a no-op patch",
+    )
     return p
 
 
