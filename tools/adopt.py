@@ -45,7 +45,7 @@ from pathlib import Path
 
 from cookiecutter.exceptions import CookiecutterException
 
-from tools.bakery import TEMPLATE, bake, load_hook
+from tools.bakery import OFFLINE, TEMPLATE, bake, load_hook
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
@@ -432,9 +432,6 @@ def adopt(args: argparse.Namespace) -> str:
         f"push it and {args.oracle_ref}, protect {args.oracle_ref} and require code owner "
         f"review (see oracle/README.md); more cases: `{sessions} -s case -- -- ARG ...`"
     )
-
-
-OFFLINE = {"JUDGE_OFFLINE": "1", "PIP_NO_INDEX": "1", "UV_OFFLINE": "1"}
 
 
 def first_case(repo: Path, wheelhouse: Path) -> str:

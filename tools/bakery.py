@@ -26,6 +26,9 @@ IDENTITY = (
 )
 
 
+# What `nox -s judge` sets for the judge (the baked noxfile's offline_env), for the tools that
+# run a checkout's scripts/judge.py without nox.
+OFFLINE = {"JUDGE_OFFLINE": "1", "PIP_NO_INDEX": "1", "UV_OFFLINE": "1"}
 # Owners of the bakes the demo and the suite make: cookiecutter.json's default is a placeholder
 # the judge refuses (preconditions), as it should for a project nobody owns.
 OWNERS = "@shop-example/maintainers"
@@ -115,7 +118,6 @@ def judge_script(repo: Path, *args: str, env: Mapping[str, str] | None = None) -
     """Run the checkout's own scripts/judge.py as `nox -s judge` runs it (offline, from the
     shared wheelhouse), without nox: for what the judge decides before it builds anything."""
     wheelhouse = os.environ.get("ORACLE_WHEELHOUSE", str(repo / ".oracle" / "wheelhouse"))
-    offline = {"JUDGE_OFFLINE": "1", "PIP_NO_INDEX": "1", "UV_OFFLINE": "1"}
     reports = repo / "reports"
     (reports / "judge-report.json").unlink(missing_ok=True)
     proc = subprocess.run(
@@ -123,7 +125,7 @@ def judge_script(repo: Path, *args: str, env: Mapping[str, str] | None = None) -
         cwd=repo,
         capture_output=True,
         text=True,
-        env={**os.environ, **offline, **(env or {})},
+        env={**os.environ, **OFFLINE, **(env or {})},
         check=False,
     )
     report = reports / "judge-report.json"

@@ -85,7 +85,7 @@ def matrix_problems(path: Path) -> list[str]:
     return []
 
 
-# cookiecutter.json's default `owners`: a handle of no one's organisation.
+# The template's default answer for `owners`: a handle of no one's organisation.
 PLACEHOLDER_OWNER = "@org/maintainers"
 
 
