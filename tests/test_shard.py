@@ -175,11 +175,11 @@ def needs_review_on_shard(
     summary = "patch touches protected paths a code owner must review: ..."
     own = {"step": "write-set", "status": "needs-review", "exit_code": 2, "summary": summary}
     (folder / "write-set.json").write_text(json.dumps({**own, "evidence": {"protected": rows}}))
-    path = folder / "judge-report.json"
-    report = json.loads(path.read_text("utf-8"))
+    judged = folder / "judge-report.json"
+    report = json.loads(judged.read_text("utf-8"))
     step = {"name": "write-set", "status": "needs-review", "summary": summary, "seconds": 0.0}
     report["steps"].insert(0, {**step, "evidence": {"report": "write-set.json"}})
-    path.write_text(json.dumps(report), "utf-8")
+    judged.write_text(json.dumps(report), "utf-8")
     return rows
 
 
