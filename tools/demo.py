@@ -47,10 +47,10 @@ def show(title: str, verdict: Verdict) -> None:
     for step in report.get("steps", []):
         mark = {"pass": " ", "advisory": "~"}.get(step["status"], "!")
         print(f" {mark} {step['name']:<17} {step['status']:<12} {step['summary']}")
-    review = report.get("review")  # verdict needs-review: what a code owner looks at
+    review = report.get("review")  # what a code owner looks at (beside a block too)
     for row in review["protected"] if review else []:
         print(f"   review {row['path']} (rule {row['rule']})")
-    if review:
+    if review and report.get("verdict") == "needs-review":  # a rerun would not lift a block
         print(f"   then: {review['rerun']}")
 
 
