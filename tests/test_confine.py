@@ -13,7 +13,7 @@ import pytest
 from _gate import confine
 from _gate.envs import build_env
 from _gate.protocol import FailClosed
-from _gate.sandbox import Sandbox, probe_sandbox, run_confined
+from _gate.sandbox import Sandbox, Server, probe_sandbox, run_confined
 
 from tests.helpers import SCRIPTS, running
 
@@ -143,24 +143,49 @@ def test_a_confined_command_cannot_signal_the_judge(tmp_path: Path, level: str) 
 def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
     tmp_path: Path, level: str
 ) -> None:
-    """From inside the launcher's job: its supervisor and the judge cannot be killed, traced
-    or read, and the status the judge trusts cannot be written."""
+    """From inside the launcher's job: its supervisor, the launcher's server (the process
+    sandbox.Server starts, which forks every job) and the judge cannot be killed, traced or
+    read, the job holds no socket to the server, and the status the judge trusts cannot be
+    written."""
     import os
 
     status_dir = Sandbox.status_dir
     assert status_dir is not None  # the level fixture's probe made it
     code = f"""
-        import os, signal
+        import os, signal, stat
         def attempt(name, act):
             try:
                 act()
                 print(name, "DONE")
             except OSError:
                 print(name, "refused")
+        def kill_servers():  # its own supervisor (its parent) is tried below
+            found = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    argv = open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")
+                except OSError:
+                    continue
+                if b"--serve" in argv and int(pid) != os.getppid():
+                    found.append(int(pid))
+            if not found:
+                print("server unseen")  # its own /proc: a PID namespace of its own
+            else:
+                attempt("server", lambda: [os.kill(pid, signal.SIGKILL) for pid in found])
+        def sockets():
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    if stat.S_ISSOCK(os.fstat(int(fd)).st_mode):
+                        return
+                except OSError:
+                    pass
+            raise PermissionError("no socket held")
         attempt("status", lambda: open(os.path.join({str(status_dir)!r}, "forged"), "w"))
         attempt("memory", lambda: open("/proc/{os.getpid()}/mem", "rb").read(1))
         attempt("environ", lambda: open("/proc/{os.getpid()}/environ", "rb").read(1))
         attempt("judge", lambda: os.kill({os.getpid()}, signal.SIGKILL))
+        kill_servers()
+        attempt("socket", sockets)
         os.kill(os.getppid(), signal.SIGKILL)  # its supervisor: ignored, or refused
     """
     done = run_confined(python(code), writable=[tmp_path], timeout=30)
@@ -169,9 +194,15 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
     # the judge's user (the baked README's Confinement table says so).
     readable = {"environ": "DONE"} if level == "subreaper" else {}
     expected = {"status": "refused", "memory": "refused", "environ": "refused", "judge": "refused"}
+    # At the subreaper level the server is in sight, and its kill is refused.
+    expected |= {"server": "refused" if level == "subreaper" else "unseen", "socket": "refused"}
     assert said == {**expected, **readable}, done.stdout.head
     assert not (status_dir / "forged").exists()
     assert done.confinement == level  # the supervisor lived to write the status
+    # The job went through the server, which still serves the next one.
+    assert Server.sockets.get(level) is not None
+    again = run_confined(python("print('served')"), writable=[tmp_path], timeout=30)
+    assert (again.stdout.head, again.confinement) == (b"served\n", level)
 
 
 def test_required_refuses_to_run_unconfined_naming_what_is_missing(
@@ -209,8 +240,10 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 # Modules that may start a process, and why each start runs no code of a tree under judgment
 # unconfined: confine.py is the launcher (its forks and execs are the confined path itself:
 # tests above and below show what a command it starts can and cannot reach), process.py
-# runs trusted commands (run_group), sandbox.py starts the launcher's server and, where there
-# is none, the launcher itself (run_confined), subject.py
+# runs trusted commands (run_group), sandbox.py starts the launcher's server (which runs no
+# code of a tree; a job it forks cannot reach it: test_a_confined_command_cannot_reach_its_
+# launcher_or_the_judge) and, where there is none, the launcher itself (run_confined),
+# subject.py
 # starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip download
 # (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py.
 SPAWNERS = {

@@ -45,14 +45,14 @@ from pathlib import Path
 
 from cookiecutter.exceptions import CookiecutterException
 
-from tools.bakery import OFFLINE, TEMPLATE, bake, load_hook
+from tools.bakery import OFFLINE, TEMPLATE, bake, judge_script, load_hook
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 from _gate import collect  # noqa: E402
 from _gate.envs import build_env, error_line  # noqa: E402
 from _gate.protocol import FailClosed  # noqa: E402
-from _gate.pyproject import PYPROJECT, parsed, table  # noqa: E402
+from _gate.pyproject import read, table  # noqa: E402
 from preconditions import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
 
 BRANCH = "oracle-gate"
@@ -191,7 +191,7 @@ def pick_command(project: Project, wanted: str | None) -> str:
 def test_dependencies(source: Path) -> tuple[str, tuple[str, ...]]:
     """The tests' own dependencies and where the project declares them (judge.yaml's
     test_extra): a dependency group, an extra, or a requirements file."""
-    data = parsed((source / PYPROJECT).read_bytes() if (source / PYPROJECT).is_file() else None)
+    data = read(source)
     groups = table(data or {}, "dependency-groups")
     extras = table(data or {}, "project.optional-dependencies")
     for name in TEST_NAMES:
@@ -453,14 +453,10 @@ def checked(repo: Path, branch: str, wheelhouse: Path) -> list[str]:
         clone = Path(name) / "repo"
         git(repo.parent, "clone", "--quiet", "--shared", "--branch", branch, str(repo), str(clone))
         git(clone, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "no-op")
-        cmd = [sys.executable, "scripts/judge.py", "--base", f"origin/{branch}", "--head", "HEAD"]
-        cmd += ["--wheelhouse", str(wheelhouse), "--reports", str(Path(name) / "reports")]
-        env = {**os.environ, **OFFLINE, "ORACLE_WHEELHOUSE": str(wheelhouse)}
-        subprocess.run(cmd, cwd=clone, env=env, capture_output=True, check=False)
-        try:
-            report = json.loads((Path(name) / "reports/judge-report.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            return ["judge: it left no report"]
+        args = ("--base", f"origin/{branch}", "--head", "HEAD")
+        report = judge_script(clone, *args, env={"ORACLE_WHEELHOUSE": str(wheelhouse)}).report
+    if not report:
+        return ["judge: it left no report"]
     return [
         f"{step['name']}: {step['summary']}"
         for step in report["steps"]

@@ -117,7 +117,8 @@ def judge(
 def judge_script(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> Verdict:
     """Run the checkout's own scripts/judge.py as `nox -s judge` runs it (offline, from the
     shared wheelhouse), without nox: for what the judge decides before it builds anything."""
-    wheelhouse = os.environ.get("ORACLE_WHEELHOUSE", str(repo / ".oracle" / "wheelhouse"))
+    env = {**os.environ, **OFFLINE, **(env or {})}
+    wheelhouse = env.get("ORACLE_WHEELHOUSE", str(repo / ".oracle" / "wheelhouse"))
     reports = repo / "reports"
     (reports / "judge-report.json").unlink(missing_ok=True)
     proc = subprocess.run(
@@ -125,7 +126,7 @@ def judge_script(repo: Path, *args: str, env: Mapping[str, str] | None = None) -
         cwd=repo,
         capture_output=True,
         text=True,
-        env={**os.environ, **OFFLINE, **(env or {})},
+        env=env,
         check=False,
     )
     report = reports / "judge-report.json"

@@ -27,7 +27,7 @@ from typing import Any
 from _gate.envs import dist_infos
 from _gate.git import git
 from _gate.protocol import FailClosed
-from _gate.pyproject import PYPROJECT, parsed, table
+from _gate.pyproject import PYPROJECT, read, table
 from _gate.sandbox import run_confined
 
 REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
@@ -113,7 +113,7 @@ class PytestConfig:
                 }
         text = read_text(root / PYPROJECT)
         self.text[PYPROJECT] = text
-        data = parsed(text.encode("utf-8") if text else None)
+        data = read(root)
         if data is None:
             self.unreadable.append(PYPROJECT)
             return
@@ -173,8 +173,7 @@ def test_requirements(tree: Path, extra: str) -> list[str]:
             raise FailClosed(f"{extra}: no such requirements file in the base (test_extra)")
         rows = requirement_lines(read_text(path))
         return [m.group(1) for m in map(REQUIREMENT.match, rows) if m]
-    text = read_text(tree / PYPROJECT)
-    data = parsed(text.encode("utf-8") if text else None)
+    data = read(tree)
     if data is None:
         raise FailClosed(
             f"pyproject.toml of the base does not parse as TOML (test_extra {extra!r})"
@@ -268,7 +267,7 @@ def entry_points(root: Path) -> list[Named]:
     package is installed, with no file of the tests naming them."""
     found = []
     pyproject = read_text(root / PYPROJECT)
-    points = table(parsed(pyproject.encode("utf-8") if pyproject else None) or {}, "project")
+    points = table(read(root) or {}, "project")
     declared = table(points, "entry-points.pytest11") if isinstance(points, dict) else None
     for key, module in declared.items() if isinstance(declared, dict) else []:
         line = _line_of(pyproject, rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")

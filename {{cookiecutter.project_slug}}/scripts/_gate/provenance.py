@@ -21,13 +21,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from email.parser import BytesHeaderParser
+from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from _gate.git import git
 from _gate.protocol import FailClosed
-from _gate.pyproject import PYPROJECT, parsed, table
+from _gate.pyproject import PYPROJECT, read, table
 
 # Files that run at every interpreter start in the environment: never from a wheel.
 STARTUP = ("sitecustomize", "usercustomize")
@@ -233,7 +233,7 @@ def canonical(name: str) -> str:
 
 def check_metadata(tree: Path, info: Path, label: str) -> None:
     """The wheel's entry points and required names are the tree's static declarations."""
-    project = table(parsed(read_bytes(tree / PYPROJECT)) or {}, "project")
+    project = table(read(tree) or {}, "project")
     if not isinstance(project, Mapping):
         return  # setup.py or setup.cfg declares them: protected files (build_config.py)
     dynamic = set(project.get("dynamic") or ())
@@ -293,16 +293,9 @@ def declared_requires(project: Mapping[str, Any]) -> set[str]:
 
 
 def wheel_requires(info: Path) -> set[str]:
-    headers = BytesHeaderParser().parsebytes(read_bytes(info / "METADATA") or b"")
+    headers = HeaderParser().parsestr(read_text(info / "METADATA"))
     found = set()
     for row in headers.get_all("Requires-Dist") or []:
         extra = EXTRA.search(row.split(";", 1)[1]) if ";" in row else None
         found.add(requirement(row, extra.group(1) if extra else ""))
     return found
-
-
-def read_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from _gate.protocol import FailClosed
@@ -35,6 +36,14 @@ def parsed(text: bytes | None) -> dict[str, Any] | None:
     except ValueError:  # UnicodeDecodeError and TOMLDecodeError alike
         return None
     return data if isinstance(data, dict) else None
+
+
+def read(root: Path) -> dict[str, Any] | None:
+    """`root`'s pyproject.toml as TOML ({} where there is none or it cannot be read)."""
+    try:
+        return parsed((root / PYPROJECT).read_bytes())
+    except OSError:
+        return {}
 
 
 def table(data: Mapping[str, Any], dotted: str) -> object:
