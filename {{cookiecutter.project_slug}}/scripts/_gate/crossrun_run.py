@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -54,14 +53,8 @@ def run(
         )
         if planted is not None and result.outcomes is not None:
             check(planted, result.outcomes)
-    # Messages name the private copy (its root, pytest's working directory, by relative paths
-    # at the start of a line), gone by now: they name the tree it copies instead.
-    base = [(str(root), f"{tree.resolve()}/")]
-    return result.renamed(lambda text: named(LOCATION.sub(f"{root}/", text), base))
-
-
-# `tests/test_x.py:83: AssertionError`: pytest names a file relative to its working directory.
-LOCATION = re.compile(r"(?m)^(?=[\w.-][\w./-]*\.py:\d+)")
+    # Messages name the private copy, gone by now: they name the tree it copies instead.
+    return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))
 
 
 def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:

@@ -52,16 +52,22 @@ class PytestRun:
 
 # `../x`: pytest writes a path relative to its working directory when that is shorter.
 RELATIVE_UP = re.compile(r"(?<![\w./-])(?:\.\./)+")
+# `tests/test_x.py:83: AssertionError`: a file under the working directory, at a line start.
+LOCATION = re.compile(r"(?m)^(?=[\w.-][\w./-]*\.py:\d+)")
 
 
 def absolute_paths(run: PytestRun, cwd: Path) -> PytestRun:
-    """The run with every path pytest wrote relative to `cwd` going up (`../oracle-judge-x/
-    parent/...`, from a temporary working directory) written absolute, so `named` names it."""
+    """The run with every path pytest wrote relative to `cwd` (`../oracle-judge-x/parent/...`
+    from a temporary working directory, `tests/test_x.py:83` from a tree's root) written
+    absolute, so `named` names it."""
 
     def absolute(up: re.Match[str]) -> str:
         return os.path.join(os.path.normpath(cwd / up.group()), "")
 
-    return run.renamed(lambda text: RELATIVE_UP.sub(absolute, text))
+    def rewrite(text: str) -> str:
+        return LOCATION.sub(lambda _: f"{cwd}/", RELATIVE_UP.sub(absolute, text))
+
+    return run.renamed(rewrite)
 
 
 def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
