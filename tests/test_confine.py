@@ -152,13 +152,13 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
     status_dir = Sandbox.status_dir
     assert status_dir is not None  # the level fixture's probe made it
     code = f"""
-        import os, signal, stat
+        import ctypes, os, signal, stat
         def attempt(name, act):
             try:
                 act()
-                print(name, "DONE")
+                print(name.replace(" ", "-"), "DONE")
             except OSError:
-                print(name, "refused")
+                print(name.replace(" ", "-"), "refused")
         def kill_servers():  # its own supervisor (its parent) is tried below
             found = []
             for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -184,6 +184,17 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
         attempt("memory", lambda: open("/proc/{os.getpid()}/mem", "rb").read(1))
         attempt("environ", lambda: open("/proc/{os.getpid()}/environ", "rb").read(1))
         attempt("judge", lambda: os.kill({os.getpid()}, signal.SIGKILL))
+        # Its supervisor (PID 1 of its namespaces, which shares its Landlock domain there):
+        # not traced, its memory and its fds (the status file among them) not opened.
+        libc = ctypes.CDLL(None, use_errno=True)
+        def trace():
+            if libc.ptrace(16, os.getppid(), None, None) != 0:  # PTRACE_ATTACH
+                raise OSError(ctypes.get_errno(), "ptrace")
+        attempt("trace", trace)
+        attempt("its memory", lambda: open(f"/proc/{{os.getppid()}}/mem", "rb").read(1))
+        def reopen(folder=f"/proc/{{os.getppid()}}/fd"):
+            return [os.open(f"{{folder}}/{{fd}}", os.O_WRONLY) for fd in os.listdir(folder)]
+        attempt("its fds", reopen)
         kill_servers()
         attempt("socket", sockets)
         os.kill(os.getppid(), signal.SIGKILL)  # its supervisor: ignored, or refused
@@ -194,6 +205,7 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
     # the judge's user (the baked README's Confinement table says so).
     readable = {"environ": "DONE"} if level == "subreaper" else {}
     expected = {"status": "refused", "memory": "refused", "environ": "refused", "judge": "refused"}
+    expected |= {"trace": "refused", "its-memory": "refused", "its-fds": "refused"}
     # At the subreaper level the server is in sight, and its kill is refused.
     expected |= {"server": "refused" if level == "subreaper" else "unseen", "socket": "refused"}
     assert said == {**expected, **readable}, done.stdout.head

@@ -2,7 +2,7 @@
 
     python scripts/crossrun.py --tree BASE_TREE --parent-python P --patch-python Q \
         [--tests tests test.py ...] [--allowlist FILE --base SHA] [--mode block|advisory] \
-        [--test-extra NAME]
+        [--test-extra NAME] [--patch-tree HEAD_TREE [--reviewed]]
 
 The tests of the base tree (`tests:` of its judge.yaml: folders, or files such as a root test.py,
 which pytest collects whatever its `python_files`) run twice, in the parent build's environment
@@ -16,7 +16,10 @@ test; it cannot edit this one.
 
 A test that passes on the parent and fails or errors on the patch is lost. It is deferred to
 flake-budget, which may retry it within the budget or excuse it by quarantine, unless an
-allowlist row of this base (`field: crossrun`, `id`: the test id) names it. A test that passed
+allowlist row of this base (`field: crossrun`, `id`: the test id) names it, or unless every lost
+test failed on a name the patch moved and the patch's own version of it (from `--patch-tree`)
+passes: that is a code owner's review, status `needs-review` naming the tests and the names
+(scripts/_gate/coupling.py), accepted with `--reviewed` (ORACLE_REVIEW=1). A test that passed
 on the parent and is skipped or missing on the patch blocks here. Tests already failing or
 skipped on the parent are reported, never counted; if none passes there, the step cannot see
 and fails closed. Each run works on its own copy of the base tree's tracked files, without the
@@ -39,7 +42,8 @@ either mode, naming the build and what was wrong. With `--mode advisory` the
 step reports and never decides. With `--shard I/N` both runs hold only the tests of that shard
 and only the rows naming them are checked (scripts/_gate/shard.py); whether any parent test passes
 at all is then the merge's to check (`parent_passing` in the evidence).
-Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed.
+Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed
+(status `needs-review` where the tests depend on internals the patch moved).
 """
 
 from __future__ import annotations
@@ -60,11 +64,14 @@ from _gate.canaries import Tampered
 from _gate.collect import test_requirements
 from _gate.config import Config, tree_tests
 from _gate.context import Judgment
+from _gate.coupling import changed_file, moved_name
 from _gate.crossrun_run import run as run_tests
 from _gate.entry import run_main
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
+    FAIL_CLOSED,
+    NEEDS_REVIEW,
     PASS,
     FailClosed,
     Outcome,
@@ -241,7 +248,9 @@ def allow_command(node: str) -> str:
     )
 
 
-def judged(args: argparse.Namespace, parent: dict[str, str], patch: PytestRun) -> Outcome:
+def judged(
+    args: argparse.Namespace, parent: dict[str, str], patch: PytestRun, moved: dict[str, str]
+) -> Outcome:
     allowed, current, other = allowed_ids(args)
     rows = lost_rows(parent, patch, allowed)
     stale = sorted(allowed - {row["id"] for row in rows})
@@ -276,6 +285,8 @@ def judged(args: argparse.Namespace, parent: dict[str, str], patch: PytestRun) -
         first = final[0]
         summary = f"{head}, {len(final)} passing on the parent are {first['outcome']} on the patch"
         return decide(args, BLOCK, f"{summary} (first: {first['id']}){note}", evidence)
+    if counted and all(row["id"] in moved for row in counted):
+        return coupled(args, head, note, evidence, {row["id"]: moved[row["id"]] for row in counted})
     if counted:
         first = counted[0]
         summary = (
@@ -285,6 +296,24 @@ def judged(args: argparse.Namespace, parent: dict[str, str], patch: PytestRun) -
         evidence["deferred_to"] = "flake-budget"
         return decide(args, BLOCK, summary, evidence, status="deferred")
     return decide(args, PASS, f"{head}, every test passing on the parent passes{note}", evidence)
+
+
+def coupled(
+    args: argparse.Namespace, head: str, note: str, evidence: dict[str, Any], moved: dict[str, str]
+) -> Outcome:
+    """Every lost test failed on a name the patch moved, and the patch's own version of each
+    passes: a code owner's review (scripts/_gate/coupling.py), accepted under ORACLE_REVIEW=1."""
+    evidence["coupled"] = [{"id": node, "moved": name} for node, name in sorted(moved.items())]
+    evidence["allow_rows"] = []
+    first, name = next(iter(sorted(moved.items())))
+    more = f" and {len(moved) - 1} more" if len(moved) > 1 else ""
+    found = f"{len(moved)} depend on internals the patch moved (first: {first}: {name}{more})"
+    if args.reviewed:
+        return decide(
+            args, PASS, f"{head}, {found}, accepted under ORACLE_REVIEW=1{note}", evidence
+        )
+    summary = f"{head}, {found}; the patch's versions of them pass: a code owner reviews them"
+    return decide(args, FAIL_CLOSED, f"{summary}{note}", evidence, status=NEEDS_REVIEW)
 
 
 def decide(
@@ -346,12 +375,46 @@ def execute(args: argparse.Namespace) -> Outcome:
                 "of sys.path in a conftest.py)"
             )
     parent = reference(results["parent"], args.shard)
-    outcome = judged(args, parent, results["patch"])
+    moved = moved_internals(args, parent, results["patch"], plugins, hidden)
+    outcome = judged(args, parent, results["patch"], moved)
     total = len(parent) + results["parent"].deselected
     outcome.evidence["shard"] = args.shard.evidence(len(parent), total)
     outcome.evidence["plugins"] = list(plugins)
     outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
     return outcome
+
+
+def moved_internals(
+    args: argparse.Namespace,
+    parent: dict[str, str],
+    patch: PytestRun,
+    plugins: Sequence[str],
+    hidden: Sequence[str],
+) -> dict[str, str]:
+    """The lost tests coupled to internals the patch moved (scripts/_gate/coupling.py), each
+    with the name it failed on: those the patch changed whose own version passes on the patch
+    build, run as the parent's were (a private copy, canaries, the build's modules hidden)."""
+    if args.patch_tree is None:
+        return {}
+    names = {
+        row["id"]: moved_name(row["outcome"], row["message"])
+        for row in lost_rows(parent, patch, allowed_ids(args)[0])
+        if not row["allowed"] and changed_file(row["id"], args.tree, args.patch_tree)
+    }
+    names = {node: name for node, name in names.items() if name}
+    if not names:
+        return {}
+    files = sorted({node.split("::", 1)[0] for node in names})  # a test it renamed is not there
+    try:
+        own = run_tests(
+            args.patch_python, args.patch_tree, files, args.timeout, plugins, hidden, canaries=True
+        )
+    except Tampered as exc:
+        raise FailClosed(f"the patch's own version of its tests was tampered with: {exc}") from None
+    if shadowing(args.patch_python, own, files):
+        return {}  # it tested the tree's sources, not the build: no version of its own passed
+    passed = {node for node, outcome in (own.outcomes or {}).items() if outcome == "passed"}
+    return {node: name for node, name in names.items() if node in passed}
 
 
 def untampered(side: str, job: Future[PytestRun]) -> PytestRun:
@@ -375,7 +438,8 @@ def arguments(j: Judgment) -> list[str] | None:
     settings = j.config
     if settings.crossrun == "off":
         return None
-    argv = ["--tree", str(j.parent), "--tests", *settings.tests, "--base", j.base]
+    argv = ["--tree", str(j.parent), "--patch-tree", str(j.patch), "--tests", *settings.tests]
+    argv += ["--base", j.base, *(["--reviewed"] if j.review else [])]
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
     argv += ["--mode", settings.crossrun, "--timeout", str(settings.crossrun_timeout)]
@@ -388,6 +452,15 @@ def arguments(j: Judgment) -> list[str] | None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, required=True, help="the base tree (tests, config)")
+    p.add_argument(
+        "--patch-tree", type=Path, help="the head tree: its versions of the tests it changed"
+    )
+    p.add_argument(
+        "--reviewed",
+        action="store_true",
+        help="a code owner reviewed the patch (ORACLE_REVIEW=1): tests coupled to the "
+        "internals it moved are accepted",
+    )
     p.add_argument(
         "--tests", nargs="+", help="test files or folders (default: `tests:` of the tree)"
     )

@@ -26,8 +26,8 @@ and tests of shard I (scripts/_gate/shard.py); preconditions, build and flake bu
 shard, the other steps on shard 1 only. scripts/merge_shards.py combines the N report folders
 into one verdict.
 Exit codes: 0 merge, 1 block, 2 fail closed: verdict `needs-review` when the patch touches a
-protected path (a code owner reviews it, then the judge runs again with ORACLE_REVIEW=1),
-`error` when the gate could not judge.
+protected path or moves internals parent tests reach into (a code owner reviews it, then the
+judge runs again with ORACLE_REVIEW=1), `error` when the gate could not judge.
 """
 
 from __future__ import annotations

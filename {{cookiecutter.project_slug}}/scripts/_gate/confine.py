@@ -17,8 +17,10 @@ the first the kernel allows (`status` in the report names it):
   killing the launcher. Needs Landlock ABI 6 (Linux 6.12).
 
 At both levels, Landlock (Linux 5.13+, unprivileged) makes the whole filesystem read-only
-but for the `--write` folders and /dev; it is applied in the command's own process, so the
-launcher itself can still write the status file, which the command cannot. With neither level
+but for the `--write` folders and /dev, so the command cannot write the status file: at the
+`subreaper` level Landlock is applied in the command's own process, at `namespaces` in its
+PID 1, which opened the status file before and keeps what the command lacks (`Job.spawn`).
+With neither level
 the command runs unconfined (`none`), or, with `--require`, does not run at all (exit 125).
 
 The status file, written once the command's processes are gone, has one `key value` line
@@ -32,6 +34,7 @@ from __future__ import annotations
 # This file starts before every case: it imports only what it must (not typing, not signal,
 # whose enum import alone costs more than the rest).
 import ctypes
+import errno
 import os
 import sys
 import time
@@ -48,7 +51,8 @@ SURVIVOR_GRACE = 1.0  # seconds a child may take to exit after the command (a re
 CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
 RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 24, 36, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
 MS_REC, MS_PRIVATE, MS_BIND, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 0x1000, 2, 4, 8
 MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1
@@ -265,13 +269,41 @@ class Job:
                 os.close(fd)
         if self.cwd is not None:
             os.chdir(self.cwd)
-        if level == "namespaces":
-            drop_capabilities()
         if abi:
             landlock(self.writable, abi, isolate=level == "subreaper")
         if self.env is None:
             os.execvp(self.argv[0], self.argv)
         os.execvpe(self.argv[0], self.argv, self.env)
+
+    def spawn(self, abi: int) -> int:
+        """As PID 1 of the job's namespaces: confine this process, then start the command with
+        posix_spawn (no copy of this process, the cost of a job); the command's pid. PID 1 then
+        shares the command's Landlock domain, but not its reach: it keeps the capabilities the
+        command has none of and is not dumpable, so the command can neither trace it nor open
+        its memory or fds; its status fd was opened before."""
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        if self.cwd is not None:
+            os.chdir(self.cwd)
+        drop_capabilities()
+        if abi:
+            landlock(self.writable, abi, isolate=False)
+        env = dict(os.environ) if self.env is None else self.env
+        actions: list[tuple[int, ...]] = [
+            (os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(self.fds or ())
+        ]
+        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in set(self.fds or ()) - {0, 1, 2}]
+        return os.posix_spawn(program(self.argv[0], env), self.argv, env, file_actions=actions)
+
+
+def program(name: str, env: dict[str, str]) -> str:
+    """`name` found as execvpe finds it: on the PATH of the command's own environment."""
+    if os.sep in name:
+        return name
+    for folder in os.get_exec_path(env):
+        path = os.path.join(folder, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    raise FileNotFoundError(errno.ENOENT, "No such file or directory", name)
 
 
 def drop_capabilities() -> None:
@@ -283,8 +315,22 @@ def drop_capabilities() -> None:
 
 
 def run_command(job: Job, abi: int, level: str) -> str:
-    """Fork the command, confined, and wait for it: its exit code, or why it did not run (the
-    child's error comes back through a pipe that a successful exec closes)."""
+    """Start the command, confined, and wait for it: its exit code, or why it did not run."""
+    try:
+        pid = job.spawn(abi) if level == "namespaces" else forked(job, abi, level)
+    except OSError as exc:
+        return f"{job.argv[0]}: {exc}".replace("\n", " ")
+    finally:
+        for fd in job.fds or ():  # the command holds them now: its end of the pipes is its own
+            os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return str(os.waitstatus_to_exitcode(status))  # -N: killed by signal N
+
+
+def forked(job: Job, abi: int, level: str) -> int:
+    """Below the namespaces level the launcher stays outside the command's Landlock domain
+    (the domain is all that keeps the command from tracing it): a fork confines itself and
+    execs. Its error comes back through a pipe that a successful exec closes."""
     errors, report = os.pipe()  # not inheritable: closed by a successful exec
     pid = os.fork()
     if pid == 0:
@@ -292,15 +338,15 @@ def run_command(job: Job, abi: int, level: str) -> str:
         try:
             job.exec(abi, level)
         except OSError as exc:
-            os.write(report, f"{job.argv[0]}: {exc}".replace("\n", " ").encode())
+            os.write(report, str(exc).encode())
         os._exit(NOT_RUN)
     os.close(report)
-    for fd in job.fds or ():  # the command holds them now: its end of the pipes is its own
-        os.close(fd)
     refused = os.read(errors, 4096).decode("utf-8", "replace")
     os.close(errors)
-    _, status = os.waitpid(pid, 0)
-    return refused or str(os.waitstatus_to_exitcode(status))  # -N: killed by signal N
+    if refused:
+        os.waitpid(pid, 0)
+        raise OSError(refused)
+    return pid
 
 
 class Status:

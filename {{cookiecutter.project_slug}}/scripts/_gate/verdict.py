@@ -75,8 +75,8 @@ def review_may_lift(steps: Sequence[dict[str, Any]]) -> bool:
     """Whether a protected path the patch touches is evidence a review replaces (a step whose
     list of paths was too long to keep counts as one)."""
     for step in steps:
-        if step["status"] != NEEDS_REVIEW:
-            continue
+        if step["status"] != NEEDS_REVIEW or step["name"] != "write-set":
+            continue  # a crossrun's review of coupled tests replaces no evidence
         rows = step["evidence"].get("protected")
         if not isinstance(rows, list):
             return True
@@ -201,22 +201,27 @@ Evidence = Callable[[dict[str, Any]], dict[str, Any]]  # a step of the report ->
 
 def review(report: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
     """What a code owner looks at before the judge may run again with ORACLE_REVIEW=1: each
-    protected path the patch touches, with the rule of judge.yaml `protected:` it falls under."""
-    paths = [
-        row
-        for step in report["steps"]
-        if step["status"] == NEEDS_REVIEW
-        for row in evidence(step).get("protected") or []
-    ]
+    protected path the patch touches, with the rule of judge.yaml `protected:` it falls under,
+    and each parent test coupled to internals the patch moved, with the name it failed on."""
+    found = [evidence(step) for step in report["steps"] if step["status"] == NEEDS_REVIEW]
     rerun = f"ORACLE_REVIEW=1 nox -s judge -- --base {report['base']} --head {report['head']}"
-    return {"protected": paths, "rerun": rerun}
+    return {
+        "protected": [row for each in found for row in each.get("protected") or []],
+        "coupled": [row for each in found for row in each.get("coupled") or []],
+        "rerun": rerun,
+    }
 
 
 def review_lines(found: dict[str, Any] | None) -> list[str]:
     if not found:
         return []
-    lines = ["", "### Needs review: protected paths for a code owner"]
-    lines += [f"- `{row['path']}` (rule `{row['rule']}`)" for row in found["protected"]]
+    lines = []
+    if found["protected"]:
+        lines += ["", "### Needs review: protected paths for a code owner"]
+        lines += [f"- `{row['path']}` (rule `{row['rule']}`)" for row in found["protected"]]
+    if found.get("coupled"):
+        lines += ["", "### Needs review: parent tests depend on internals the patch moved"]
+        lines += [f"- `{row['id']}`: `{row['moved']}`" for row in found["coupled"]]
     return [*lines, "", "Once a code owner approved them, judge again:", f"`{found['rerun']}`"]
 
 
@@ -316,11 +321,14 @@ def review_note(found: dict[str, Any] | None, word: str) -> str:
     (beside a block: that it is needed as well)."""
     if not found:
         return ""
-    rows = found["protected"]
+    rows, tests = found["protected"], found.get("coupled") or []
     what = "the protected paths the write-set step lists"
     if rows:
         more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
         what = f"protected path {rows[0]['path']} (rule {rows[0]['rule']}){more}"
+    elif tests:
+        more = f" and {len(tests) - 1} more" if len(tests) > 1 else ""
+        what = f"parent test {tests[0]['id']}, coupled to {tests[0]['moved']}{more}"
     if word != NEEDS_REVIEW:
         return f"; it also touches {what}, which a code owner must review"
     return f": a code owner reviews {what}, then: {found['rerun']}"

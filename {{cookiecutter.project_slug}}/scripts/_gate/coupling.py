@@ -1,0 +1,58 @@
+"""Parent tests coupled to internals the patch moved: the crossrun's one way to a review.
+
+A parent test that reaches into the package's internals (imports a private helper, patches a
+function by its dotted name) fails on a patch that moves them although the behaviour it checks
+is kept, and the patch then updates the test. Such a failure is a review, not a block, when
+the test failed on a name that is gone (an import, a mock.patch target, an attribute looked up
+while setting up or importing), the patch changed the test's file, and the patch's version of
+the test passes on the patch build. Everything else a parent test meets on the patch, a
+failing assertion above all, stays the crossrun's finding. The patch's version shares an author
+with the patch: its pass only turns a block into a code owner's review, never into a merge.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SET_UP = ("error",)  # pytest's outcome for a failure while collecting or setting up a test
+ANY_PHASE = ("failed", "error")
+MOCK = "AttributeError: <(?:module|class)"  # mock.patch("pkg.mod.name"), patch.object(...)
+# The exception line pytest prints (`E   ...`) for a name that is gone, with the phases in which
+# it means that: an AttributeError in a test's body is behaviour, at set-up it is a lookup.
+MOVED = (
+    (re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"), ANY_PHASE),
+    (re.compile(r"ImportError: cannot import name '(\w+)' from '([\w.]+)'"), ANY_PHASE),
+    (re.compile(rf"{MOCK} '([\w.]+)'[^>]*> does not have the attribute '(\w+)'"), ANY_PHASE),
+    (
+        re.compile(r"AttributeError: (?:module|type object) '([\w.]+)' has no attribute '(\w+)'"),
+        SET_UP,
+    ),
+)
+
+
+def moved_name(outcome: str, message: str) -> str:
+    """The dotted name a test failed on because it is gone, or "" where it failed otherwise."""
+    for line in message.splitlines():
+        if not line.startswith("E "):
+            continue
+        text = line[1:].strip()
+        for pattern, phases in MOVED:
+            found = pattern.match(text)
+            if found and outcome in phases:
+                return dotted(pattern, found.groups())
+    return ""
+
+
+def dotted(pattern: re.Pattern[str], groups: tuple[str, ...]) -> str:
+    if pattern is MOVED[1][0]:  # cannot import name NAME from MODULE
+        return f"{groups[1]}.{groups[0]}"
+    return ".".join(groups)
+
+
+def changed_file(node: str, parent: Path, patch: Path) -> bool:
+    """Whether the patch changed the file that holds the test `node` (a test it deleted has no
+    version of its own to pass)."""
+    rel = node.split("::", 1)[0]
+    old, new = parent / rel, patch / rel
+    return new.is_file() and (not old.is_file() or old.read_bytes() != new.read_bytes())
