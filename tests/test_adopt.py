@@ -234,3 +234,17 @@ def test_adopted_history_takes_cases_that_look_like_options() -> None:
         ["--yes", "--stdin", "{}", "--", "lint", "-"],
         ["--", "hello", "world"],
     ]
+
+
+def test_adopt_copies_no_cache_a_run_from_this_checkout_left_in_the_template(
+    tmp_path: Path,
+) -> None:
+    """cookiecutter copies whatever the template folder holds: the bytecode and tool caches a
+    run of its scripts leaves there are not the gate's files (git refuses to add ignored
+    ones)."""
+    files = ["scripts/judge.py", "scripts/_gate/__pycache__/x.cpython-311.pyc"]
+    files += ["scripts/.mypy_cache/CACHEDIR.TAG", ".ruff_cache/x", "scripts/old.pyc"]
+    for rel in files:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    assert [p.as_posix() for p in adopt.bake_files(tmp_path)] == ["scripts/judge.py"]

@@ -19,7 +19,7 @@ import crossrun
 import flake_budget
 import oracle
 import pytest
-from _gate import collect
+from _gate import test_deps
 from _gate.envs import tools_env
 
 from tests.helpers import Built, Change, builder, edits
@@ -290,11 +290,56 @@ def test_a_module_the_patch_breaks_fails_its_tests_with_its_import_error(
 )
 def test_test_dependencies_are_read_as_toml(tmp_path: Path, pyproject: str) -> None:
     (tmp_path / "pyproject.toml").write_text(pyproject, "utf-8")
-    assert collect.test_requirements(tmp_path, "test") == [
+    assert test_deps.test_requirements(tmp_path, "test") == [
         "covdefaults",
         "pipdeptree",
         "pytest-mock",
     ]
+
+
+TOX = """\
+[tox]
+envlist = py310, py311
+
+[testenv]
+deps =
+    pytest>=7
+    py310: mock  # a factor's line
+    -r requirements.txt
+    {[base]deps}
+commands = pytest {posargs}
+"""
+NOX = """\
+import nox
+
+
+@nox.session
+def tests(session):
+    session.install("-e", ".")
+    session.install("pytest", "pytest-mock>=3")
+    session.run("pytest")
+
+
+@nox.session
+def lint(session):
+    session.install("ruff")
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "wanted"),
+    [("tox.ini", TOX, ["pytest", "mock"]), ("noxfile.py", NOX, ["pytest", "pytest-mock"])],
+)
+def test_test_dependencies_are_read_from_tox_and_nox_configuration(
+    tmp_path: Path, name: str, text: str, wanted: list[str]
+) -> None:
+    (tmp_path / name).write_text(text, "utf-8")
+    assert test_deps.test_requirements(tmp_path, name) == wanted
+    # adopt takes the first place a project declares them: here the only one.
+    assert test_deps.declared(tmp_path)[0] == name
+    # An extra of pyproject.toml comes first.
+    (tmp_path / "pyproject.toml").write_text('[project.optional-dependencies]\ntest = ["x"]\n')
+    assert test_deps.declared(tmp_path) == ("test", ["x"])
 
 
 def test_a_missing_test_dependency_fails_closed(repo: Path, envs: Built, tmp_path: Path) -> None:

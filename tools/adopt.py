@@ -49,10 +49,9 @@ from tools.bakery import OFFLINE, TEMPLATE, bake, judge_script, load_hook
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from _gate import collect  # noqa: E402
+from _gate import test_deps  # noqa: E402
 from _gate.envs import build_env, error_line  # noqa: E402
 from _gate.protocol import FailClosed  # noqa: E402
-from _gate.pyproject import read, table  # noqa: E402
 from preconditions import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
 
 BRANCH = "oracle-gate"
@@ -61,20 +60,9 @@ JUDGE_TOOLS = ("pyyaml", "pytest", "hypothesis", "uv")  # what the judge's envs 
 LEGACY_BACKEND = ("setuptools>=40.8.0",)  # PEP 517's fallback for a project without one
 # What the bake brings that an existing project already has, or that is the example's own.
 NOT_ADOPTED = ("src", "tests", "pyproject.toml", "README.md", "Makefile", "fixtures.lock")
+CACHES = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis"}
 MERGED = ("CODEOWNERS", ".gitignore")  # missing lines appended, never rewritten
 ROOT_TESTS = ("test*.py", "*_test.py", "tests.py")
-# Where projects keep their tests' own dependencies, first found wins: a dependency group or an
-# extra of pyproject.toml by these names, else one of these requirements files.
-TEST_NAMES = ("test", "tests", "testing", "dev")
-TEST_FILES = (
-    "requirements-test.txt",
-    "test-requirements.txt",
-    "requirements/test.txt",
-    "requirements/tests.txt",
-    "tests/requirements.txt",
-    "requirements-dev.txt",
-    "dev-requirements.txt",
-)
 
 
 class AdoptError(Exception):
@@ -190,19 +178,9 @@ def pick_command(project: Project, wanted: str | None) -> str:
 
 def test_dependencies(source: Path) -> tuple[str, tuple[str, ...]]:
     """The tests' own dependencies and where the project declares them (judge.yaml's
-    test_extra): a dependency group, an extra, or a requirements file."""
-    data = read(source)
-    groups = table(data or {}, "dependency-groups")
-    extras = table(data or {}, "project.optional-dependencies")
-    for name in TEST_NAMES:
-        if isinstance(groups, dict) and name in groups:
-            return name, tuple(collect.group(groups, name, set()))
-        if isinstance(extras, dict) and isinstance(extras.get(name), list):
-            return name, tuple(str(row) for row in extras[name])
-    for rel in TEST_FILES:
-        if (source / rel).is_file():
-            return rel, tuple(collect.requirement_lines((source / rel).read_text("utf-8")))
-    return "", ()
+    test_extra): scripts/_gate/test_deps.py, the reader the judge uses too."""
+    where, rows = test_deps.declared(source)
+    return where, tuple(rows)
 
 
 def compile_requirements(project: Project, dest: Path, tmp: Path) -> None:
@@ -227,12 +205,16 @@ def fill_wheelhouse(bake_dir: Path, wheelhouse: Path, tmp: Path) -> None:
     run([*cmd, "--report", str(tmp / "wheelhouse.json")], bake_dir, "filling the wheelhouse")
 
 
-def collected_tests(repo: Path, bake_dir: Path, wheelhouse: Path, tmp: Path) -> list[str]:
+def collected_tests(
+    repo: Path, bake_dir: Path, wheelhouse: Path, tmp: Path
+) -> tuple[list[str], bool]:
     """Folders and root files pytest collects tests from, on a build made as the judge makes
-    it: the layout as pytest sees it, not as a naming convention guesses it."""
-    python = build_env(repo, tmp / "env", wheelhouse, bake_dir / "scripts/requirements-judge.txt")
+    it: the layout as pytest sees it, not as a naming convention guesses it; and whether a
+    module failed to import for a module that is not installed."""
+    python = build_env(repo, tmp, wheelhouse, bake_dir / "scripts/requirements-judge.txt")
     roots = sorted({p.name for pattern in ROOT_TESTS for p in repo.glob(pattern) if p.is_file()})
     found: set[str] = set()
+    missing = False
     for targets in ([], roots) if roots else ([],):
         cmd = [str(python), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
@@ -240,10 +222,32 @@ def collected_tests(repo: Path, bake_dir: Path, wheelhouse: Path, tmp: Path) -> 
             [*cmd, *targets], cwd=repo, env=env, capture_output=True, text=True, check=False
         )
         found.update(line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line)
-    layout = sorted({path.split("/")[0] for path in found})
-    if not layout:
-        raise AdoptError(f"{repo}: pytest collects no tests; pass --tests with their folders")
-    return layout
+        missing = missing or "No module named" in proc.stdout + proc.stderr
+    return sorted({path.split("/")[0] for path in found}), missing
+
+
+def with_test_dependencies(
+    project: Project, source: Path, bake_dir: Path, wheelhouse: Path, tmp: Path
+) -> tuple[Project, list[str]]:
+    """The project with the test dependencies the judge will pin and install (compiled into
+    the bake's requirements-judge.txt, the wheelhouse filled), and the folders pytest collects
+    its tests from. A catch-all `dev` list (as often lint and docs tools as the tests') is
+    kept only where the tests do not collect without it."""
+    if project.test_extra in test_deps.CATCH_ALL:
+        bare = dataclasses.replace(project, test_extra="", test_dependencies=())
+        layout, missing = pinned(bare, source, bake_dir, wheelhouse, tmp / "env-bare")
+        if not missing:
+            return bare, layout
+    return project, pinned(project, source, bake_dir, wheelhouse, tmp / "env")[0]
+
+
+def pinned(
+    project: Project, source: Path, bake_dir: Path, wheelhouse: Path, env: Path
+) -> tuple[list[str], bool]:
+    """Compile and fetch what the judge installs for `project`, then collect its tests."""
+    compile_requirements(project, bake_dir / "scripts/requirements-judge.txt", env.parent)
+    fill_wheelhouse(bake_dir, wheelhouse, env.parent)
+    return collected_tests(source, bake_dir, wheelhouse, env)
 
 
 def noxfile_name(repo: Path, bake_dir: Path) -> str:
@@ -289,9 +293,14 @@ def replace_once(path: Path, old: str, new: str) -> None:
 
 
 def bake_files(bake_dir: Path) -> Iterable[Path]:
+    """The bake's files that adopt copies: not the ones it leaves out, nor the caches a run of
+    the template's scripts or tools in this checkout left beside them (cookiecutter copies
+    whatever the template folder holds)."""
     for path in sorted(bake_dir.rglob("*")):
         rel = path.relative_to(bake_dir)
-        if path.is_file() and rel.parts[0] not in (".git", *NOT_ADOPTED):
+        if rel.parts[0] in (".git", *NOT_ADOPTED) or CACHES.intersection(rel.parts):
+            continue
+        if path.is_file() and path.suffix != ".pyc":
             yield rel
 
 
@@ -398,13 +407,15 @@ def adopt(args: argparse.Namespace) -> str:
         }
         bake_dir = bake(tmp / "bake", **answers)
         gate_noxfile = noxfile_name(repo, bake_dir)
-        compile_requirements(project, bake_dir / "scripts/requirements-judge.txt", tmp)
-        fill_wheelhouse(bake_dir, args.wheelhouse, tmp)
-        tests = args.tests or collected_tests(source, bake_dir, args.wheelhouse, tmp)
+        project, layout = with_test_dependencies(project, source, bake_dir, args.wheelhouse, tmp)
+        tests = args.tests or layout
+        if not tests:
+            raise AdoptError(f"{repo}: pytest collects no tests; pass --tests with their folders")
         render(bake_dir, tests, gate_noxfile, strength_paths(source, project.package))
         if project.test_extra:
             judge_yaml = bake_dir / "oracle/judge.yaml"
-            replace_once(judge_yaml, 'test_extra: ""', f"test_extra: {json.dumps(extra)}")
+            value = json.dumps(project.test_extra)
+            replace_once(judge_yaml, 'test_extra: ""', f"test_extra: {value}")
         changed = add_files(bake_dir, repo)
         if not changed:
             return "the gate's files are all there: nothing to add (nothing changed)"

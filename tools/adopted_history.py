@@ -1,11 +1,13 @@
 """Adopt the gate at a commit of a real project, then judge its next commits as they landed.
 
     python -m tools.adopted_history SOURCE --start REF [--count N] [--case CASE ...]
-        [--work DIR] [--wheelhouse DIR] [--json FILE]
+        [--fixtures DIR] [--work DIR] [--wheelhouse DIR] [--json FILE]
 
 SOURCE is a git repository or bundle of a Python project with a console script. It is cloned
 into --work (no remote kept), reset to --start, and adopted there as a user would: `adopt`
-(tools/adopt.py), its branch merged, one `nox -s case` per --case, the cases committed,
+(tools/adopt.py), its branch merged, the folders of --fixtures copied into fixtures/ and locked
+(`python scripts/fixtures_lock.py --write`, committed), one `nox -s case` per --case (`--cwd
+NAME` runs one in a copy of fixtures/NAME), the cases committed,
 `nox -s record`. A CASE is split like a shell: the CLI's arguments (`--case "--version"`
 works), or `nox -s case`'s own options, ` -- `, then the arguments
 (`--case "--yes --stdin '{}' -- lint -"`: a case that exits 1 on purpose, with --yes).
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -60,7 +63,12 @@ def nox(repo: Path, wheelhouse: Path, *args: str, check: bool = True) -> None:
 
 
 def prepare(
-    source: Path, start: str, work: Path, wheelhouse: Path, cases: Sequence[str]
+    source: Path,
+    start: str,
+    work: Path,
+    wheelhouse: Path,
+    cases: Sequence[str],
+    fixtures: Path | None = None,
 ) -> tuple[Path, list[str]]:
     """The project at `start` with the gate adopted, merged, and the cases added; and the
     first-parent commits from `start` to the source's HEAD, oldest first."""
@@ -73,6 +81,12 @@ def prepare(
         raise adopt.AdoptError(f"adopting the gate in {source} at {start} failed (see above)")
     adopt.git(repo, "checkout", "-q", BASE)  # adopt leaves its branch checked out
     adopt.git(repo, "merge", "-q", "--ff-only", adopt.BRANCH)
+    if fixtures is not None:
+        shutil.copytree(fixtures, repo / "fixtures", dirs_exist_ok=True)
+        lock = [sys.executable, "scripts/fixtures_lock.py", "--write", "--report", os.devnull]
+        adopt.run(lock, repo, "locking the fixtures")
+        adopt.git(repo, "add", "fixtures", "fixtures.lock")
+        adopt.git(repo, "commit", "-q", "-m", "Add fixtures")
     for line in cases:
         nox(repo, wheelhouse, "-s", "case", "--", *case_arguments(line))
     adopt.git(repo, "commit", "-q", "-m", "Add cases", "oracle/cases.yaml")
@@ -121,7 +135,7 @@ def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
 
 def run(args: argparse.Namespace) -> list[Judged]:
     repo, commits = prepare(
-        args.source.resolve(), args.start, args.work, args.wheelhouse, args.case
+        args.source.resolve(), args.start, args.work, args.wheelhouse, args.case, args.fixtures
     )
     rows = []
     for commit in commits[: args.count] if args.count else commits:
@@ -138,6 +152,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--start", required=True, help="commit the gate is adopted at")
     p.add_argument("--count", type=int, help="judge only the first N commits after --start")
     p.add_argument("--case", action="append", default=[], help="a case's arguments (repeat)")
+    p.add_argument("--fixtures", type=Path, help="folders to add under fixtures/ (for --cwd)")
     p.add_argument("--work", type=Path, required=True, help="empty folder to work in")
     p.add_argument("--wheelhouse", type=Path, required=True, help="wheelhouse to fill and use")
     p.add_argument("--json", type=Path, help="write every row here")

@@ -7,7 +7,8 @@ on a build of --ref (default HEAD: the base the case is added to). It compares t
 stdout (as JSON when both runs print JSON, else as text) and stderr's SHA-256; a field that
 differs between the two runs is left out and reported. The case also runs once on a build of
 --ref's parent commit, where it builds: a field whose only difference there is a version or a
-commit id (`1.4.0`, `3.0.1.dev4+g1a2b3c4`) would differ on every commit, and is left out too.
+commit id (`1.4.0`, `3.0.1.dev4+g1a2b3c4`) would differ on every commit, and is left out too,
+as is a field that prints the build's own version (its METADATA's): it changes at a release.
 Each field is printed with its value (`case: exit_code = 0`) before anything is asked or
 saved. A run that looks wrong (a non-zero exit,
 a Python traceback, a usage message, a timeout) is shown before anything is saved, and saved
@@ -31,7 +32,7 @@ from _gate.cases import Case, Run, built_cli, load_cases, observe, parse_case, r
 from _gate.cassettes import RUNS, traceback_line
 from _gate.config import load_config
 from _gate.entry import run_main
-from _gate.envs import WHEELHOUSE
+from _gate.envs import WHEELHOUSE, dist_infos
 from _gate.git import repo_root, resolve_commit
 from _gate.protocol import PASS, FailClosed, Outcome, add_report_arg, say
 from _gate.sandbox import require_sandbox
@@ -68,6 +69,25 @@ def version_only(before: Any, after: Any) -> bool:
     old, new = (set(TOKEN.findall(json.dumps(v))) for v in (before, after))
     changed = old ^ new
     return bool(changed) and all(VERSION_TOKEN.fullmatch(token) for token in changed)
+
+
+def own_version(cli: Path, command: str) -> str:
+    """The version of the distribution that installs `command` in the build's environment
+    (its METADATA): a field that prints it changes at every release, though the parent commit
+    printed the same."""
+    declares = re.compile(rf"^\s*{re.escape(command)}\s*=", re.MULTILINE)
+    for info in sorted(dist_infos(cli.parent.parent)):
+        points = info / "entry_points.txt"
+        if points.is_file() and declares.search(points.read_text("utf-8", "replace")):
+            found = re.search(r"^Version:\s*(\S+)", (info / "METADATA").read_text("utf-8"), re.M)
+            return found.group(1) if found else ""
+    return ""
+
+
+def prints_version(version: str, value: Any) -> bool:
+    """Whether `value` holds `version` (with a dot: `1.4`, not `1`) as a token of its own."""
+    tokens = {token.removeprefix("v") for token in TOKEN.findall(json.dumps(value))}
+    return "." in version and version in tokens
 
 
 def case_id(argv: Sequence[str], taken: set[str]) -> str:
@@ -136,6 +156,8 @@ def shown(
     lines += [
         f"case: {spec} left out, it changes with the version or commit: {preview(a)} on the "
         f"parent commit, {preview(b)} here"
+        if a is not None
+        else f"case: {spec} left out, it prints the build's own version: {preview(b)}"
         for spec, (a, b) in versioned.items()
     ]
     return lines
@@ -203,6 +225,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     sha = resolve_commit(repo, args.ref, "--ref")
     with built_cli(repo, sha, args.wheelhouse, args.requirements, config.command) as (_, cli):
         case, runs, seen = try_case(args, raw, cli, repo / "fixtures")
+        version = own_version(cli, config.command)
     stable = [spec for spec in case.compare if all(s[spec] == seen[0][spec] for s in seen)]
     unstable = {spec: [s[spec] for s in seen] for spec in case.compare if spec not in stable}
     before, note = on_parent(args, repo, sha, config.command, case)
@@ -210,6 +233,11 @@ def execute(args: argparse.Namespace) -> Outcome:
         spec: [before[spec], seen[0][spec]]
         for spec in stable
         if before is not None and version_only(before[spec], seen[0][spec])
+    }
+    versioned |= {
+        spec: [None, seen[0][spec]]
+        for spec in stable
+        if spec not in versioned and prints_version(version, seen[0][spec])
     }
     stable = [spec for spec in stable if spec not in versioned]
     found = suspicious(runs)

@@ -52,6 +52,7 @@ import _gate.collect
 import _gate.config
 import _gate.inventory
 import _gate.sites
+import _gate.test_deps
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
 from _gate.config import load_config
 from _gate.context import Change, Judgment, changes
@@ -826,7 +827,7 @@ def sides(args: argparse.Namespace, entries: Sequence[str], extra: str) -> list[
     """Parent and patch: the `tests:` entries each tree holds, plus its own `testpaths` (a
     patch may add test paths; only a parent id that stops being collected matters). Plugins
     load by name: those `required_plugins` names and those of the base's test extra."""
-    tests_need = _gate.collect.test_requirements(args.parent, extra)
+    tests_need = _gate.test_deps.test_requirements(args.parent, extra)
     out = []
     for python, root in ((args.parent_python, args.parent), (args.patch_python, args.patch)):
         config = _gate.collect.PytestConfig(root)

@@ -61,7 +61,6 @@ from typing import Any
 from _gate.allowlist import CROSSRUN as FIELD
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
 from _gate.canaries import Tampered
-from _gate.collect import test_requirements
 from _gate.config import Config, tree_tests
 from _gate.context import Judgment
 from _gate.coupling import changed_file, moved_name
@@ -81,6 +80,7 @@ from _gate.protocol import (
 from _gate.pytest_run import PytestRun
 from _gate.sandbox import run_confined
 from _gate.shard import Shard, add_shard_arg
+from _gate.test_deps import test_requirements
 
 RETRYABLE = ("failed", "error")
 # Run in a build's environment (isolated: no tree on sys.path): which of the distributions

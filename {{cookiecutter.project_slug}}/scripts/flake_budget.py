@@ -55,6 +55,8 @@ def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
 
 def rerun_oracle(args: argparse.Namespace, node: str, _evidence: dict[str, Any]) -> PytestRun:
     target = node.removeprefix(PREFIX)
+    if args.trusted_env is None:
+        raise FailClosed(f"{node}: no oracle environment to retry it in (--oracle-python)")
     return run_oracle(
         args.trusted_env,
         args.patch_python,
@@ -112,7 +114,8 @@ def reported(args: argparse.Namespace) -> dict[str, Report]:
 def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = None) -> Outcome:
     if args.crossrun_report and args.tree is None:
         raise FailClosed("--crossrun-report needs --tree, the base tree its tests come from")
-    args.trusted_env = trusted_env(args)  # one for every retry: by hand, sealed at the first
+    # One for every retry (by hand: sealed at the first); none without property oracles.
+    args.trusted_env = trusted_env(args) if args.oracle_python else None
     quarantined = active_ids(load_quarantine(args.quarantine), args.today)
     frozen = frozen_ids(load_ledger(args.ledger), args.today)
     excluded: list[dict[str, Any]] = []
@@ -155,8 +158,9 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     ref = j.oracle_ref
     if ref.quarantine is None or ref.ledger is None:
         raise FailClosed(ref.unreadable)  # flake control reads nothing but the oracle ref
-    argv = ["--oracle", str(j.parent / "oracle"), "--oracle-python", str(j.built.oracle)]
-    argv += seal_args(j.built.oracle_seal)
+    argv = ["--oracle", str(j.parent / "oracle")]
+    if j.built.oracle is not None and j.built.oracle_seal is not None:
+        argv += ["--oracle-python", str(j.built.oracle), *seal_args(j.built.oracle_seal)]
     argv += ["--call-timeout", str(j.config.call_timeout), "--patch-python", str(j.built.patch)]
     argv += ["--quarantine", str(ref.quarantine), "--ledger", str(ref.ledger)]
     argv += ["--max-retry", str(j.config.flake_max_retry), "--tree", str(j.parent)]
@@ -169,7 +173,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--crossrun-report", type=Path, help="crossrun.json, when the step ran")
     p.add_argument("--tree", type=Path, help="the base tree the crossrun's tests come from")
     p.add_argument("--oracle", type=Path, required=True, help="oracle/ of the base tree")
-    p.add_argument("--oracle-python", type=Path, required=True, help="oracle env's python")
+    p.add_argument(
+        "--oracle-python", type=Path, help="oracle env's python (none: no property oracle)"
+    )
     add_seal_args(p)
     p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
     p.add_argument("--quarantine", type=Path, required=True, help="quarantine.yaml (oracle ref)")

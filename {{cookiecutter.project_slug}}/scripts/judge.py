@@ -64,6 +64,7 @@ from _gate.git import (
     resolve_oracle_ref,
     show_file,
 )
+from _gate.oracle_run import has_tests
 from _gate.process import exits_within, share_cores
 from _gate.protocol import (
     ADVISORY,
@@ -354,25 +355,26 @@ def forward_workflow_commands(stdout: bytes) -> None:
 def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     """Build the oracle env (sealed) and the parent side by side, then the patch once the
     oracle env is sealed, and beside them run the steps of the `trees` lane (which read trees
-    only; reported first). The base not building is ours."""
+    only; reported first). A base without property oracles gets no oracle env: nothing would
+    run in it. The base not building is ours."""
     j, start = judge.j, time.monotonic()
     requirements = j.parent / "scripts" / "requirements-judge.txt"
     with ThreadPoolExecutor(max_workers=4) as pool:
         beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
-        oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements)
+        oracle = None
+        if has_tests(j.parent / "oracle"):
+            oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements)
 
         def patch_build() -> Path | None:
             # The patch's build backend is the first of its code to run: it starts once the
             # oracle environment is built and sealed, and not at all when that failed.
-            if oracle.exception() is not None:
+            if oracle is not None and oracle.exception() is not None:
                 return None
             return build_env(j.patch, envs / "patch", wheelhouse, requirements)
 
-        jobs: dict[str, Future[Any]] = {
-            "oracle": oracle,
-            "parent": pool.submit(build_env, j.parent, envs / "parent", wheelhouse, requirements),
-            "patch": pool.submit(patch_build),
-        }
+        jobs: dict[str, Future[Any]] = {"oracle": oracle} if oracle is not None else {}
+        jobs["parent"] = pool.submit(build_env, j.parent, envs / "parent", wheelhouse, requirements)
+        jobs["patch"] = pool.submit(patch_build)
     for done in beside.result():
         judge.append(*done)
     built: dict[str, Any] = {}
@@ -393,9 +395,10 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     except FailClosed as exc:
         judge.record("build", FAIL_CLOSED, str(exc), seconds)
         return None
-    done_line = f"parent, patch and oracle built into fresh offline environments; {matched}"
+    built_envs = "parent, patch and oracle" if oracle is not None else "parent and patch"
+    done_line = f"{built_envs} built into fresh offline environments; {matched}"
     judge.append(Report("build", STATUS[PASS], PASS, judge.shorten(done_line), evidence), seconds)
-    oracle_python, oracle_seal = built.pop("oracle")
+    oracle_python, oracle_seal = built.pop("oracle", (None, None))
     return Builds(**built, oracle=oracle_python, oracle_seal=oracle_seal)
 
 

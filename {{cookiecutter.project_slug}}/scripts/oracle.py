@@ -48,6 +48,8 @@ from _gate.pytest_run import PytestRun
 from _gate.seal import add_seal_args, seal_args, trusted_env
 from _gate.shard import add_shard_arg
 
+NONE = {"tests": 0}  # the evidence of a base without property oracles
+
 
 def parent_baseline(result: PytestRun) -> dict[str, str]:
     if result.outcomes is None:
@@ -148,7 +150,7 @@ def counted(found: dict[str, int]) -> str:
 
 def execute(args: argparse.Namespace) -> Outcome:
     if not has_tests(args.oracle):
-        return Outcome(PASS, f"no property oracles in {args.oracle} on the base", {"tests": 0})
+        return Outcome(PASS, f"no property oracles in {args.oracle} on the base", NONE)
     runner = trusted_env(args)
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = [
@@ -186,6 +188,8 @@ def execute(args: argparse.Namespace) -> Outcome:
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
+    if j.built.oracle is None or j.built.oracle_seal is None:  # no property oracle: no env
+        return Outcome(PASS, f"no property oracles in {j.parent / 'oracle'} on the base", NONE)
     argv = ["--oracle", str(j.parent / "oracle"), "--oracle-python", str(j.built.oracle)]
     argv += seal_args(j.built.oracle_seal)
     argv += ["--call-timeout", str(j.config.call_timeout), "--shard", str(j.shard)]

@@ -22,7 +22,6 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from _gate.envs import dist_infos
 from _gate.git import git
@@ -30,7 +29,6 @@ from _gate.protocol import FailClosed
 from _gate.pyproject import PYPROJECT, read, table
 from _gate.sandbox import run_confined
 
-REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
 COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")
 INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
 # Variables that make pytest load a plugin without any file of the tree naming it.
@@ -160,54 +158,6 @@ class PytestConfig:
             for plugin in _dash_p(values.get("addopts", [])):
                 found.append(Named(plugin, name, line, f"addopts -p {plugin}"))
         return found
-
-
-def test_requirements(tree: Path, extra: str) -> list[str]:
-    """Distribution names of an extra (or dependency group, its `include-group`s followed) of
-    the base's pyproject.toml, or of a requirements file of the base (`extra` ends in .txt)."""
-    if not extra:
-        return []
-    if extra.endswith(".txt"):
-        path = tree / extra
-        if not path.is_file():
-            raise FailClosed(f"{extra}: no such requirements file in the base (test_extra)")
-        rows = requirement_lines(read_text(path))
-        return [m.group(1) for m in map(REQUIREMENT.match, rows) if m]
-    data = read(tree)
-    if data is None:
-        raise FailClosed(
-            f"pyproject.toml of the base does not parse as TOML (test_extra {extra!r})"
-        )
-    extras = table(data, "project.optional-dependencies")
-    groups = table(data, "dependency-groups")
-    for found in (
-        extras.get(extra) if isinstance(extras, dict) else None,
-        group(groups, extra, set()) if isinstance(groups, dict) and extra in groups else None,
-    ):
-        if isinstance(found, list):
-            rows = [r for r in found if isinstance(r, str)]
-            return [m.group(1) for m in map(REQUIREMENT.match, rows) if m]
-    raise FailClosed(
-        f"pyproject.toml of the base: no extra or dependency group {extra!r} (judge.yaml "
-        "test_extra); name one of [project.optional-dependencies] or [dependency-groups]"
-    )
-
-
-def requirement_lines(text: str) -> list[str]:
-    """A requirements file's requirements: not its comments, options (`-r`, `-e .`) or blanks."""
-    rows = (line.split(" #", 1)[0].strip() for line in text.splitlines())
-    return [row for row in rows if row and not row.startswith(("#", "-"))]
-
-
-def group(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
-    """A dependency group's requirements, its `{include-group = ...}` entries followed."""
-    rows: list[str] = []
-    for row in groups.get(name) or []:
-        if isinstance(row, str):
-            rows.append(row)
-        elif isinstance(row, dict) and row.get("include-group") not in seen | {None}:
-            rows += group(groups, str(row["include-group"]), seen | {name})
-    return rows
 
 
 def config_file(root: Path) -> Path | None:

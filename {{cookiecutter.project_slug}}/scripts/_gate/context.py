@@ -43,12 +43,13 @@ def changes(repo: Path, base: str, head: str) -> tuple[Change, ...]:
 
 @dataclass(frozen=True)
 class Builds:
-    """The two builds under judgment, and the oracle's own environment holding neither."""
+    """The two builds under judgment, and the oracle's own environment holding neither (None
+    where the base has no property oracle to run in it)."""
 
     parent: Path
     patch: Path
-    oracle: Path
-    oracle_seal: Seal  # the oracle env's digest, taken when it was built (_gate/seal.py)
+    oracle: Path | None = None
+    oracle_seal: Seal | None = None  # the oracle env's digest, taken when built (_gate/seal.py)
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,8 @@ def builds_from(built: dict[str, Any]) -> Builds:
     return Builds(
         parent=Path(built["parent"]),
         patch=Path(built["patch"]),
-        oracle=Path(built["oracle"]),
-        oracle_seal=Seal(Path(sealed["file"]), str(sealed["sha256"])),
+        oracle=optional_path(built["oracle"]),
+        oracle_seal=Seal(Path(sealed["file"]), str(sealed["sha256"])) if sealed else None,
     )
 
 

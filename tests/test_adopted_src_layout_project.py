@@ -1,0 +1,107 @@
+"""The gate adopted on a real src-layout project versioned by git tags through hatch-vcs, whose
+tests need dependencies of their own, then judged over its next ten upstream commits (issue 24).
+
+tests/data/pyproject-fmt-slice.bundle holds 12 first-parent commits of tox-dev/pyproject-fmt
+from before its Rust rewrite, made as tests/test_history.py describes for its slices: a root
+commit with the tree of 3793911 (2024-01-03), then every first-parent commit of
+3793911..64fb469 (2024-02-19) with its original tree, author, dates and message and an
+`Original-commit:` trailer; upstream's tags 1.6.0 and 1.7.0 sit on the commits they named, and
+1.5.3, the last tag before the root, on the root. The project: hatchling with hatch-vcs (the
+version from those tags, written into `src/pyproject_fmt/_version.py` at build time), a
+`pyproject-fmt` console script, about 100 pytest tests under tests/ that need the `test`
+extra (covdefaults, pytest-cov, pytest-mock).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_adopt import identity, wheelhouse
+from tools import adopt, adopted_history
+from tools.bakery import TEMPLATE, git
+
+__all__ = ["identity", "wheelhouse"]  # the fixtures of test_adopt.py, used here as there
+
+SLICE = TEMPLATE / "tests" / "data" / "pyproject-fmt-slice.bundle"
+MESSY = """\
+[project]
+version = "1.0"
+name = "demo"
+dependencies = ["requests>=2", "Click"]
+classifiers = ["Programming Language :: Python :: 3 :: Only"]
+requires-python = ">=3.8"
+
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[tool.demo]
+x = 1
+"""
+# A formatter's cases, in a copy of fixtures/project: the file formatted to stdout, the check
+# that fails on it (exit 1, on purpose: --yes), and a path that is not there (exit 2).
+CASES = [
+    "--yes --cwd project -- --stdout pyproject.toml",
+    "--yes --cwd project -- --check --indent 4 pyproject.toml",
+    "--yes -- --stdout missing/pyproject.toml",
+]
+# A reviewer's verdicts, from each diff. The first adds the CLI option --max-supported-python:
+# `--help` and the usage line of the missing-path case change, the CLI's surface, which merges
+# through a reviewed allowlist row (the block's message names it). The two workflow edits wait
+# for a code owner; the rest are a feature read from pyproject.toml, the README and
+# pre-commit's hook updates.
+VERDICTS = [
+    ("Support adding the classifier for the current Python prerelease (#162)", "block"),
+    (
+        'Fix the "Release to PyPI" workflow and add check-jsonschema as a pre-commit hook to '
+        "prevent future errors (#167)",
+        "needs-review",
+    ),
+    ("Update release.yml", "needs-review"),
+    ("[pre-commit.ci] pre-commit autoupdate (#168)", "merge"),
+    ("Configure pyproject-fmt options from `pyproject.toml` file (#169)", "merge"),
+    ("Update README.md", "merge"),
+    ("[pre-commit.ci] pre-commit autoupdate (#170)", "merge"),
+    ("[pre-commit.ci] pre-commit autoupdate (#171)", "merge"),
+    ("[pre-commit.ci] pre-commit autoupdate (#172)", "merge"),
+    ("[pre-commit.ci] pre-commit autoupdate (#173)", "merge"),
+]
+
+
+@pytest.mark.e2e
+def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged_right(
+    tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixtures = tmp_path / "fixtures"
+    (fixtures / "project").mkdir(parents=True)
+    (fixtures / "project/pyproject.toml").write_text(MESSY, "utf-8")
+    argv = [str(SLICE), "--start", "main~10", "--work", str(tmp_path / "work")]
+    argv += ["--fixtures", str(fixtures), "--wheelhouse", str(wheelhouse)]
+    argv += ["--json", str(tmp_path / "rows.json")]
+    for case in CASES:
+        argv += ["--case", case]
+    (tmp_path / "work").mkdir()
+    assert adopted_history.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "a no-op patch merges on it" in printed  # adopt judged its own work first
+    repo = tmp_path / "work/repo"
+    judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
+    assert 'command: "pyproject-fmt"' in judge_yaml and 'tests: ["tests"]' in judge_yaml
+    assert 'test_extra: "test"' in judge_yaml  # the tests' own dependencies, pinned
+    pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
+    assert "pytest-mock==" in pins and "hatch-vcs==" in pins
+    cases = git(repo, "show", "base:oracle/cases.yaml")
+    assert cases.count('    cwd: "project"\n') == 2
+    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
+    assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
+    assert rows[0]["why"].startswith("replay: ") and "help stdout" in rows[0]["why"]
+    for row in rows[1:3]:
+        assert ".github/workflows/" in row["why"], row
+    # The builds took their version from the tags: hatch-vcs wrote it into the wheel.
+    build = json.loads((repo / "reports/judge-report.json").read_text())["steps"][3]
+    assert build["name"] == "build" and build["status"] == "pass"
+    generated = json.dumps(build["evidence"])
+    assert "pyproject_fmt/_version.py" in generated

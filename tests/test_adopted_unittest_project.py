@@ -1,0 +1,90 @@
+"""The gate adopted on a real project with a unittest-style suite that reads data relative to the
+repository root, then judged over its next ten upstream commits (issue 24).
+
+tests/data/yamllint-slice.bundle holds 13 first-parent commits of adrienverge/yamllint, made as
+tests/test_history.py describes for its slices: a root commit with the tree of 866f805a
+(2025-08-03), then every first-parent commit of 866f805a..754ccb9 (2026-06-26) with its original
+tree, author, dates and message and an `Original-commit:` trailer. The project: a setuptools
+pyproject.toml with a dynamic version, a `yamllint` console script, about 430 tests in
+unittest.TestCase classes under tests/ (tests/test_spec_examples.py opens
+`tests/yaml-1.2-spec-examples/...` from the working directory), and a `dev` list of lint and
+docs tools, not test dependencies. The gate is adopted at the slice's third commit (upstream
+e3d54cc, 2025-09-10).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_adopt import identity, wheelhouse
+from tools import adopt, adopted_history
+from tools.bakery import TEMPLATE, git
+
+__all__ = ["identity", "wheelhouse"]  # the fixtures of test_adopt.py, used here as there
+
+SLICE = TEMPLATE / "tests" / "data" / "yamllint-slice.bundle"
+# A linter's cases: problems found (exit 1, on purpose: --yes), a clean file, its version.
+CASES = [
+    "--yes --stdin 'key: value\nlist: [ 1,2 ]\nkey: again\n' -- -f parsable -",
+    "--stdin 'key: value\n' -- -d relaxed -f parsable -",
+    "--version",
+]
+# A reviewer's verdicts, from each diff: the CI and build edits touch .github/workflows, which
+# a code owner must look at. The non-printable commit turns a crash (ReaderError, which a
+# parent test asserts) into a syntax error and edits that test: the behaviour a maintainer's
+# test pins changed, which merges through a reviewed `crossrun` allowlist row (the block's
+# summary prints the command). The rest are fixes with their tests, docs, a release and a
+# dependency's new minimum.
+VERDICTS = [
+    ("quoted-strings: Add missing quote-type: consistent docs", "merge"),
+    ("README: Enhance wording of recursive directory lint", "merge"),
+    ("README: Add Alpine Linux installation instructions", "merge"),
+    ("indentation: Fix error message for check-multi-line-strings", "merge"),
+    ("Drop support for Python 3.9", "needs-review"),
+    ("Require pathspec ≥ 1.0.0 and follow Git's gitignore implementation", "merge"),
+    ("yamllint version 1.38.0", "merge"),
+    ("build: Use 'dev' dependency group for PEP 735 compliance", "needs-review"),
+    ("linter: Report non-printable characters as a syntax error", "block"),
+    ("truthy: Don't carry %YAML version into the next document", "merge"),
+]
+
+
+@pytest.mark.e2e
+def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adoption(
+    tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [str(SLICE), "--start", "main~10", "--work", str(tmp_path)]
+    argv += ["--wheelhouse", str(wheelhouse), "--json", str(tmp_path / "rows.json")]
+    for case in CASES:
+        argv += ["--case", case]
+    assert adopted_history.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "a no-op patch merges on it" in printed  # adopt judged its own work first
+    repo = tmp_path / "repo"
+    judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
+    assert 'command: "yamllint"' in judge_yaml and 'tests: ["tests"]' in judge_yaml
+    # Its `dev` list is lint and docs tools: the tests collect without it, so it is not theirs.
+    assert 'test_extra: ""' in judge_yaml
+    assert "sphinx" not in git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
+    cases = git(repo, "show", "base:oracle/cases.yaml")
+    assert cases.count("  - id: ") == 4  # adopt's --help and the three
+    # `--version` prints the build's own version: its stdout is left out of the comparison.
+    version = cases[cases.index('argv: ["--version"]') :].splitlines()[1]
+    assert version.strip().startswith("compare: [") and "stdout" not in version, version
+    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
+    assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
+    for row in rows:
+        if row["verdict"] == "needs-review":
+            assert ".github/workflows/" in row["why"], row
+        assert f"{row['seconds']:6.1f} s {row['commit'][:12]}" in printed
+    pinned = next(row["why"] for row in rows if row["verdict"] == "block")
+    assert pinned.startswith("crossrun: ") and "test_quoted_strings.py::" in pinned
+    # The crossrun ran the whole suite from the root of its copy: the spec examples read.
+    report = json.loads((repo / "reports/crossrun.json").read_text())
+    parent = report["evidence"]["parent"]
+    spec = [node for node in parent if node.startswith("tests/test_spec_examples.py::")]
+    assert spec and all(parent[node] == "passed" for node in spec)
+    assert report["evidence"]["parent_passing"] > 400

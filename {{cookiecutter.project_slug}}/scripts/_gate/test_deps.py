@@ -1,0 +1,152 @@
+"""Where a project declares its tests' own dependencies, and what they are.
+
+judge.yaml `test_extra` names the place, read from the base tree (nothing of it runs): an
+extra of `[project.optional-dependencies]` or a `[dependency-groups]` group of pyproject.toml
+(its `include-group`s followed), a requirements file (`*.txt`), `tox.ini` (the `deps` of its
+`[testenv]`), or `noxfile.py` (the string arguments of `session.install` in a session named
+like a test session). `declared` finds the first of those a project has, for `adopt`.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from _gate.protocol import FailClosed
+from _gate.pyproject import read, table
+
+REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
+NAMES = ("test", "tests", "testing", "dev")  # extras and groups, in the order adopt tries them
+CATCH_ALL = ("dev",)  # a name for lint and docs tools as often as for the tests' own
+FILES = (
+    "requirements-test.txt",
+    "test-requirements.txt",
+    "requirements/test.txt",
+    "requirements/tests.txt",
+    "tests/requirements.txt",
+    "requirements-dev.txt",
+    "dev-requirements.txt",
+)
+TOX, NOX = "tox.ini", "noxfile.py"
+FACTOR = re.compile(r"^[\w.,!-]+:\s*")  # tox's `py38: mock`: the line applies to some envs
+NOX_SESSIONS = ("test", "tests", "testing", "unit", "pytest")
+
+
+def names(rows: list[str]) -> list[str]:
+    return [m.group(1) for m in map(REQUIREMENT.match, rows) if m]
+
+
+def test_requirements(tree: Path, extra: str) -> list[str]:
+    """The distribution names `extra` (judge.yaml test_extra) declares in the base tree."""
+    if not extra:
+        return []
+    if extra.endswith(".txt") or extra in (TOX, NOX):
+        path = tree / extra
+        if not path.is_file():
+            raise FailClosed(f"{extra}: no such file in the base (judge.yaml test_extra)")
+        return names(file_requirements(path))
+    data = read(tree)
+    if data is None:
+        raise FailClosed(
+            f"pyproject.toml of the base does not parse as TOML (test_extra {extra!r})"
+        )
+    found = pyproject_requirements(data, extra)
+    if found is None:
+        raise FailClosed(
+            f"pyproject.toml of the base: no extra or dependency group {extra!r} (judge.yaml "
+            "test_extra); name one of [project.optional-dependencies] or [dependency-groups]"
+        )
+    return names(found)
+
+
+def declared(tree: Path) -> tuple[str, list[str]]:
+    """The first place the project declares its tests' dependencies (a test_extra) and its
+    requirements; ("", []) where it declares none."""
+    data = read(tree) or {}
+    for name in NAMES:
+        found = pyproject_requirements(data, name)
+        if found is not None:
+            return name, found
+    for rel in (*FILES, TOX, NOX):
+        rows = file_requirements(tree / rel) if (tree / rel).is_file() else []
+        if rows:
+            return rel, rows
+    return "", []
+
+
+def pyproject_requirements(data: dict[str, Any], name: str) -> list[str] | None:
+    extras = table(data, "project.optional-dependencies")
+    groups = table(data, "dependency-groups")
+    if isinstance(extras, dict) and isinstance(extras.get(name), list):
+        return [row for row in extras[name] if isinstance(row, str)]
+    if isinstance(groups, dict) and name in groups:
+        return group(groups, name, set())
+    return None
+
+
+def file_requirements(path: Path) -> list[str]:
+    text = path.read_bytes().decode("utf-8", "replace")
+    if path.name == TOX:
+        return tox_requirements(text)
+    if path.name == NOX:
+        return nox_requirements(text)
+    return requirement_lines(text)
+
+
+def requirement_lines(text: str) -> list[str]:
+    """A requirements file's requirements: not its comments, options (`-r`, `-e .`) or blanks."""
+    rows = (line.split(" #", 1)[0].strip() for line in text.splitlines())
+    return [row for row in rows if row and not row.startswith(("#", "-"))]
+
+
+def group(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
+    """A dependency group's requirements, its `{include-group = ...}` entries followed."""
+    rows: list[str] = []
+    for row in groups.get(name) or []:
+        if isinstance(row, str):
+            rows.append(row)
+        elif isinstance(row, dict) and row.get("include-group") not in seen | {None}:
+            rows += group(groups, str(row["include-group"]), seen | {name})
+    return rows
+
+
+def tox_requirements(text: str) -> list[str]:
+    """`deps` of tox.ini's [testenv]: each line without its factor prefix; substitutions
+    (`{[base]deps}`) and options (`-r file`) are not requirements."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []
+    lines = parser.get("testenv", "deps", fallback="").splitlines()
+    rows = [FACTOR.sub("", line.split(" #", 1)[0]).strip() for line in lines]
+    return [row for row in rows if row and not row.startswith(("#", "-", "{", "."))]
+
+
+def nox_requirements(text: str) -> list[str]:
+    """The string arguments of `session.install(...)` in noxfile.py's test sessions (read,
+    never run): `session.install("pytest", "pytest-mock")`; options and `.` are not."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    rows: list[object] = []
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef) or function.name not in NOX_SESSIONS:
+            continue
+        for call in ast.walk(function):
+            if installs(call):
+                rows += [a.value for a in call.args if isinstance(a, ast.Constant)]
+    return [r for r in rows if isinstance(r, str) and not r.startswith(("-", "."))]
+
+
+def installs(node: ast.AST) -> TypeGuard[ast.Call]:
+    """Whether `node` is a call of some `session.install`."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "install"
+    )
