@@ -71,7 +71,7 @@ VERDICTS = [
 ]
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e(heavy=True)  # a dozen whole judges: started first
 def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged_right(
     tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

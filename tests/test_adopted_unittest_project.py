@@ -52,7 +52,7 @@ VERDICTS = [
 ]
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e(heavy=True)  # a dozen whole judges: started first
 def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adoption(
     tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

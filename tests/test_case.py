@@ -123,10 +123,16 @@ def test_a_field_that_changes_with_the_version_is_left_out(repo: Path, tmp_path:
     assert report["evidence"]["seen"]["stdout.raw"] == "shop 0.2.0\n"
     assert "left out as changing with the version: stdout.raw" in report["summary"]
     # On the commit that added the option, its parent has no --version: the fields differ by
-    # more than a version, and are kept (the test of the change is the author's to look at).
+    # more than a version. Its stdout prints the build's own version (0.1.0, from its
+    # METADATA), which changes at the next release: left out all the same, and said so.
     git(repo, "checkout", "--quiet", versioned)
     code, report = add(repo, tmp_path, "--id", "version-2", "--yes", "--", "--version")
-    assert report["evidence"]["versioned"] == [], report["summary"]
+    assert report["evidence"]["versioned"] == ["stdout.raw"], report["summary"]
+    assert report["evidence"]["seen"]["stdout.raw"] == "shop 0.1.0\n"
+    assert load_cases(cases_file(repo))[-1].compare == ("exit_code", "stderr.sha256")
+    # A case that prints no version keeps its stdout.
+    code, report = add(repo, tmp_path, "--id", "help-2", "--", "--help")
+    assert (code, report["evidence"]["versioned"]) == (0, []), report["summary"]
 
 
 @pytest.mark.parametrize(
