@@ -65,10 +65,11 @@ def tests(session: nox.Session) -> None:
         "cruft",
     )
     # A module per worker (its bake and builds are module fixtures); `-n 0` runs serially.
-    # One worker more than the cores: at one per core, a quarter of the CPU time is idle while
-    # workers wait on git, builds and their subprocesses (measured with /proc/stat on 2 cores).
-    workers = str((os.cpu_count() or 1) + 1)
-    run = ["pytest", "-q", "-n", workers, "--dist", "loadscope", "--durations", "15"]
+    # --no-loadscope-reorder: xdist would otherwise schedule the modules with the most tests
+    # first, not tests/conftest.py's order (the longest first), and the one-test modules of
+    # whole adoptions would start last and finish alone.
+    run = ["pytest", "-q", "-n", "auto", "--dist", "loadscope", "--no-loadscope-reorder"]
+    run += ["--durations", "15"]
     session.run(*run, *session.posargs, env=env())
 
 

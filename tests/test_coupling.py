@@ -2,7 +2,7 @@
 
 The base gains tests that reach into the package's internals in four ways: an import of a
 private function, a mock.patch of one by its dotted name, a fixture that looks one up, and an
-import of a private module. Each patch moves one of them and updates the test that reached it;
+import of a private module. One patch moves all four and updates the tests that reached them;
 scripts/crossrun.py then runs as the judge runs it, the base's tests against real builds of the
 base and of the patch. The changes it must still block: the same move with the test left as it
 was, with the test's new version failing, and beside a failing assertion on behaviour.
@@ -166,18 +166,20 @@ def step(envs: Built, base: str, head: str, tmp: Path, *extra: str) -> tuple[int
     return code, json.loads(report.read_text("utf-8"))
 
 
-@pytest.mark.parametrize("name", sorted(MOVES))
-def test_a_parent_test_coupled_to_moved_internals_needs_review_naming_them(
-    shop: Path, base: str, envs: Built, tmp_path: Path, name: str
+def test_parent_tests_coupled_to_moved_internals_need_review_naming_them(
+    shop: Path, base: str, envs: Built, tmp_path: Path
 ) -> None:
-    change, test, moved = MOVES[name]
-    head = branch(shop, f"coupling/{name}", change, base=base)
+    """The four moves in one patch (one build): each test reported with the name it met."""
+    moves = both(*(change for change, _, _ in MOVES.values()))
+    head = branch(shop, "coupling/all-moves", moves, base=base)
     code, report = step(envs, base, head, tmp_path)
     assert (code, report["status"]) == (2, "needs-review"), report["summary"]
-    assert report["evidence"]["coupled"] == [{"id": test, "moved": moved}]
-    assert f"{test}: {moved}" in report["summary"]
-    assert "depend on internals the patch moved" in report["summary"]
-    # A code owner's review (ORACLE_REVIEW=1) accepts it.
+    pairs = sorted((test, moved) for _, test, moved in MOVES.values())
+    wanted = [{"id": test, "moved": moved} for test, moved in pairs]
+    assert report["evidence"]["coupled"] == wanted
+    assert f"(first: {pairs[0][0]}: {pairs[0][1]} and 3 more)" in report["summary"]
+    assert "4 depend on internals the patch moved" in report["summary"]
+    # A code owner's review (ORACLE_REVIEW=1) accepts them.
     code, report = step(envs, base, head, tmp_path, "--reviewed")
     assert (code, report["status"]) == (0, "pass"), report["summary"]
     assert "accepted under ORACLE_REVIEW=1" in report["summary"]
