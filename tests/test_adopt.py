@@ -14,6 +14,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,15 +45,25 @@ def wheelhouse() -> Path:
     return Path(os.environ["ORACLE_WHEELHOUSE"]).parent / "wheelhouse-adopted"
 
 
+def history_rows(
+    source: Path, start: str, work: Path, wheelhouse: Path, cases: list[str], *options: str
+) -> list[dict[str, Any]]:
+    """`python -m tools.adopted_history` on a slice, as the README runs it: a row per judged
+    commit (subject, verdict, why, seconds)."""
+    argv = [str(source), "--start", start, "--work", str(work), "--wheelhouse", str(wheelhouse)]
+    argv += ["--json", str(work / "rows.json"), *options]
+    for case in cases:
+        argv += ["--case", case]
+    assert adopted_history.main(argv) == 0
+    rows: list[dict[str, Any]] = json.loads((work / "rows.json").read_text())["rows"]
+    return rows
+
+
 @pytest.mark.e2e
 def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     tmp_path: Path, wheelhouse: Path
 ) -> None:
-    argv = [str(SLICE), "--start", "master~12", "--count", "5", "--work", str(tmp_path)]
-    argv += ["--wheelhouse", str(wheelhouse), "--json", str(tmp_path / "rows.json")]
-    for case in CASES:
-        argv += ["--case", case]
-    assert adopted_history.main(argv) == 0
+    rows = history_rows(SLICE, "master~12", tmp_path, wheelhouse, CASES, "--count", "5")
     repo = tmp_path / "repo"
     judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
     assert 'command: "slugify"' in judge_yaml
@@ -66,7 +77,6 @@ def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     cases = git(repo, "show", f"{adopt.BRANCH}:oracle/cases.yaml")
     assert '  - id: "help"\n    argv: ["--help"]\n' in cases
     assert git(repo, "show", f"{adopt.BRANCH}~1:oracle/cases.yaml").rstrip().endswith("cases: []")
-    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
     verdicts = [(row["subject"], row["verdict"]) for row in rows]
     # A reviewer's verdicts, from each diff: "merge sandbox" bumps the CI matrix in
     # .github/workflows and setup.cfg (a code owner must look); the rest touch the README,

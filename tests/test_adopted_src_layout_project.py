@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_adopt import identity, wheelhouse
-from tools import adopt, adopted_history
+from tests.test_adopt import history_rows, identity, wheelhouse
+from tools import adopt
 from tools.bakery import TEMPLATE, git
 
 __all__ = ["identity", "wheelhouse"]  # the fixtures of test_adopt.py, used here as there
@@ -74,13 +74,9 @@ def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged
     fixtures = tmp_path / "fixtures"
     (fixtures / "project").mkdir(parents=True)
     (fixtures / "project/pyproject.toml").write_text(MESSY, "utf-8")
-    argv = [str(SLICE), "--start", "main~10", "--count", "6", "--work", str(tmp_path / "work")]
-    argv += ["--fixtures", str(fixtures), "--wheelhouse", str(wheelhouse)]
-    argv += ["--json", str(tmp_path / "rows.json")]
-    for case in CASES:
-        argv += ["--case", case]
+    options = ("--count", "6", "--fixtures", str(fixtures))
     (tmp_path / "work").mkdir()
-    assert adopted_history.main(argv) == 0
+    rows = history_rows(SLICE, "main~10", tmp_path / "work", wheelhouse, CASES, *options)
     printed = capsys.readouterr().out
     assert "a no-op patch merges on it" in printed  # adopt judged its own work first
     repo = tmp_path / "work/repo"
@@ -91,7 +87,6 @@ def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged
     assert "pytest-mock==" in pins and "hatch-vcs==" in pins
     cases = git(repo, "show", "base:oracle/cases.yaml")
     assert cases.count('    cwd: "project"\n') == 2
-    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
     assert rows[0]["why"].startswith("replay: ") and "help stdout" in rows[0]["why"]
     for row in rows[1:3]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_adopt import identity, wheelhouse
-from tools import adopt, adopted_history
+from tests.test_adopt import history_rows, identity, wheelhouse
+from tools import adopt
 from tools.bakery import TEMPLATE, git
 
 __all__ = ["identity", "wheelhouse"]  # the fixtures of test_adopt.py, used here as there
@@ -52,11 +52,7 @@ VERDICTS = [
 def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adoption(
     tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = [str(SLICE), "--start", "main~6", "--work", str(tmp_path)]
-    argv += ["--wheelhouse", str(wheelhouse), "--json", str(tmp_path / "rows.json")]
-    for case in CASES:
-        argv += ["--case", case]
-    assert adopted_history.main(argv) == 0
+    rows = history_rows(SLICE, "main~6", tmp_path, wheelhouse, CASES)
     printed = capsys.readouterr().out
     assert "a no-op patch merges on it" in printed  # adopt judged its own work first
     repo = tmp_path / "repo"
@@ -70,7 +66,6 @@ def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adop
     # `--version` prints the build's own version: its stdout is left out of the comparison.
     version = cases[cases.index('argv: ["--version"]') :].splitlines()[1]
     assert version.strip().startswith("compare: [") and "stdout" not in version, version
-    rows = json.loads((tmp_path / "rows.json").read_text())["rows"]
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
     for row in rows:
         if row["verdict"] == "needs-review":

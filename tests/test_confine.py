@@ -250,8 +250,9 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 
 
 # Modules that may start a process, and why each start runs no code of a tree under judgment
-# unconfined: confine.py is the launcher (its forks and execs are the confined path itself:
-# tests above and below show what a command it starts can and cannot reach), process.py
+# unconfined: confine.py is the launcher (its forks and execs, and the posix_spawn of a PID 1
+# that confined itself first, are the confined path itself: tests above and below show what a
+# command it starts can and cannot reach, its PID 1 among them), process.py
 # runs trusted commands (run_group), sandbox.py starts the launcher's server (which runs no
 # code of a tree; a job it forks cannot reach it: test_a_confined_command_cannot_reach_its_
 # launcher_or_the_judge) and, where there is none, the launcher itself (run_confined),

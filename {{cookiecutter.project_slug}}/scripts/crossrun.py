@@ -249,10 +249,13 @@ def allow_command(node: str) -> str:
 
 
 def judged(
-    args: argparse.Namespace, parent: dict[str, str], patch: PytestRun, moved: dict[str, str]
+    args: argparse.Namespace,
+    parent: dict[str, str],
+    patch: PytestRun,
+    rows: list[dict[str, Any]],
+    moved: dict[str, str],
 ) -> Outcome:
     allowed, current, other = allowed_ids(args)
-    rows = lost_rows(parent, patch, allowed)
     stale = sorted(allowed - {row["id"] for row in rows})
     if stale:
         raise FailClosed(
@@ -375,8 +378,9 @@ def execute(args: argparse.Namespace) -> Outcome:
                 "of sys.path in a conftest.py)"
             )
     parent = reference(results["parent"], args.shard)
-    moved = moved_internals(args, parent, results["patch"], plugins, hidden)
-    outcome = judged(args, parent, results["patch"], moved)
+    rows = lost_rows(parent, results["patch"], allowed_ids(args)[0])
+    moved = moved_internals(args, rows, plugins, hidden)
+    outcome = judged(args, parent, results["patch"], rows, moved)
     total = len(parent) + results["parent"].deselected
     outcome.evidence["shard"] = args.shard.evidence(len(parent), total)
     outcome.evidence["plugins"] = list(plugins)
@@ -386,8 +390,7 @@ def execute(args: argparse.Namespace) -> Outcome:
 
 def moved_internals(
     args: argparse.Namespace,
-    parent: dict[str, str],
-    patch: PytestRun,
+    rows: list[dict[str, Any]],
     plugins: Sequence[str],
     hidden: Sequence[str],
 ) -> dict[str, str]:
@@ -398,7 +401,7 @@ def moved_internals(
         return {}
     names = {
         row["id"]: moved_name(row["outcome"], row["message"])
-        for row in lost_rows(parent, patch, allowed_ids(args)[0])
+        for row in rows
         if not row["allowed"] and changed_file(row["id"], args.tree, args.patch_tree)
     }
     names = {node: name for node, name in names.items() if name}

@@ -281,7 +281,8 @@ class Job:
         shares the command's Landlock domain, but not its reach: it keeps the capabilities the
         command has none of and is not dumpable, so the command can neither trace it nor open
         its memory or fds; its status fd was opened before."""
-        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl PR_SET_DUMPABLE")
         if self.cwd is not None:
             os.chdir(self.cwd)
         drop_capabilities()

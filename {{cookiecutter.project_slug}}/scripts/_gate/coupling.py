@@ -18,16 +18,14 @@ from pathlib import Path
 SET_UP = ("error",)  # pytest's outcome for a failure while collecting or setting up a test
 ANY_PHASE = ("failed", "error")
 MOCK = "AttributeError: <(?:module|class)"  # mock.patch("pkg.mod.name"), patch.object(...)
+OWNER, NAME = r"'(?P<owner>[\w.]+)'", r"'(?P<name>\w+)'"
 # The exception line pytest prints (`E   ...`) for a name that is gone, with the phases in which
 # it means that: an AttributeError in a test's body is behaviour, at set-up it is a lookup.
 MOVED = (
-    (re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"), ANY_PHASE),
-    (re.compile(r"ImportError: cannot import name '(\w+)' from '([\w.]+)'"), ANY_PHASE),
-    (re.compile(rf"{MOCK} '([\w.]+)'[^>]*> does not have the attribute '(\w+)'"), ANY_PHASE),
-    (
-        re.compile(r"AttributeError: (?:module|type object) '([\w.]+)' has no attribute '(\w+)'"),
-        SET_UP,
-    ),
+    (re.compile(f"ModuleNotFoundError: No module named {OWNER}"), ANY_PHASE),
+    (re.compile(f"ImportError: cannot import name {NAME} from {OWNER}"), ANY_PHASE),
+    (re.compile(f"{MOCK} {OWNER}[^>]*> does not have the attribute {NAME}"), ANY_PHASE),
+    (re.compile(f"AttributeError: (?:module|type object) {OWNER} has no attribute {NAME}"), SET_UP),
 )
 
 
@@ -40,14 +38,9 @@ def moved_name(outcome: str, message: str) -> str:
         for pattern, phases in MOVED:
             found = pattern.match(text)
             if found and outcome in phases:
-                return dotted(pattern, found.groups())
+                parts = found.groupdict()
+                return ".".join(filter(None, (parts["owner"], parts.get("name"))))
     return ""
-
-
-def dotted(pattern: re.Pattern[str], groups: tuple[str, ...]) -> str:
-    if pattern is MOVED[1][0]:  # cannot import name NAME from MODULE
-        return f"{groups[1]}.{groups[0]}"
-    return ".".join(groups)
 
 
 def changed_file(node: str, parent: Path, patch: Path) -> bool:
