@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from _gate.envs import build_env
+from _gate.reuse import CACHE_ENV
 
 from tests.helpers import BACKENDS, CLASS_STYLE, SCRIPTS, UNITTEST_STYLE, C, U, bake_with, compiled
 from tools.bakery import TEMPLATE, bake, git
@@ -49,6 +50,17 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 cmd += ["--requirements", str(file)]
             proc = subprocess.run([*cmd, "--report", str(report)], capture_output=True, text=True)
             assert proc.returncode == 0, proc.stderr
+    return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kept_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder of kept parent runs for the suite (scripts/_gate/reuse.py), as one machine
+    keeps them: judgments of one bake's base share its parent's runs, across modules and
+    pytest-xdist workers (whose temporary folders share a parent)."""
+    root = tmp_path_factory.getbasetemp()
+    path = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "oracle-cache"
+    os.environ[CACHE_ENV] = str(path)
     return path
 
 

@@ -1,5 +1,5 @@
 """The gate adopted on a real src-layout project versioned by git tags through hatch-vcs, whose
-tests need dependencies of their own, then judged over its next six upstream commits (issue 24).
+tests need dependencies of their own, then judged over its next ten upstream commits (issue 24).
 
 tests/data/pyproject-fmt-slice.bundle holds 12 first-parent commits of tox-dev/pyproject-fmt
 from before its Rust rewrite, made as tests/test_history.py describes for its slices: a root
@@ -52,7 +52,7 @@ CASES = [
 # `--help` and the usage line of the missing-path case change, the CLI's surface, which merges
 # through a reviewed allowlist row (the block's message names it). The two workflow edits wait
 # for a code owner; the rest are a feature read from pyproject.toml, the README and
-# pre-commit's hook updates.
+# pre-commit's hook updates. Every commit has a version of its own: no build is its parent's.
 VERDICTS = [
     ("Support adding the classifier for the current Python prerelease (#162)", "block"),
     (
@@ -64,6 +64,7 @@ VERDICTS = [
     ("[pre-commit.ci] pre-commit autoupdate (#168)", "merge"),
     ("Configure pyproject-fmt options from `pyproject.toml` file (#169)", "merge"),
     ("Update README.md", "merge"),
+    *[(f"[pre-commit.ci] pre-commit autoupdate (#{n})", "merge") for n in range(170, 174)],
 ]
 
 
@@ -74,7 +75,7 @@ def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged
     fixtures = tmp_path / "fixtures"
     (fixtures / "project").mkdir(parents=True)
     (fixtures / "project/pyproject.toml").write_text(MESSY, "utf-8")
-    options = ("--count", "6", "--fixtures", str(fixtures))
+    options = ("--count", "10", "--fixtures", str(fixtures))
     (tmp_path / "work").mkdir()
     rows = history_rows(SLICE, "main~10", tmp_path / "work", wheelhouse, CASES, *options)
     printed = capsys.readouterr().out
@@ -88,6 +89,7 @@ def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged
     cases = git(repo, "show", "base:oracle/cases.yaml")
     assert cases.count('    cwd: "project"\n') == 2
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
+    assert not any(row["same_build"] for row in rows)  # hatch-vcs: a version per commit
     assert rows[0]["why"].startswith("replay: ") and "help stdout" in rows[0]["why"]
     for row in rows[1:3]:
         assert ".github/workflows/" in row["why"], row

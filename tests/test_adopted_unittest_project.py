@@ -1,5 +1,5 @@
 """The gate adopted on a real project with a unittest-style suite that reads data relative to the
-repository root, then judged over its last six upstream commits (issue 24).
+repository root, then judged over its last ten upstream commits (issue 24).
 
 tests/data/yamllint-slice.bundle holds 13 first-parent commits of adrienverge/yamllint, made as
 tests/test_history.py describes for its slices: a root commit with the tree of 866f805a
@@ -8,8 +8,8 @@ tree, author, dates and message and an `Original-commit:` trailer. The project: 
 pyproject.toml with a dynamic version, a `yamllint` console script, about 430 tests in
 unittest.TestCase classes under tests/ (tests/test_spec_examples.py opens
 `tests/yaml-1.2-spec-examples/...` from the working directory), and a `dev` list of lint and
-docs tools, not test dependencies. The gate is adopted at the slice's seventh commit (upstream
-22d07ed, 2025-11-13).
+docs tools, not test dependencies. The gate is adopted at the slice's third commit (upstream
+e3d54cc, 2025-09-10).
 """
 
 from __future__ import annotations
@@ -36,9 +36,14 @@ CASES = [
 # a code owner must look at. The non-printable commit turns a crash (ReaderError, which a
 # parent test asserts) into a syntax error and edits that test: the behaviour a maintainer's
 # test pins changed, which merges through a reviewed `crossrun` allowlist row (the block's
-# summary prints the command). The rest are fixes with their tests, docs, a release and a
-# dependency's new minimum.
+# summary prints the command). The rest are fixes with their tests, docs (two README edits
+# build as the parent does: their runs are the parent's), a release and a dependency's new
+# minimum.
 VERDICTS = [
+    ("quoted-strings: Add missing quote-type: consistent docs", "merge"),
+    ("README: Enhance wording of recursive directory lint", "merge"),
+    ("README: Add Alpine Linux installation instructions", "merge"),
+    ("indentation: Fix error message for check-multi-line-strings", "merge"),
     ("Drop support for Python 3.9", "needs-review"),
     ("Require pathspec ≥ 1.0.0 and follow Git's gitignore implementation", "merge"),
     ("yamllint version 1.38.0", "merge"),
@@ -52,7 +57,7 @@ VERDICTS = [
 def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adoption(
     tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rows = history_rows(SLICE, "main~6", tmp_path, wheelhouse, CASES)
+    rows = history_rows(SLICE, "main~10", tmp_path, wheelhouse, CASES)
     printed = capsys.readouterr().out
     assert "a no-op patch merges on it" in printed  # adopt judged its own work first
     repo = tmp_path / "repo"
@@ -67,6 +72,12 @@ def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adop
     version = cases[cases.index('argv: ["--version"]') :].splitlines()[1]
     assert version.strip().startswith("compare: [") and "stdout" not in version, version
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
+    # The two docs commits build as the parent did (the README is in METADATA, left out of
+    # the comparison); moving `dev` from an extra to a dependency group changes METADATA.
+    assert [row["subject"] for row in rows if row["same_build"]] == [
+        "README: Enhance wording of recursive directory lint",
+        "README: Add Alpine Linux installation instructions",
+    ]
     for row in rows:
         if row["verdict"] == "needs-review":
             assert ".github/workflows/" in row["why"], row

@@ -15,7 +15,8 @@ Then each first-parent commit after --start (the first --count of them) is cherr
 onto the base as a branch, judged with `nox -s judge -- --head BRANCH` from the base's
 checkout, and merged into the base whatever the verdict, since upstream merged it. One line
 per commit: verdict, seconds the judgment took, then the first step that did not pass; a
-summary counts the verdicts.
+summary counts the verdicts. The --json rows also say which patches built as their parent did
+(`same_build`: their runs were the parent's, scripts/_gate/reuse.py).
 
 Exit codes: 0 the run completed (whatever the verdicts), 2 the project could not be adopted or
 a case could not be added (one line says why).
@@ -52,6 +53,7 @@ class Judged:
     verdict: str
     why: str
     seconds: float = 0.0
+    same_build: bool = False  # the patch built as the parent did: its runs were the parent's
 
 
 def nox(repo: Path, wheelhouse: Path, *args: str, check: bool = True) -> None:
@@ -130,7 +132,9 @@ def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
     failed = [s for s in report["steps"] if s["status"] not in ("pass", "advisory")]
     why = f"{failed[0]['name']}: {failed[0]['summary']}" if failed else ""
     adopt.git(repo, "merge", "-q", "--ff-only", branch)
-    return Judged(commit, subject, str(report["verdict"]), why, round(seconds, 1))
+    build = next((s["evidence"] for s in report["steps"] if s["name"] == "build"), {})
+    same = isinstance(build, dict) and build.get("same") is True
+    return Judged(commit, subject, str(report["verdict"]), why, round(seconds, 1), same)
 
 
 def run(args: argparse.Namespace) -> list[Judged]:

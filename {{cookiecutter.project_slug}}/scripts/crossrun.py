@@ -42,6 +42,8 @@ either mode, naming the build and what was wrong. With `--mode advisory` the
 step reports and never decides. With `--shard I/N` both runs hold only the tests of that shard
 and only the rows naming them are checked (scripts/_gate/shard.py); whether any parent test passes
 at all is then the merge's to check (`parent_passing` in the evidence).
+With `--same-build` the patch's run is the parent's; with `--cache` and `--parent-build`
+the parent's run is kept between judgments under a digest of its inputs (scripts/_gate/reuse.py).
 Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed
 (status `needs-review` where the tests depend on internals the patch moved).
 """
@@ -64,6 +66,7 @@ from _gate.canaries import Tampered
 from _gate.config import Config, tree_tests
 from _gate.context import Judgment
 from _gate.coupling import changed_file, moved_name
+from _gate.crossrun_run import copied
 from _gate.crossrun_run import run as run_tests
 from _gate.entry import run_main
 from _gate.protocol import (
@@ -78,6 +81,16 @@ from _gate.protocol import (
     add_report_arg,
 )
 from _gate.pytest_run import PytestRun
+from _gate.reuse import (
+    KEPT,
+    NOTE,
+    REUSED,
+    add_reuse_args,
+    cache_key,
+    files_digest,
+    keep_run,
+    kept_run,
+)
 from _gate.sandbox import run_confined
 from _gate.shard import Shard, add_shard_arg
 from _gate.test_deps import test_requirements
@@ -347,12 +360,16 @@ def execute(args: argparse.Namespace) -> Outcome:
         why = f"none of {', '.join(entries)} on the base: no parent test to cross-run"
         return Outcome(PASS, why, {})
     pythons = {"parent": args.parent_python, "patch": args.patch_python}
+    if args.same_build:  # one build's code: the parent's run is the patch's (_gate/reuse.py)
+        pythons.pop("patch")
     # The tests stay whatever the builds install (a stray top-level `tests` package).
     tops = {f.strip("/").split("/", 1)[0].removesuffix(".py") for f in folders}
     candidates = [m for m in own_modules(args.tree) if m not in tops]
     envs = environments(args, pythons, candidates)
-    plugins = envs["patch"].plugins
-    hidden = sorted(envs["parent"].provided | envs["patch"].provided)
+    plugins = envs.get("patch", envs["parent"]).plugins
+    hidden = sorted(frozenset().union(*(env.provided for env in envs.values())))
+    key = parent_key(args, folders, plugins, hidden)
+    kept_parent = kept_run(args.cache, key, args.tree)
     with ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {
             side: pool.submit(
@@ -367,8 +384,13 @@ def execute(args: argparse.Namespace) -> Outcome:
                 canaries=True,
             )
             for side, python in pythons.items()
+            if not (side == "parent" and kept_parent)
         }
         results = {side: untampered(side, job) for side, job in jobs.items()}
+    if kept_parent:
+        results["parent"] = kept_parent
+    else:
+        keep_run(args.cache, key, args.tree, results["parent"])
     for side, result in results.items():
         shadowed = shadowing(pythons[side], result, folders)
         if shadowed:
@@ -378,14 +400,38 @@ def execute(args: argparse.Namespace) -> Outcome:
                 "of sys.path in a conftest.py)"
             )
     parent = reference(results["parent"], args.shard)
-    rows = lost_rows(parent, results["patch"], allowed_ids(args)[0])
+    patch = results.get("patch", results["parent"])
+    rows = lost_rows(parent, patch, allowed_ids(args)[0])
     moved = moved_internals(args, rows, plugins, hidden)
-    outcome = judged(args, parent, results["patch"], rows, moved)
+    outcome = judged(args, parent, patch, rows, moved)
+    if args.same_build:
+        outcome = outcome.noted(NOTE, patch_run=REUSED)
+    if kept_parent:
+        outcome = outcome.noted(KEPT, parent_run=REUSED)
     total = len(parent) + results["parent"].deselected
     outcome.evidence["shard"] = args.shard.evidence(len(parent), total)
     outcome.evidence["plugins"] = list(plugins)
     outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
     return outcome
+
+
+def parent_key(
+    args: argparse.Namespace, folders: Sequence[str], plugins: Sequence[str], hidden: Sequence[str]
+) -> str:
+    """What the parent's run depends on (_gate/reuse.py): "" when nothing is kept."""
+    if args.cache is None or not args.parent_build:
+        return ""
+    tree = files_digest(args.tree, copied(args.tree, hidden))
+    return cache_key(
+        "crossrun",
+        tree=tree,
+        build=args.parent_build,
+        tests=list(folders),
+        plugins=list(plugins),
+        hidden=list(hidden),
+        shard=str(args.shard),
+        timeout=args.timeout,
+    )
 
 
 def moved_internals(
@@ -446,7 +492,7 @@ def arguments(j: Judgment) -> list[str] | None:
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
     argv += ["--mode", settings.crossrun, "--timeout", str(settings.crossrun_timeout)]
-    argv += ["--shard", str(j.shard)]
+    argv += ["--shard", str(j.shard), *j.built.reuse_args()]
     if settings.test_extra:
         argv += ["--test-extra", settings.test_extra]
     return argv
@@ -477,6 +523,7 @@ def parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=Config.crossrun_timeout, help="seconds per pytest run"
     )
     add_shard_arg(p)
+    add_reuse_args(p)
     add_report_arg(p, FIELD)
     return p
 

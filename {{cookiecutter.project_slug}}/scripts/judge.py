@@ -83,8 +83,9 @@ from _gate.protocol import (
 )
 from _gate.provenance import compare, project_info, provenance, summary
 from _gate.reports import PATH_NAMES, named, write_report
+from _gate.reuse import cache_folder
 from _gate.sandbox import Sandbox, probe_sandbox, require_sandbox, unconfinable
-from _gate.seal import Seal, seal
+from _gate.seal import Seal, build_digest, seal
 from _gate.shard import WHOLE, Shard, add_shard_arg
 from _gate.steps import BY_NAME, LANES, SCRIPTS, SETUP, STEPS, TREES, Step, report_file
 from _gate.verdict import EXIT_CODES, brief, run_id, write_reports
@@ -397,9 +398,20 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         return None
     built_envs = "parent, patch and oracle" if oracle is not None else "parent and patch"
     done_line = f"{built_envs} built into fresh offline environments; {matched}"
+    if evidence["same"]:
+        done_line += "; the patch's build is the parent's, file for file"
     judge.append(Report("build", STATUS[PASS], PASS, judge.shorten(done_line), evidence), seconds)
     oracle_python, oracle_seal = built.pop("oracle", (None, None))
-    return Builds(**built, oracle=oracle_python, oracle_seal=oracle_seal)
+    # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
+    cache = cache_folder(j.repo) if judge.confinement != "unconfined" else None
+    return Builds(
+        **built,
+        oracle=oracle_python,
+        oracle_seal=oracle_seal,
+        same=evidence["same"],
+        parent_build=evidence["parent_build"],
+        cache=cache,
+    )
 
 
 def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[str, Any]]:
@@ -412,7 +424,12 @@ def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[
     ):
         sides[side] = provenance(tree, project_info(python.parent.parent), label)
     compare(sides["parent"], sides["patch"], j.patch, "head:")
-    evidence = {side: found.evidence() for side, found in sides.items()}
+    evidence: dict[str, Any] = {side: found.evidence() for side, found in sides.items()}
+    # The parent's digest keys its kept runs; the patch's is taken only where the wheels
+    # install the same files (_gate/reuse.py).
+    evidence["parent_build"] = build_digest(parent.parent.parent)
+    same = sides["parent"].files == sides["patch"].files
+    evidence["same"] = same and build_digest(patch.parent.parent) == evidence["parent_build"]
     return f"patch wheel {summary(sides['patch'], 'head:')}", evidence
 
 

@@ -17,6 +17,8 @@ flake-budget, the last step, decides. Every other failure blocks here: a test mi
 skipped on the patch, a failing id the parent never had, a truncated run.
 With `--shard I/N` both runs hold only the tests of that shard (scripts/_gate/shard.py); a shard
 that holds none passes, and the merge checks that the shards add up.
+With `--same-build` the patch's run is the parent's; with `--cache` and `--parent-build`
+the parent's run is kept between judgments under a digest of its inputs (scripts/_gate/reuse.py).
 Exit codes: 0 pass, 1 block (or deferred, see the report's status), 2 fail closed (the oracle
 does not pass, or is incomplete, on the parent build).
 """
@@ -33,6 +35,7 @@ from typing import Any
 from _gate.config import Config
 from _gate.context import Judgment
 from _gate.entry import run_main
+from _gate.git import tracked
 from _gate.oracle_run import RETRYABLE, has_tests
 from _gate.oracle_run import run as run_oracle
 from _gate.protocol import (
@@ -45,6 +48,16 @@ from _gate.protocol import (
     add_report_arg,
 )
 from _gate.pytest_run import PytestRun
+from _gate.reuse import (
+    KEPT,
+    NOTE,
+    REUSED,
+    add_reuse_args,
+    cache_key,
+    files_digest,
+    keep_run,
+    kept_run,
+)
 from _gate.seal import add_seal_args, seal_args, trusted_env
 from _gate.shard import add_shard_arg
 
@@ -152,9 +165,17 @@ def execute(args: argparse.Namespace) -> Outcome:
     if not has_tests(args.oracle):
         return Outcome(PASS, f"no property oracles in {args.oracle} on the base", NONE)
     runner = trusted_env(args)
+    key = parent_key(args)
+    kept_parent = kept_run(args.cache, key, args.oracle)
+    # One build's code: the parent's run is the patch's (_gate/reuse.py).
+    sides = {"parent": args.parent_python, "patch": args.patch_python}
+    if args.same_build:
+        sides.pop("patch")
+    if kept_parent:
+        sides.pop("parent")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        jobs = [
-            pool.submit(
+        jobs = {
+            side: pool.submit(
                 run_oracle,
                 runner,
                 python,
@@ -164,9 +185,13 @@ def execute(args: argparse.Namespace) -> Outcome:
                 args.call_timeout,
                 args.shard,
             )
-            for python in (args.parent_python, args.patch_python)
-        ]
-        parent_result, patch = (job.result() for job in jobs)
+            for side, python in sides.items()
+        }
+        results = {side: job.result() for side, job in jobs.items()}
+    parent_result = kept_parent or results["parent"]
+    patch = results.get("patch", parent_result)
+    if not kept_parent:
+        keep_run(args.cache, key, args.oracle, parent_result)
     held = len(parent_result.outcomes or {})
     owned = args.shard.evidence(held, held + parent_result.deselected)
     if parent_result.outcomes == {} and parent_result.deselected:
@@ -184,7 +209,28 @@ def execute(args: argparse.Namespace) -> Outcome:
         "failures": failures(parent, patch),
         "output_tail": patch.output_tail if patch.exit_code else "",
     }
-    return judged(parent, patch, evidence)
+    outcome = judged(parent, patch, evidence)
+    if args.same_build:
+        outcome = outcome.noted(NOTE, patch_run=REUSED)
+    return outcome.noted(KEPT, parent_run=REUSED) if kept_parent else outcome
+
+
+def parent_key(args: argparse.Namespace) -> str:
+    """What the parent's run depends on (_gate/reuse.py): "" when nothing is kept. An oracle
+    may read any file of its tree (a corpus under fixtures/), so the whole tree is an input;
+    the oracle environment holds the pinned tools, which the gate's code digest covers."""
+    if args.cache is None or not args.parent_build:
+        return ""
+    tree = args.oracle.parent
+    return cache_key(
+        "oracle",
+        tree=files_digest(tree, tracked(tree)),
+        oracle=args.oracle.name,
+        build=args.parent_build,
+        shard=str(args.shard),
+        timeout=args.timeout,
+        call_timeout=args.call_timeout,
+    )
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
@@ -194,6 +240,7 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv += seal_args(j.built.oracle_seal)
     argv += ["--call-timeout", str(j.config.call_timeout), "--shard", str(j.shard)]
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
+    argv += j.built.reuse_args()
     return execute(parser().parse_args(argv))
 
 
@@ -214,6 +261,7 @@ def parser() -> argparse.ArgumentParser:
         help="seconds one call into the build may take",
     )
     add_shard_arg(p)
+    add_reuse_args(p)
     add_report_arg(p, "oracle")
     return p
 

@@ -10,7 +10,9 @@ only when that provenance still matches.
 A recording that is an uncaught Python exception (a traceback on stderr) is a broken base, not a
 contract: it fails closed naming the case and the exception, unless the case says
 `expect_crash: true`. Such a recording is not saved, so `--reuse` never picks it up.
-With `--shard I/N` only the cases of that shard are recorded (scripts/_gate/shard.py).
+With `--shard I/N` only the cases of that shard are recorded (scripts/_gate/shard.py). With
+`--cache` and `--parent-build` a recording is kept between judgments under a digest of its
+inputs (the build, the cases, the fixtures), and one kept is reused (scripts/_gate/reuse.py).
 Exit codes: 0 recorded (unstable fields, timeouts and signals are reported, not fatal),
 2 fail closed (bad cases.yaml, no merge base, the base does not build, an unexpected traceback).
 """
@@ -30,7 +32,7 @@ from _gate.config import Config, load_config
 from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
-from _gate.git import default_base, repo_root, resolve_commit
+from _gate.git import default_base, repo_root, resolve_commit, tracked
 from _gate.protocol import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -41,6 +43,7 @@ from _gate.protocol import (
     add_report_arg,
 )
 from _gate.reports import write_json
+from _gate.reuse import REUSED, cache_key, files_digest, keep, kept
 from _gate.sandbox import require_sandbox
 from _gate.shard import Shard, add_shard_arg
 
@@ -49,7 +52,7 @@ def owned_cases(path: Path, timeout: float, shard: Shard) -> list[Case]:
     return shard.pick(load_cases(path, timeout), lambda case: case.id)
 
 
-def summarize(cassette: dict[str, Any], out: Path, reused: bool, cases_file: Path) -> Outcome:
+def summarize(cassette: dict[str, Any], out: Path, verb: str, cases_file: Path) -> Outcome:
     cases = cassette["cases"]
     unstable = [
         {"id": cid, "field": spec, "values": values}
@@ -57,9 +60,10 @@ def summarize(cassette: dict[str, Any], out: Path, reused: bool, cases_file: Pat
         for spec, values in case["unstable"].items()
     ]
     crashed = sorted(cid for cid, c in cases.items() if c["crashed"])
-    verb = "reused" if reused else "recorded"
     where = os.path.relpath(out)
     summary = f"{verb} {len(cases)} cases from {cassette['provenance']['base'][:12]} into {where}"
+    if verb == KEPT_VERB:
+        summary += f" ({REUSED}: an earlier judgment recorded them on the same build)"
     if unstable or crashed:
         summary += f"; {len(unstable)} unstable fields, {len(crashed)} crashed or timed out"
     proposal = "drop it from compare or add a noise rule"
@@ -114,12 +118,30 @@ def materialize(args: argparse.Namespace) -> Outcome:
         return write(record(command, cases, tree / "fixtures", base), out, cases_file)
 
 
-def write(cassette: dict[str, Any], out: Path, cases_file: Path, reused: bool = False) -> Outcome:
+def write(cassette: dict[str, Any], out: Path, cases_file: Path, verb: str = "recorded") -> Outcome:
     """Save only a cassette that passes, so `--reuse` never picks up a rejected recording."""
-    outcome = summarize(cassette, out, reused, cases_file)
-    if outcome.code == PASS and not reused:
+    outcome = summarize(cassette, out, verb, cases_file)
+    if outcome.code == PASS and verb != "reused":
         write_json(out, cassette)
     return outcome
+
+
+KEPT_VERB = "kept"
+
+
+def recording_key(args: argparse.Namespace, cases: Sequence[Case]) -> str:
+    """What a recording depends on (_gate/reuse.py): the parent's build, the cases, the
+    fixtures they run in; "" when nothing is kept."""
+    if args.cache is None or not args.parent_build:
+        return ""
+    fixtures = tracked(args.fixtures) if args.fixtures.is_dir() else []
+    return cache_key(
+        "record",
+        build=args.parent_build,
+        cases={case.id: case.digest for case in cases},
+        fixtures=files_digest(args.fixtures, fixtures),
+        timeout=args.timeout,
+    )
 
 
 def reusable(existing: dict[str, Any] | None, base: str, cases: Sequence[Case]) -> bool:
@@ -137,14 +159,25 @@ def execute(args: argparse.Namespace) -> Outcome:
     cases = owned_cases(args.cases, args.timeout, args.shard)
     existing = load_cassette(args.out) if args.reuse else None
     if existing and reusable(existing, args.base, cases):
-        return write(existing, args.out, args.cases, reused=True)
-    return write(record(args.command, cases, args.fixtures, args.base), args.out, args.cases)
+        return write(existing, args.out, args.cases, verb="reused")
+    key = recording_key(args, cases)
+    kept_recording = kept(args.cache, key) if key else None
+    if kept_recording is not None and isinstance(kept_recording.get("cases"), dict):
+        cassette = {**kept_recording, "provenance": provenance(args.base, cases)}
+        return write(cassette, args.out, args.cases, verb=KEPT_VERB)
+    cassette = record(args.command, cases, args.fixtures, args.base)
+    outcome = write(cassette, args.out, args.cases)
+    if key and outcome.code == PASS:
+        keep(args.cache, key, cassette)
+    return outcome
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     out = cassette_path(j.repo, j.base, j.shard)
     argv = ["--command", str(j.command("parent")), "--repo", str(j.repo), "--base", j.base]
     argv += ["--reuse", "--out", str(out), *case_args(j)]
+    if j.built.cache is not None:
+        argv += ["--cache", str(j.built.cache), "--parent-build", j.built.parent_build]
     return execute(parser().parse_args(argv))
 
 
@@ -159,6 +192,8 @@ def parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=Config.case_timeout, help="per-case timeout (s)"
     )
     p.add_argument("--reuse", action="store_true", help="keep a cassette whose provenance matches")
+    p.add_argument("--cache", type=Path, help="folder of recordings kept between judgments")
+    p.add_argument("--parent-build", default="", help="the parent build's digest (their key)")
     p.add_argument("--repo", type=Path, default=Path("."))
     p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
     p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")

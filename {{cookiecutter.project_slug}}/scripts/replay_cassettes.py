@@ -9,6 +9,7 @@ while the judged base (--base, default the cassette's) starts with its `base`; a
 base is reported for clean-up, never applied, never fatal. A row missing a field, or a row of
 this base matching no mismatch (stale), fails closed so rows cannot accumulate. Unstable fields
 (differing between parent runs at record time) never block and are always reported.
+With `--same-build` (scripts/_gate/reuse.py) the parent-now run is the patch's too.
 With `--shard I/N` only that shard's cases replay, and only the rows naming them are checked
 (scripts/_gate/shard.py): every case and every row is judged by exactly one shard.
 Exit codes: 0 the surface is preserved, 1 block (a mismatch), 2 fail closed (drift, a bad or
@@ -41,6 +42,7 @@ from _gate.protocol import (
     Report,
     add_report_arg,
 )
+from _gate.reuse import NOTE, REUSED, add_reuse_args
 from _gate.shard import Shard, add_shard_arg
 
 
@@ -96,13 +98,15 @@ def compare(
 
 
 def replay(
-    cases: Sequence[Case], cassette: dict[str, Any], parent: Path, patch: Path, fixtures: Path
+    cases: Sequence[Case], cassette: dict[str, Any], commands: Sequence[Path], fixtures: Path
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run parent-now and patch side by side, interleaved so both finish together."""
-    jobs = [(command, case) for case in cases for command in (parent, patch)]
+    """Run parent-now and patch side by side, interleaved so both finish together; with one
+    command (the same build: _gate/reuse.py), parent-now is the patch's run too."""
+    jobs = [(command, case) for case in cases for command in commands]
     runs = run_many(jobs, fixtures, "replay")
-    parent_now = [observe(case, runs[2 * i]) for i, case in enumerate(cases)]
-    patch_now = [observe(case, runs[2 * i + 1]) for i, case in enumerate(cases)]
+    sides = len(commands)
+    parent_now = [observe(case, runs[sides * i]) for i, case in enumerate(cases)]
+    patch_now = [observe(case, runs[sides * i + sides - 1]) for i, case in enumerate(cases)]
     return compare(cases, cassette, parent_now, patch_now)
 
 
@@ -130,9 +134,8 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     cassette = check_cassette(cassette, cases, args.cassette)
     base = judged_base(args, cassette)
     allow, other_base = cassette_rows(args.allowlist, base, args.shard)
-    drift, mismatches, unstable = replay(
-        cases, cassette, args.parent_command, args.patch_command, args.fixtures
-    )
+    commands = [args.parent_command, *([] if args.same_build else [args.patch_command])]
+    drift, mismatches, unstable = replay(cases, cassette, commands, args.fixtures)
     allowed = {(row.id, row.field) for row in allow}
     blocking = [m for m in mismatches if (m["id"], m["field"]) not in allowed]
     used = {(m["id"], m["field"]) for m in mismatches}
@@ -182,13 +185,14 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     allowed_note = f", {len(mismatches)} allowlisted" if mismatches else ""
     scope = "" if args.shard.whole else f" of shard {args.shard}"
     summary = f"{len(cases)} cases{scope} replayed, surface preserved{allowed_note}{note}"
-    return Outcome(PASS, summary, evidence)
+    outcome = Outcome(PASS, summary, evidence)
+    return outcome.noted(NOTE, patch_run=REUSED) if args.same_build else outcome
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv = ["--cassette", str(cassette_path(j.repo, j.base, j.shard)), "--base", j.base]
     argv += ["--parent-command", str(j.command("parent"))]
-    argv += ["--patch-command", str(j.command("patch"))]
+    argv += ["--patch-command", str(j.command("patch")), *j.built.reuse_args(keeps=False)]
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml"), *case_args(j)]
     return execute(parser().parse_args(argv), j.review)
 
@@ -206,6 +210,7 @@ def parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=Config.case_timeout, help="per-case timeout (s)"
     )
     add_shard_arg(p)
+    add_reuse_args(p, keeps=False)  # parent-now is the drift check: it runs now
     add_report_arg(p, "replay-report")
     return p
 

@@ -23,6 +23,7 @@ from _gate.envs import bin_dir
 from _gate.git import git, parse_name_status
 from _gate.protocol import FailClosed, Report
 from _gate.reports import write_json
+from _gate.reuse import reuse_args
 from _gate.seal import Seal
 from _gate.shard import WHOLE, Shard
 
@@ -50,6 +51,14 @@ class Builds:
     patch: Path
     oracle: Path | None = None
     oracle_seal: Seal | None = None  # the oracle env's digest, taken when built (_gate/seal.py)
+    same: bool = False  # the patch's build is the parent's, file for file (_gate/reuse.py)
+    parent_build: str = ""  # the parent build's digest, which keys its kept runs
+    cache: Path | None = None  # where those are kept; None when the patch ran unconfined
+
+    def reuse_args(self, keeps: bool = True) -> list[str]:
+        """The flags of a step that runs on both builds (_gate/reuse.py); `keeps`: it keeps
+        its parent's runs between judgments."""
+        return reuse_args(self.same, self.cache if keeps else None, self.parent_build)
 
 
 @dataclass(frozen=True)
@@ -156,6 +165,9 @@ def builds_from(built: dict[str, Any]) -> Builds:
         patch=Path(built["patch"]),
         oracle=optional_path(built["oracle"]),
         oracle_seal=Seal(Path(sealed["file"]), str(sealed["sha256"])) if sealed else None,
+        same=bool(built["same"]),
+        parent_build=str(built["parent_build"]),
+        cache=optional_path(built["cache"]),
     )
 
 

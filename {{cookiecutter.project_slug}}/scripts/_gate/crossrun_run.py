@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from _gate.canaries import check, plant
-from _gate.git import git
+from _gate.git import tracked
 from _gate.pytest_run import PytestRun, run_pytest
 from _gate.reports import named
 from _gate.shard import WHOLE, Shard
@@ -58,20 +58,21 @@ def run(
 
 
 def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:
-    """The tree's tracked files (all its files outside git) but the `hidden` modules."""
-    skip = {p for name in hidden for p in (name, f"{name}.py", f"src/{name}", f"src/{name}.py")}
-    listed = git(tree, "ls-files", "-z", check=False)
-    names = listed.split("\0")
-    if not listed:  # not a checkout (or nothing tracked): every file
-        names = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()]
-    for rel in filter(None, names):
-        parts = rel.split("/")
-        if parts[0] in skip or "/".join(parts[:2]) in skip or parts[0] == ".git":
-            continue
-        source = tree / rel
-        if source.is_file() and not source.is_symlink():
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
+    """The tree's `copied` files, in `dest`."""
+    for rel in copied(tree, hidden):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tree / rel, target)
     dest.mkdir(parents=True, exist_ok=True)
     return dest
+
+
+def copied(tree: Path, hidden: Sequence[str]) -> list[str]:
+    """The tree's tracked files (all its files outside git) but the `hidden` modules: what a
+    run from a copy of the tree can read of it."""
+    skip = {p for name in hidden for p in (name, f"{name}.py", f"src/{name}", f"src/{name}.py")}
+    return [
+        rel
+        for rel in tracked(tree)
+        if rel.split("/", 1)[0] not in skip and "/".join(rel.split("/")[:2]) not in skip
+    ]

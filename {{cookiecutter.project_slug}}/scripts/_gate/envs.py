@@ -37,6 +37,10 @@ INSTALL_ENV = {"PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_
 # build on any machine has. Offline and cache settings go as flags, so nothing the judge
 # alone sets (JUDGE_OFFLINE, ORACLE_*, PIP_*, UV_*, CI's) tells the backend it is judged.
 BUILD_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SOURCE_DATE_EPOCH", "SYSTEMROOT")
+# No bytecode written into a build's environment while it is built and checked (as in many a
+# container image): a `.pyc` holds its source's mtime, so two builds of the same files would
+# differ in bytes, and the steps could not tell that they run the same code (seal.build_digest).
+NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def run_tool(cmd: list[str], what: str) -> Completed:
@@ -48,6 +52,7 @@ def run_build(cmd: list[str], what: str, scratch: Path, dest: Path) -> Completed
     """An install that runs a tree's build backend: confined to the scratch (the tree's copy,
     HOME) and the environment it fills, with the environment of anyone's build."""
     env = {key: os.environ[key] for key in BUILD_PASS_THROUGH if key in os.environ}
+    env.update(NO_BYTECODE)
     home = scratch / "home"
     home.mkdir(exist_ok=True)
     done = run_confined(cmd, writable=[scratch, dest], home=home, timeout=BUILD_TIMEOUT, env=env)
@@ -99,6 +104,7 @@ def tools_env(dest: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, l
     else:
         run_tool([sys.executable, "-m", "venv", str(dest)], "python -m venv")
         pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        pip += ["--no-compile"]  # as uv: bytecode is written once, where it is wanted
     pip += ["--no-index", "--find-links", str(wheelhouse)]
     run_tool([*pip, "--require-hashes", "-r", str(requirements)], "tool install")
     return python, pip
@@ -155,7 +161,7 @@ def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
     )
     # The build's python runs its environment's .pth files: the patch's code, so confined.
     with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
-        env = {**os.environ, "UV_CACHE_DIR": tmp}
+        env = {**os.environ, "UV_CACHE_DIR": tmp, **NO_BYTECODE}
         done = run_confined(cmd, writable=[], home=Path(tmp), timeout=BUILD_TIMEOUT, env=env)
     if done.exit_code == 0:
         return

@@ -142,6 +142,24 @@ def show_file(repo: Path, ref: str, path: str) -> bytes | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
+def tracked(folder: Path) -> list[str]:
+    """The regular files git tracks under `folder`, relative to it (every regular file of a
+    folder outside git), sorted: what a copy of a checkout holds."""
+    listed = git(folder, "ls-files", "-z", check=False)
+    names = (
+        listed.split("\0")
+        if listed
+        else [p.relative_to(folder).as_posix() for p in folder.rglob("*")]
+    )
+    return sorted(
+        rel
+        for rel in filter(None, names)
+        if rel.split("/", 1)[0] != ".git"
+        and (folder / rel).is_file()
+        and not (folder / rel).is_symlink()
+    )
+
+
 def add_worktree(repo: Path, sha: str, dest: Path) -> Path:
     git(repo, "worktree", "add", "--detach", "--force", str(dest), sha)
     return dest

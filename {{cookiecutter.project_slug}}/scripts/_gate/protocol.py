@@ -18,7 +18,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,10 @@ class Outcome:
     # "deferred": a later step named in the evidence decides (see judge.py), exit code 1 alone;
     # NEEDS_REVIEW: exit code 2 that a code owner's review resolves, not an error.
     status: str | None = None
+
+    def noted(self, note: str, **evidence: Any) -> Outcome:
+        """The same conclusion, its summary followed by `note`, with more evidence."""
+        return replace(self, summary=self.summary + note, evidence={**self.evidence, **evidence})
 
 
 Listener = Callable[[str, bool], None]

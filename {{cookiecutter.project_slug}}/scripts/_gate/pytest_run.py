@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,13 @@ class PytestRun:
         """The run with `fix` applied to the text its tests and pytest wrote."""
         messages = {node: fix(text) for node, text in self.messages.items()}
         return replace(self, messages=messages, output_tail=fix(self.output_tail))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "properties": sorted(self.properties)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PytestRun:
+        return cls(**{**data, "properties": frozenset(data["properties"])})
 
 
 # `../x`: pytest writes a path relative to its working directory when that is shorter.

@@ -29,7 +29,7 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,9 +64,9 @@ def entry(path: str, mode: int) -> str:
     return f"special {stat.S_IFMT(mode):o}"
 
 
-def digest(env: Path) -> Digest:
-    """Every entry under `env` but directories, symlinks not followed (bin/python is one)."""
-    found: Digest = {}
+def walk(env: Path) -> Iterator[tuple[str, str, int]]:
+    """Every entry under `env` but directories, symlinks not followed (bin/python is one): its
+    path relative to `env` (POSIX), its path, its mode."""
     pending = [str(env)]
     while pending:
         folder = pending.pop()
@@ -76,9 +76,52 @@ def digest(env: Path) -> Digest:
                 if stat.S_ISDIR(mode):
                     pending.append(item.path)
                     continue
-                name = os.path.relpath(item.path, env).replace(os.sep, "/")
-                found[name] = entry(item.path, mode)
-    return dict(sorted(found.items()))
+                yield os.path.relpath(item.path, env).replace(os.sep, "/"), item.path, mode
+
+
+def digest(env: Path) -> Digest:
+    """What every entry under `env` holds, by its relative path."""
+    return dict(sorted((name, entry(path, mode)) for name, path, mode in walk(env)))
+
+
+# What an installer writes about the install itself, not what it installed: where from (a
+# temporary copy of the tree, uv's note of its mtimes) and the hashes of the files the digest
+# holds anyway.
+INSTALL_RECORDS = ("RECORD", "direct_url.json", "uv_cache.json")
+
+
+def build_digest(env: Path) -> str:
+    """One SHA-256 for a build's environment, equal for two environments that hold the same
+    files: every entry as `digest` takes it, but with the environment's own path in a file's
+    bytes written `{env}` (the scripts' shebangs, activate), the install records left out, and
+    a METADATA without its description (the README a backend copies in: documentation, which
+    no step's evidence reads; a README edit would otherwise be a new build). Two builds with one
+    digest run the same code, so a step runs it once (_gate/reuse.py)."""
+    own = os.fsencode(env)
+    files: Digest = {}
+    for name, path, mode in walk(env):
+        parts = name.rsplit("/", 2)
+        info = len(parts) > 1 and parts[-2].endswith(".dist-info")
+        if info and parts[-1] in INSTALL_RECORDS:
+            continue
+        if stat.S_ISREG(mode):
+            with open(path, "rb") as data:
+                held = data.read().replace(own, b"{env}")
+            if info and parts[-1] == "METADATA":
+                held = undescribed(held)
+            files[name] = hashlib.sha256(held).hexdigest()
+        else:
+            files[name] = entry(path, mode)
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def undescribed(metadata: bytes) -> bytes:
+    """Core metadata's headers but `Description`, without the body that holds it too."""
+    from email.parser import BytesHeaderParser
+
+    headers = BytesHeaderParser().parsebytes(metadata)
+    kept = [f"{key}: {value}" for key, value in headers.items() if key.lower() != "description"]
+    return "\n".join(kept).encode("utf-8", "surrogateescape")
 
 
 def seal(env: Path, dest: Path) -> Seal:

@@ -1,0 +1,149 @@
+"""Evidence reused where its inputs did not change (issue 28, scripts/_gate/reuse.py).
+
+Real builds of the example and real judges: a patch whose build is the parent's runs each
+parent side once; a second judgment of a base reuses the parent runs an earlier one kept, a
+base with another test file or another build does not; a judgment that runs the patch's code
+unconfined keeps nothing. The honest changes each must still judge right.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _gate.confine import LEVEL_VARIABLE
+from _gate.envs import build_env
+from _gate.reuse import CACHE_ENV, REUSED
+from _gate.seal import build_digest
+
+from tools.bakery import Verdict, branch, edit, git, judge
+
+RULE = "src/shop/discounts.py"
+BOTH_SIDES = ("replay", "oracle", "crossrun")  # the steps that run the parent and the patch
+
+
+def readme(repo: Path) -> None:
+    with (repo / "README.md").open("a", encoding="utf-8") as text:
+        text.write("\nA line of docs, which the wheel's METADATA copies.\n")
+
+
+def comment(repo: Path) -> None:
+    """An honest change of the code: another build, which judges as before."""
+    rule = repo / RULE
+    rule.write_text("# A comment in the code.\n" + rule.read_text("utf-8"), "utf-8")
+
+
+def reused(verdict: Verdict, side: str) -> list[str]:
+    """The steps whose evidence says the `side`'s run was reused."""
+    found = []
+    for name in BOTH_SIDES:
+        evidence = verdict.step(name)["evidence"]
+        if isinstance(evidence, dict) and evidence.get(f"{side}_run") == REUSED:
+            found.append(name)
+    return found
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of this test's own, empty: the suite's shared one would hold the runs
+    of other tests' judgments of the same bake."""
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(folder))
+    return folder
+
+
+def test_two_builds_of_the_same_files_have_one_digest_and_any_other_byte_makes_two(
+    shop: Path, tmp_path: Path, wheelhouse: Path
+) -> None:
+    requirements = shop / "scripts/requirements-judge.txt"
+
+    def built(name: str, change: object = None) -> Path:
+        tree = tmp_path / f"tree-{name}"
+        ref = branch(shop, f"digest-{name}", change) if callable(change) else "main"
+        git(shop, "worktree", "add", "--quiet", "--detach", str(tree), ref)
+        return build_env(tree, tmp_path / name, wheelhouse, requirements).parent.parent
+
+    parent, again, docs, code = (
+        built("parent"),
+        built("again"),
+        built("docs", readme),
+        built("code", comment),
+    )
+    assert build_digest(parent) == build_digest(again)  # other paths, other install times
+    assert build_digest(docs) == build_digest(parent)  # the README in METADATA aside
+    assert build_digest(code) != build_digest(parent)
+    # One file written into the environment beside the wheel's (pytest's, say): another build.
+    plugin = next(again.glob("lib/python*/site-packages/_pytest/__init__.py"))
+    plugin.write_text(plugin.read_text("utf-8") + "\n# forged\n", "utf-8")
+    assert build_digest(again) != build_digest(parent)
+    for name in ("parent", "again", "docs", "code"):
+        git(shop, "worktree", "remove", "--force", str(tmp_path / f"tree-{name}"))
+
+
+@pytest.mark.e2e
+def test_a_docs_only_patch_runs_each_parent_side_once_and_a_code_patch_runs_both(
+    shop: Path, cache: Path
+) -> None:
+    docs = judge(shop, "--head", branch(shop, "reuse-docs", readme))
+    assert docs.report["verdict"] == "merge", docs.output[-2000:]
+    assert docs.step("build")["summary"].endswith(
+        "the patch's build is the parent's, file for file"
+    )
+    assert reused(docs, "patch") == list(BOTH_SIDES)
+    for name in BOTH_SIDES:
+        assert f"its run {REUSED}" in docs.step(name)["summary"]
+
+    code = judge(shop, "--head", branch(shop, "reuse-code", comment))
+    assert code.report["verdict"] == "merge", code.output[-2000:]
+    assert reused(code, "patch") == []
+
+
+def breaks_the_rule(repo: Path) -> None:
+    """A patch the crossrun blocks: a parent test of the rule fails on it."""
+    edit(repo / RULE, "    return amount\n", "    return amount + 1\n")
+
+
+@pytest.mark.e2e
+def test_a_second_judgment_of_a_base_reuses_the_parent_runs_it_kept_and_still_blocks(
+    shop: Path, cache: Path
+) -> None:
+    first = judge(shop, "--head", branch(shop, "kept-first", comment))
+    assert first.report["verdict"] == "merge", first.output[-2000:]
+    assert reused(first, "parent") == []
+    assert sorted(path.suffix for path in cache.iterdir()) == [".json", ".json"]
+
+    second = judge(shop, "--head", branch(shop, "kept-broken", breaks_the_rule))
+    assert reused(second, "parent") == ["oracle", "crossrun"]
+    assert second.report["verdict"] == "block", second.output[-2000:]
+    assert second.step("crossrun")["evidence"]["failures"], second.step("crossrun")
+
+    # A base with one more test is another input of the parent's runs: they run again.
+    def one_more_test(repo: Path) -> None:
+        (repo / "tests/test_more.py").write_text("def test_more() -> None:\n    assert 1\n")
+
+    base = branch(shop, "kept-new-base", one_more_test)
+    third = judge(shop, "--base", base, "--head", branch(shop, "kept-third", comment, base))
+    assert third.report["verdict"] == "merge", third.output[-2000:]
+    assert reused(third, "parent") == []
+    assert "tests/test_more.py::test_more" in third.step("crossrun")["evidence"]["parent"]
+
+
+@pytest.mark.e2e
+def test_a_judgment_that_runs_the_patch_unconfined_keeps_nothing_and_reuses_nothing(
+    shop: Path, cache: Path
+) -> None:
+    kept = judge(shop, "--head", branch(shop, "unconfined-kept", comment))
+    assert kept.report["verdict"] == "merge", kept.output[-2000:]
+    before = {path.name: path.read_bytes() for path in cache.iterdir()}
+    assert before
+
+    def best_effort(repo: Path) -> None:
+        edit(repo / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")
+
+    base = branch(shop, "unconfined-base", best_effort)
+    head = branch(shop, "unconfined-head", comment, base)
+    free = judge(shop, "--base", base, "--head", head, env={LEVEL_VARIABLE: "none"})
+    assert free.report["confinement"] == "unconfined", free.output[-2000:]
+    assert free.report["verdict"] == "merge", free.output[-2000:]
+    assert reused(free, "parent") == []
+    assert {path.name: path.read_bytes() for path in cache.iterdir()} == before

@@ -1,0 +1,138 @@
+"""Evidence reused where its inputs did not change (README, "What the judge reuses").
+
+**The same build.** A patch whose build is the parent's, file for file, runs the parent's code,
+so a step that runs both sides runs the parent's once. The judge decides it once, right after
+the builds: the wheels install the same files (build provenance's digests), then the two
+environments hold the same bytes, the environment's own path and the README copied into
+METADATA aside (seal.build_digest). A docs- or CI-only patch, or one that changes only tests,
+builds that way; a version from git metadata (hatch-vcs, setuptools-scm) never does, since
+every commit has its own. A step given `--same-build` runs the parent's side only and reports
+the patch's as `reused (no input changed)`; by hand, without the flag, it runs both.
+
+**The parent's side, between judgments.** What a step ran on the parent's build alone (the
+crossrun's parent run, the oracle's) depends on its inputs, not on the commit: the files it
+read, the build's digest, its settings, the gate's own code and the interpreter. It is kept in
+the cache folder (`.oracle/cache/` of the repository, or $ORACLE_CACHE) under a digest of
+those inputs, so a new base that changed none of them, or a second patch on the same base,
+reuses it. Only the judge writes there, and only when the patch's code runs confined (it
+cannot write outside its own temporary folders); a judgment that runs unconfined neither reads
+nor writes it. A flaky parent test keeps the outcome of the run that was kept; delete the
+folder to run everything again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import os
+import platform
+import sys
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from _gate.pytest_run import PytestRun
+
+REUSED = "reused (no input changed)"
+NOTE = f"; the patch's build is the parent's, file for file: its run {REUSED}"
+KEPT = f"; the parent's run {REUSED}, kept from an earlier judgment"
+CACHE_ENV = "ORACLE_CACHE"
+
+
+def cache_folder(repo: Path) -> Path:
+    return Path(os.environ.get(CACHE_ENV) or repo / ".oracle" / "cache")
+
+
+def add_reuse_args(p: argparse.ArgumentParser, keeps: bool = True) -> None:
+    """`--same-build`, and for a step that keeps its parent's runs `--cache`, `--parent-build`."""
+    p.add_argument(
+        "--same-build",
+        action="store_true",
+        help="the two builds hold the same files (the judge checks it): run the parent's "
+        f"side only, the patch's is {REUSED}",
+    )
+    if keeps:
+        p.add_argument("--cache", type=Path, help="folder of parent runs kept between judgments")
+        p.add_argument("--parent-build", default="", help="the parent build's digest (its key)")
+
+
+def reuse_args(same: bool, cache: Path | None, parent_build: str) -> list[str]:
+    argv = ["--same-build"] if same else []
+    if cache is not None and parent_build:
+        argv += ["--cache", str(cache), "--parent-build", parent_build]
+    return argv
+
+
+@functools.cache
+def code_digest() -> str:
+    """The gate's own code and pins (the tools every environment holds), which every kept run
+    depends on."""
+    scripts = Path(__file__).resolve().parent.parent
+    return files_digest(
+        scripts,
+        sorted(
+            p.relative_to(scripts).as_posix()
+            for p in (*scripts.glob("*.py"), *scripts.glob("_gate/*.py"))
+        ),
+    )
+
+
+def files_digest(root: Path, names: Iterable[str]) -> str:
+    """One SHA-256 of the named files under `root`, their names and bytes."""
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(f"{name}\0".encode("utf-8", "surrogateescape"))
+        digest.update(hashlib.sha256((root / name).read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def cache_key(step: str, **inputs: object) -> str:
+    """The digest of everything a kept run depends on."""
+    every = {"step": step, "code": code_digest(), "python": sys.version, **inputs}
+    every["platform"] = platform.platform()
+    return hashlib.sha256(json.dumps(every, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def kept(folder: Path | None, key: str) -> dict[str, Any] | None:
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / f"{key}.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def keep(folder: Path | None, key: str, data: dict[str, Any]) -> None:
+    """Write whole or not at all: judgments side by side may keep the same key."""
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f".{key}.{os.getpid()}.{threading.get_ident()}"
+    partial.write_text(json.dumps(data), "utf-8")
+    os.replace(partial, folder / f"{key}.json")
+
+
+def kept_run(cache: Path | None, key: str, root: Path) -> PytestRun | None:
+    """A parent's run as an earlier judgment kept it, its paths naming `root` (the folder it
+    ran from) of this judgment."""
+    data = kept(cache, key) if key else None
+    if data is None:
+        return None
+    try:
+        run = PytestRun.from_dict(data)
+    except (TypeError, KeyError):
+        return None  # not one this code wrote: run it again
+    return run.renamed(lambda text: text.replace(ROOT, f"{root.resolve()}/"))
+
+
+def keep_run(cache: Path | None, key: str, root: Path, run: PytestRun) -> None:
+    if not key or run.outcomes is None:  # no result is not evidence to keep
+        return
+    keep(cache, key, run.renamed(lambda t: t.replace(f"{root.resolve()}/", ROOT)).as_dict())
+
+
+ROOT = "{root}/"
