@@ -132,7 +132,7 @@ def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
     failed = [s for s in report["steps"] if s["status"] not in ("pass", "advisory")]
     why = f"{failed[0]['name']}: {failed[0]['summary']}" if failed else ""
     adopt.git(repo, "merge", "-q", "--ff-only", branch)
-    build = next((s["evidence"] for s in report["steps"] if s["name"] == "build"), {})
+    build: object = next((s["evidence"] for s in report["steps"] if s["name"] == "build"), {})
     same = isinstance(build, dict) and build.get("same") is True
     return Judged(commit, subject, str(report["verdict"]), why, round(seconds, 1), same)
 

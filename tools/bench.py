@@ -143,7 +143,7 @@ def replay_ratios(
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
             list(pool.map(bare, invocations))
 
-    gate = timed(lambda: replay(batch, cassette, command, command, fixtures))
+    gate = timed(lambda: replay(batch, cassette, [command, command], fixtures))
     loop = timed(bare_parallel)
     serial = timed(lambda: [seed_run_case(command, case, scratch) for case in invocations])
     return gate, loop, serial
