@@ -82,14 +82,13 @@ from _gate.protocol import (
 )
 from _gate.pytest_run import PytestRun
 from _gate.reuse import (
-    KEPT,
-    NOTE,
-    REUSED,
-    add_reuse_args,
+    add_cache_args,
+    add_same_build_arg,
     cache_key,
     files_digest,
     keep_run,
     kept_run,
+    noted,
 )
 from _gate.sandbox import run_confined
 from _gate.shard import Shard, add_shard_arg
@@ -403,11 +402,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     patch = results.get("patch", results["parent"])
     rows = lost_rows(parent, patch, allowed_ids(args)[0])
     moved = moved_internals(args, rows, plugins, hidden)
-    outcome = judged(args, parent, patch, rows, moved)
-    if args.same_build:
-        outcome = outcome.noted(NOTE, patch_run=REUSED)
-    if kept_parent:
-        outcome = outcome.noted(KEPT, parent_run=REUSED)
+    outcome = noted(judged(args, parent, patch, rows, moved), args.same_build, bool(kept_parent))
     total = len(parent) + results["parent"].deselected
     outcome.evidence["shard"] = args.shard.evidence(len(parent), total)
     outcome.evidence["plugins"] = list(plugins)
@@ -492,7 +487,7 @@ def arguments(j: Judgment) -> list[str] | None:
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
     argv += ["--mode", settings.crossrun, "--timeout", str(settings.crossrun_timeout)]
-    argv += ["--shard", str(j.shard), *j.built.reuse_args()]
+    argv += ["--shard", str(j.shard), *j.built.same_build_args(), *j.built.cache_args()]
     if settings.test_extra:
         argv += ["--test-extra", settings.test_extra]
     return argv
@@ -523,7 +518,8 @@ def parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=Config.crossrun_timeout, help="seconds per pytest run"
     )
     add_shard_arg(p)
-    add_reuse_args(p)
+    add_same_build_arg(p)
+    add_cache_args(p)
     add_report_arg(p, FIELD)
     return p
 

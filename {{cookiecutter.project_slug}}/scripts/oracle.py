@@ -49,14 +49,13 @@ from _gate.protocol import (
 )
 from _gate.pytest_run import PytestRun
 from _gate.reuse import (
-    KEPT,
-    NOTE,
-    REUSED,
-    add_reuse_args,
+    add_cache_args,
+    add_same_build_arg,
     cache_key,
     files_digest,
     keep_run,
     kept_run,
+    noted,
 )
 from _gate.seal import add_seal_args, seal_args, trusted_env
 from _gate.shard import add_shard_arg
@@ -209,10 +208,7 @@ def execute(args: argparse.Namespace) -> Outcome:
         "failures": failures(parent, patch),
         "output_tail": patch.output_tail if patch.exit_code else "",
     }
-    outcome = judged(parent, patch, evidence)
-    if args.same_build:
-        outcome = outcome.noted(NOTE, patch_run=REUSED)
-    return outcome.noted(KEPT, parent_run=REUSED) if kept_parent else outcome
+    return noted(judged(parent, patch, evidence), args.same_build, bool(kept_parent))
 
 
 def parent_key(args: argparse.Namespace) -> str:
@@ -240,7 +236,7 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv += seal_args(j.built.oracle_seal)
     argv += ["--call-timeout", str(j.config.call_timeout), "--shard", str(j.shard)]
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
-    argv += j.built.reuse_args()
+    argv += [*j.built.same_build_args(), *j.built.cache_args()]
     return execute(parser().parse_args(argv))
 
 
@@ -261,7 +257,8 @@ def parser() -> argparse.ArgumentParser:
         help="seconds one call into the build may take",
     )
     add_shard_arg(p)
-    add_reuse_args(p)
+    add_same_build_arg(p)
+    add_cache_args(p)
     add_report_arg(p, "oracle")
     return p
 

@@ -43,7 +43,7 @@ from _gate.protocol import (
     add_report_arg,
 )
 from _gate.reports import write_json
-from _gate.reuse import REUSED, cache_key, files_digest, keep, kept
+from _gate.reuse import REUSED, add_cache_args, cache_key, files_digest, keep, kept
 from _gate.sandbox import require_sandbox
 from _gate.shard import Shard, add_shard_arg
 
@@ -161,13 +161,13 @@ def execute(args: argparse.Namespace) -> Outcome:
     if existing and reusable(existing, args.base, cases):
         return write(existing, args.out, args.cases, verb="reused")
     key = recording_key(args, cases)
-    kept_recording = kept(args.cache, key) if key else None
+    kept_recording = kept(args.cache, key)
     if kept_recording is not None and isinstance(kept_recording.get("cases"), dict):
         cassette = {**kept_recording, "provenance": provenance(args.base, cases)}
         return write(cassette, args.out, args.cases, verb=KEPT_VERB)
     cassette = record(args.command, cases, args.fixtures, args.base)
     outcome = write(cassette, args.out, args.cases)
-    if key and outcome.code == PASS:
+    if outcome.code == PASS:
         keep(args.cache, key, cassette)
     return outcome
 
@@ -176,8 +176,7 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     out = cassette_path(j.repo, j.base, j.shard)
     argv = ["--command", str(j.command("parent")), "--repo", str(j.repo), "--base", j.base]
     argv += ["--reuse", "--out", str(out), *case_args(j)]
-    if j.built.cache is not None:
-        argv += ["--cache", str(j.built.cache), "--parent-build", j.built.parent_build]
+    argv += j.built.cache_args()
     return execute(parser().parse_args(argv))
 
 
@@ -192,8 +191,7 @@ def parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=Config.case_timeout, help="per-case timeout (s)"
     )
     p.add_argument("--reuse", action="store_true", help="keep a cassette whose provenance matches")
-    p.add_argument("--cache", type=Path, help="folder of recordings kept between judgments")
-    p.add_argument("--parent-build", default="", help="the parent build's digest (their key)")
+    add_cache_args(p)
     p.add_argument("--repo", type=Path, default=Path("."))
     p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
     p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")

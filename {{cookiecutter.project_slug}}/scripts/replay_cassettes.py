@@ -42,7 +42,7 @@ from _gate.protocol import (
     Report,
     add_report_arg,
 )
-from _gate.reuse import NOTE, REUSED, add_reuse_args
+from _gate.reuse import add_same_build_arg, noted
 from _gate.shard import Shard, add_shard_arg
 
 
@@ -185,14 +185,13 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     allowed_note = f", {len(mismatches)} allowlisted" if mismatches else ""
     scope = "" if args.shard.whole else f" of shard {args.shard}"
     summary = f"{len(cases)} cases{scope} replayed, surface preserved{allowed_note}{note}"
-    outcome = Outcome(PASS, summary, evidence)
-    return outcome.noted(NOTE, patch_run=REUSED) if args.same_build else outcome
+    return noted(Outcome(PASS, summary, evidence), args.same_build)
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv = ["--cassette", str(cassette_path(j.repo, j.base, j.shard)), "--base", j.base]
     argv += ["--parent-command", str(j.command("parent"))]
-    argv += ["--patch-command", str(j.command("patch")), *j.built.reuse_args(keeps=False)]
+    argv += ["--patch-command", str(j.command("patch")), *j.built.same_build_args()]
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml"), *case_args(j)]
     return execute(parser().parse_args(argv), j.review)
 
@@ -210,7 +209,7 @@ def parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=Config.case_timeout, help="per-case timeout (s)"
     )
     add_shard_arg(p)
-    add_reuse_args(p, keeps=False)  # parent-now is the drift check: it runs now
+    add_same_build_arg(p)  # never a kept parent-now: it is the drift check, it runs now
     add_report_arg(p, "replay-report")
     return p
 

@@ -23,7 +23,6 @@ from _gate.envs import bin_dir
 from _gate.git import git, parse_name_status
 from _gate.protocol import FailClosed, Report
 from _gate.reports import write_json
-from _gate.reuse import reuse_args
 from _gate.seal import Seal
 from _gate.shard import WHOLE, Shard
 
@@ -55,10 +54,15 @@ class Builds:
     parent_build: str = ""  # the parent build's digest, which keys its kept runs
     cache: Path | None = None  # where those are kept; None when the patch ran unconfined
 
-    def reuse_args(self, keeps: bool = True) -> list[str]:
-        """The flags of a step that runs on both builds (_gate/reuse.py); `keeps`: it keeps
-        its parent's runs between judgments."""
-        return reuse_args(self.same, self.cache if keeps else None, self.parent_build)
+    def same_build_args(self) -> list[str]:
+        """`--same-build` where it is (_gate/reuse.py)."""
+        return ["--same-build"] if self.same else []
+
+    def cache_args(self) -> list[str]:
+        """Where a step keeps what it ran on the parent's build alone, and its key."""
+        if self.cache is None:
+            return []
+        return ["--cache", str(self.cache), "--parent-build", self.parent_build]
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from _gate.protocol import Outcome
 from _gate.pytest_run import PytestRun
 
 REUSED = "reused (no input changed)"
@@ -46,24 +47,25 @@ def cache_folder(repo: Path) -> Path:
     return Path(os.environ.get(CACHE_ENV) or repo / ".oracle" / "cache")
 
 
-def add_reuse_args(p: argparse.ArgumentParser, keeps: bool = True) -> None:
-    """`--same-build`, and for a step that keeps its parent's runs `--cache`, `--parent-build`."""
+def add_same_build_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--same-build",
         action="store_true",
         help="the two builds hold the same files (the judge checks it): run the parent's "
         f"side only, the patch's is {REUSED}",
     )
-    if keeps:
-        p.add_argument("--cache", type=Path, help="folder of parent runs kept between judgments")
-        p.add_argument("--parent-build", default="", help="the parent build's digest (its key)")
 
 
-def reuse_args(same: bool, cache: Path | None, parent_build: str) -> list[str]:
-    argv = ["--same-build"] if same else []
-    if cache is not None and parent_build:
-        argv += ["--cache", str(cache), "--parent-build", parent_build]
-    return argv
+def add_cache_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache", type=Path, help="folder of parent runs kept between judgments")
+    p.add_argument("--parent-build", default="", help="the parent build's digest (their key)")
+
+
+def noted(outcome: Outcome, same_build: bool, kept_parent: bool = False) -> Outcome:
+    """The outcome of a step that ran on both builds, saying which side it reused."""
+    if same_build:
+        outcome = outcome.noted(NOTE, patch_run=REUSED)
+    return outcome.noted(KEPT, parent_run=REUSED) if kept_parent else outcome
 
 
 @functools.cache
@@ -71,13 +73,8 @@ def code_digest() -> str:
     """The gate's own code and pins (the tools every environment holds), which every kept run
     depends on."""
     scripts = Path(__file__).resolve().parent.parent
-    return files_digest(
-        scripts,
-        sorted(
-            p.relative_to(scripts).as_posix()
-            for p in (*scripts.glob("*.py"), *scripts.glob("_gate/*.py"))
-        ),
-    )
+    code = (*scripts.glob("*.py"), *scripts.glob("_gate/*.py"), *scripts.glob("requirements-*.txt"))
+    return files_digest(scripts, sorted(path.relative_to(scripts).as_posix() for path in code))
 
 
 def files_digest(root: Path, names: Iterable[str]) -> str:
@@ -97,7 +94,8 @@ def cache_key(step: str, **inputs: object) -> str:
 
 
 def kept(folder: Path | None, key: str) -> dict[str, Any] | None:
-    if folder is None:
+    """What an earlier judgment kept under `key` ("" or no folder: nothing is kept)."""
+    if folder is None or not key:
         return None
     try:
         data = json.loads((folder / f"{key}.json").read_bytes())
@@ -108,7 +106,7 @@ def kept(folder: Path | None, key: str) -> dict[str, Any] | None:
 
 def keep(folder: Path | None, key: str, data: dict[str, Any]) -> None:
     """Write whole or not at all: judgments side by side may keep the same key."""
-    if folder is None:
+    if folder is None or not key:
         return
     folder.mkdir(parents=True, exist_ok=True)
     partial = folder / f".{key}.{os.getpid()}.{threading.get_ident()}"
@@ -119,7 +117,7 @@ def keep(folder: Path | None, key: str, data: dict[str, Any]) -> None:
 def kept_run(cache: Path | None, key: str, root: Path) -> PytestRun | None:
     """A parent's run as an earlier judgment kept it, its paths naming `root` (the folder it
     ran from) of this judgment."""
-    data = kept(cache, key) if key else None
+    data = kept(cache, key)
     if data is None:
         return None
     try:
@@ -130,7 +128,7 @@ def kept_run(cache: Path | None, key: str, root: Path) -> PytestRun | None:
 
 
 def keep_run(cache: Path | None, key: str, root: Path, run: PytestRun) -> None:
-    if not key or run.outcomes is None:  # no result is not evidence to keep
+    if run.outcomes is None:  # no result is not evidence to keep
         return
     keep(cache, key, run.renamed(lambda t: t.replace(f"{root.resolve()}/", ROOT)).as_dict())
 
