@@ -52,15 +52,21 @@ MINIMAL = {
 
 from __future__ import annotations
 
-import sys
+import argparse
 from collections.abc import Sequence
+
+PROG = "{cli}"  # the console script's name (pyproject.toml), as usage lines show it
+
+
+def parser() -> argparse.ArgumentParser:
+    """Add your commands here; `--help` already works, so it can be the first case."""
+    return argparse.ArgumentParser(prog=PROG, description="Replace with your commands.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; replace with your commands and add cases to oracle/cases.yaml."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    print("usage: add your commands to cli.py", file=sys.stderr if args else sys.stdout)
-    return 2 if args else 0
+    parser().parse_args(argv)  # exits 0 on --help, 2 on an unknown argument
+    print(f"{PROG}: nothing to do yet")
+    return 0
 
 
 if __name__ == "__main__":
@@ -68,18 +74,31 @@ if __name__ == "__main__":
 ''',
     "tests/test_cli.py": """from __future__ import annotations
 
+import pytest
+
 from {pkg}.cli import main
 
 
-def test_main_without_arguments_succeeds() -> None:
+def test_main_without_arguments_succeeds(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 0
+    assert "nothing to do yet" in capsys.readouterr().out
+
+
+def test_help_exits_zero_and_names_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: {cli}")
 
 
 def test_main_rejects_unknown_arguments() -> None:
-    assert main(["unknown"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["unknown"])
+    assert exc.value.code == 2
 """,
-    "oracle/adapter.py": '"""What property oracles call via `subject`: see the README."""\n',
-    "oracle/cases.yaml": "# Cassette cases: see the README, 'How to add a case'.\ncases: []\n",
+    "oracle/adapter.py": '"""What property oracles call via `subject`: see '
+    'docs/write-a-property-oracle.md."""\n',
+    "oracle/cases.yaml": "# Cassette cases: see docs/add-a-case.md.\ncases: []\n",
     "oracle/allowlist.yaml": "# Reviewed contract changes, one base each: `nox -s allow`.\n"
     "allow: []\n",
 }
@@ -120,10 +139,11 @@ def drop(root: Path, paths: Iterable[str]) -> None:
                 parent.rmdir()
 
 
-def drop_example(root: Path, pkg: str) -> None:
+def drop_example(root: Path, pkg: str, cli: str) -> None:
     drop(root, (rel.format(pkg=pkg) for rel in EXAMPLE))
     for rel, text in MINIMAL.items():
-        (root / rel.format(pkg=pkg)).write_text(text.replace("{pkg}", pkg), "utf-8")
+        text = text.replace("{pkg}", pkg).replace("{cli}", cli)
+        (root / rel.format(pkg=pkg)).write_text(text, "utf-8")
 
 
 def write_lock(root: Path) -> None:
@@ -175,7 +195,7 @@ def restore_work(root: Path) -> list[str]:
 
 def finish(root: Path, answers: Mapping[str, Any], fresh: bool) -> None:
     if answers["include_example"] == "no":
-        drop_example(root, str(answers["package_name"]))
+        drop_example(root, str(answers["package_name"]), str(answers["cli_command"]))
     if answers["ci"] == "none":
         drop(root, CI)
     write_lock(root)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,7 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
         ".github/CODEOWNERS": "* @me\n/noxfile.py @me\n",
         ".gitignore": "/.venv/\n/.nox/\n",
         "README.md": "# tally\n",
+        "docs/usage.md": "# Using tally\n",
         ".github/workflows/ci.yml": "on: push\njobs: {}\n",
     }
     for rel, text in mine.items():
@@ -159,6 +161,10 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
     assert 'tests: ["checks"]' in judge_yaml
     assert "  - /noxfile_oracle.py\n" in judge_yaml
     assert "def judge(" in (repo / "noxfile_oracle.py").read_text()
+    # The gate's manual sits under oracle/, its pages beside it; the project's docs/ is its own.
+    assert sorted(p.name for p in (repo / "docs").iterdir()) == ["usage.md"]
+    pages = re.findall(r"\]\((docs/[^)#]+)", (repo / "oracle/README.md").read_text())
+    assert pages and all((repo / "oracle" / page).is_file() for page in pages)
     assert git(repo, "status", "--porcelain") == ""
     assert git(repo, "log", "-2", "--format=%s").splitlines() == ["Adopt the oracle gate", "tally"]
 

@@ -49,8 +49,11 @@ CASES = [
     "--yes -- --stdout missing/pyproject.toml",
 ]
 # A reviewer's verdicts, from each diff. The first adds the CLI option --max-supported-python:
-# `--help` and the usage line of the missing-path case change, the CLI's surface, which merges
-# through a reviewed allowlist row (the block's message names it). The two workflow edits wait
+# `--help` only grows, which its case (adopt's, `stdout.additive`) lets pass, showing the lines
+# added; but the missing-path case's stderr is argparse's error under the usage line, which
+# the option lengthens, and that case compares stderr by its SHA-256: the CLI's surface
+# changed, so it blocks until a reviewed allowlist row lets it (the block's message gives the
+# command that writes the row). The two workflow edits wait
 # for a code owner; the rest are a feature read from pyproject.toml, the README and
 # pre-commit's hook updates. Every commit has a version of its own: no build is its parent's.
 VERDICTS = [
@@ -90,7 +93,10 @@ def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged
     assert cases.count('    cwd: "project"\n') == 2
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
     assert not any(row["same_build"] for row in rows)  # hatch-vcs: a version per commit
-    assert rows[0]["why"].startswith("replay: ") and "help stdout" in rows[0]["why"]
+    why = rows[0]["why"]
+    assert why.startswith("replay: 1 compared fields changed (first: stdout-missing-pyproject")
+    assert "nox -s allow -- --id stdout-missing-pyproject-toml --field stderr.sha256" in why
+    assert why.endswith("; 1 additive fields grew")  # the help: --max-supported-python added
     for row in rows[1:3]:
         assert ".github/workflows/" in row["why"], row
     # The builds took their version from the tags: hatch-vcs wrote it into the wheel.

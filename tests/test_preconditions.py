@@ -71,13 +71,13 @@ def test_no_cases_and_no_property_oracle_fails_closed(
     assert err == [
         "preconditions: error: no oracle evidence in the base: oracle/cases.yaml has no "
         "case and oracle/ has no test_*.py property oracle; add a case to oracle/cases.yaml "
-        "(README: How to add a case) or a property test under oracle/ on the base branch"
+        "(docs/add-a-case.md) or a property test under oracle/ on the base branch"
     ]
 
 
 def test_cases_file_with_only_comments_counts_as_no_case(tmp_path: Path) -> None:
     tree = base_tree(tmp_path / "base", [], {})
-    (tree / "oracle/cases.yaml").write_text("# Cassette cases: see the README.\n")
+    (tree / "oracle/cases.yaml").write_text("# Cassette cases: see docs/add-a-case.md.\n")
     code, report = check(tree, tmp_path)
     assert code == 2
     assert "no oracle evidence in the base" in report["summary"]

@@ -125,7 +125,7 @@ def test_cruft_update_brings_a_template_change_and_keeps_user_work(tmp_path: Pat
     assert (unchanged.returncode, unchanged.stdout) == (0, ""), unchanged.stdout[:2000]
 
     readme = "{{cookiecutter.project_slug}}/README.md"
-    edit(template / readme, "## Known limits\n", "## Known limits, as of this update\n")
+    edit(template / readme, "## Run the judge safely\n", "## Run the judge safely, as of now\n")
     git(template, "commit", "-q", "--no-verify", "-am", "template: README heading")
     edit(repo / "README.md", "# Shop\n", "# Shop, our fork\n")
     (repo / "NOTES.md").write_text("Our notes.\n")
@@ -137,7 +137,7 @@ def test_cruft_update_brings_a_template_change_and_keeps_user_work(tmp_path: Pat
     assert update.returncode == 0, update.stdout + update.stderr
     text = (repo / "README.md").read_text()
     assert text.startswith("# Shop, our fork\n")
-    assert "\n## Known limits, as of this update\n" in text
+    assert "\n## Run the judge safely, as of now\n" in text
     assert (repo / "NOTES.md").read_text() == "Our notes.\n"
     assert git(repo, "diff", "--name-only", "HEAD").splitlines() == [".cruft.json", "README.md"]
     assert git(repo, "ls-files", "--others") == ""  # no .rej file, nothing of a bake's .git

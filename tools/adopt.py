@@ -58,8 +58,10 @@ BRANCH = "oracle-gate"
 GATE_NOXFILE = "noxfile_oracle.py"
 JUDGE_TOOLS = ("pyyaml", "pytest", "hypothesis", "uv")  # what the judge's envs always hold
 LEGACY_BACKEND = ("setuptools>=40.8.0",)  # PEP 517's fallback for a project without one
-# What the bake brings that an existing project already has, or that is the example's own.
-NOT_ADOPTED = ("src", "tests", "pyproject.toml", "README.md", "Makefile", "fixtures.lock")
+# What the bake brings that an existing project already has, or that is the example's own;
+# the gate's manual (README.md and its docs/ pages) goes under oracle/ instead (add_manual).
+NOT_ADOPTED = ("src", "tests", "pyproject.toml", "README.md", "docs", "Makefile", "fixtures.lock")
+MANUAL = "oracle"
 CACHES = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis"}
 MERGED = ("CODEOWNERS", ".gitignore")  # missing lines appended, never rewritten
 ROOT_TESTS = ("test*.py", "*_test.py", "tests.py")
@@ -346,11 +348,22 @@ def add_files(bake_dir: Path, repo: Path) -> list[str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
             changed.append(str(rel))
-    readme = repo / "oracle/README.md"  # the gate's manual, kept away from the project's own
-    if not readme.exists():
-        shutil.copy2(bake_dir / "README.md", readme)
-        changed.append("oracle/README.md")
-    return changed
+    return changed + add_manual(bake_dir, repo)
+
+
+def add_manual(bake_dir: Path, repo: Path) -> list[str]:
+    """The gate's manual as oracle/README.md and oracle/docs/: away from the project's own
+    README and docs/, and together, so the README's relative `docs/...` links resolve. A page
+    that exists is never overwritten. Returns the pages added."""
+    docs = sorted(p for p in (bake_dir / "docs").rglob("*") if p.is_file())
+    added = []
+    for rel in [Path("README.md"), *(p.relative_to(bake_dir) for p in docs)]:
+        target = repo / MANUAL / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(bake_dir / rel, target)
+            added.append(target.relative_to(repo).as_posix())
+    return added
 
 
 def commit(repo: Path, branch: str, paths: Sequence[str]) -> None:
@@ -447,7 +460,8 @@ def adopt(args: argparse.Namespace) -> str:
 
 def first_case(repo: Path, wheelhouse: Path) -> str:
     """A `--help` case, committed on the branch: the cassettes have something to compare from
-    the first judgment on (nothing, where `--help` does not exit 0)."""
+    the first judgment on (nothing, where `--help` does not exit 0). add_case.py compares a
+    help's stdout as `stdout.additive`: an option a patch adds does not block on it."""
     cmd = [sys.executable, "scripts/add_case.py", "--wheelhouse", str(wheelhouse), "--id", "help"]
     env = {**os.environ, **OFFLINE, "ORACLE_WHEELHOUSE": str(wheelhouse)}
     done = subprocess.run([*cmd, "--", "--help"], cwd=repo, env=env, capture_output=True)

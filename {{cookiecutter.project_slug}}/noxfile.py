@@ -10,6 +10,10 @@ worktree trusts that worktree.
     nox -s case -- --stdin TEXT -- ARG ...   # add a case from a command line
     nox -s strength -- [--only GLOB] [--mutants NAME]   # which mutants the oracle kills
     nox -s record | lock | variance | tests | wheelhouse | allow
+
+`case`, `allow`, `record` and `lock` end with their script's own exit code (0, 1 or 2; each
+script's --help says which means what); `--help` of any of them answers at once, before the
+wheelhouse is filled.
 """
 
 from __future__ import annotations
@@ -119,13 +123,7 @@ def wheelhouse(session: nox.Session) -> None:
 @nox.session
 def judge(session: nox.Session) -> None:
     """Judge --head (default HEAD) against --base (default: the merge base)."""
-    # Not `requires=["wheelhouse"]`: nox exits 1 when a required session fails, and a
-    # wheelhouse that cannot be filled must fail closed with 2.
-    fill_wheelhouse(session)
-    try:
-        install_offline(session)
-    except CommandFailed as exc:
-        finish(session, FAIL_CLOSED, f"installing from {WHEELHOUSE} ended with {status(exc)}")
+    prepare(session)
     decide(session, "scripts/judge.py", "--wheelhouse", WHEELHOUSE, *session.posargs)
 
 
@@ -153,45 +151,60 @@ def decide(session: nox.Session, script: str, *args: str) -> None:
         session.log(f"{session.name}: merge (exit 0)")
 
 
-@nox.session(requires=["wheelhouse"])
+def prepare(session: nox.Session, project: bool = False, *more: str, tool: bool = True) -> None:
+    """Fill the wheelhouse, then install from it; nothing when the arguments ask for help (the
+    tools' --help needs only the standard library), so --help never waits for a download.
+    `tool=False`: the arguments are another program's (pytest's), whose --help needs it installed.
+    Not `requires=["wheelhouse"]`: nox ends a session whose requirement failed with 1, and a
+    wheelhouse that cannot be filled fails closed with 2."""
+    if tool and asks_help(session.posargs):
+        return
+    fill_wheelhouse(session, *more)
+    try:
+        install_offline(session, project, *more)
+    except CommandFailed as exc:
+        finish(session, FAIL_CLOSED, f"installing from {WHEELHOUSE} ended with {status(exc)}")
+
+
+def tool(session: nox.Session, script: str, *args: str) -> NoReturn:
+    """Run one of the gate's tools and end nox with the tool's own exit code (0, 1 or 2, as
+    its --help says), not nox's 1 for any failure."""
+    try:
+        session.run("python", script, *args, *session.posargs, env=offline_env())
+    except CommandFailed as exc:
+        code = exc.return_code if exc.return_code is not None else FAIL_CLOSED
+        session.log(f"{session.name}: exit {code} (see {script} --help)")
+        raise SystemExit(code) from None
+    raise SystemExit(PASS)
+
+
+@nox.session
 def record(session: nox.Session) -> None:
     """Record parent cassettes from the merge-base build into .oracle/cassettes/<base-sha>/."""
-    install_offline(session)
-    session.run(
-        "python",
-        "scripts/record_cassettes.py",
-        "--wheelhouse",
-        WHEELHOUSE,
-        *session.posargs,
-        env=offline_env(),
-    )
+    prepare(session)
+    tool(session, "scripts/record_cassettes.py", "--wheelhouse", WHEELHOUSE)
 
 
-@nox.session(requires=["wheelhouse"])
+@nox.session
 def case(session: nox.Session) -> None:
     """Add a case to oracle/cases.yaml from a command line: `nox -s case -- -- ARG ...`."""
-    install_offline(session)
-    session.run(
-        "python",
-        "scripts/add_case.py",
-        "--wheelhouse",
-        WHEELHOUSE,
-        *session.posargs,
-        env=offline_env(),
-    )
+    prepare(session)
+    tool(session, "scripts/add_case.py", "--wheelhouse", WHEELHOUSE)
 
 
 @nox.session
 def lock(session: nox.Session) -> None:
     """Write fixtures.lock: a human's action after an intended fixture change."""
-    session.run("python", "scripts/fixtures_lock.py", "--write", *session.posargs)
+    tool(session, "scripts/fixtures_lock.py", "--write")
 
 
-@nox.session(requires=["wheelhouse"])
+@nox.session
 def variance(session: nox.Session) -> None:
-    """Run the oracle k times here and report what is unstable. The ledger on the oracle ref
-    takes runs from at least two machines: CI's variance jobs (`-- run` / `-- merge`)."""
-    install_offline(session, project=True)
+    """Run the oracle k times on this machine and report what is unstable.
+
+    The ledger on the oracle ref takes runs from at least two machines: CI's variance jobs
+    (`-- run` / `-- merge`)."""
+    prepare(session, project=True)
     if session.posargs:
         session.run("python", "scripts/variance_ledger.py", *session.posargs, env=offline_env())
         return
@@ -202,17 +215,17 @@ def variance(session: nox.Session) -> None:
 
 @nox.session
 def strength(session: nox.Session) -> None:
-    """How much the oracle sees: mutmut's mutants of `strength_paths` (oracle/judge.yaml), and
-    which the cassettes, the properties and the project's tests kill (reports/strength.md)."""
-    fill_wheelhouse(session, STRENGTH)
-    install_offline(session, True, STRENGTH)
+    """Measure which mutants of `strength_paths` the oracle kills (reports/strength.md).
+
+    mutmut makes the mutants; the cassettes, the properties and the project's tests each try."""
+    prepare(session, True, STRENGTH)
     session.run("python", "scripts/strength.py", *session.posargs, env=offline_env())
 
 
-@nox.session(requires=["wheelhouse"])
+@nox.session
 def tests(session: nox.Session) -> None:
-    """The project's own unit tests, `tests:` of oracle/judge.yaml: advisory to the gate."""
-    install_offline(session, project=True)
+    """Run the project's own unit tests, `tests:` of oracle/judge.yaml (advisory to the gate)."""
+    prepare(session, project=True, tool=False)
     # Read as the gate reads it (scripts/_gate/ needs PyYAML: the session has it, nox not).
     read = (
         "import pathlib, sys; sys.path.insert(0, 'scripts')\n"
@@ -225,8 +238,8 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-q", *paths, *session.posargs, env=offline_env())
 
 
-@nox.session(requires=["wheelhouse"])
+@nox.session
 def allow(session: nox.Session) -> None:
     """Append a reviewed allowlist row naming the base it was reviewed against (see --help)."""
-    install_offline(session)
-    session.run("python", "scripts/allow.py", *session.posargs, env=offline_env())
+    prepare(session)
+    tool(session, "scripts/allow.py")

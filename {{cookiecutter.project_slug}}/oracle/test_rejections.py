@@ -4,9 +4,9 @@ names what is wrong.
 Example oracles, one per rejection the example can make: a cart's JSON through `quote_cart`,
 and the discount functions' arguments. They pin the code and what the message must name (the
 field, or the value, that is wrong), not its wording: the wording is the CLI's output, which
-the cassettes record, and a reviewed allowlist row can change (README, "How to make an
-intended contract change"); an oracle that pinned it too would block that change. And one
-property: a cart's quote adds up, and its total is what `stack_discounts` makes of its subtotal.
+the cassettes record, and a reviewed allowlist row can change (docs/change-the-contract.md);
+an oracle that pinned it too would block that change. And one property: a cart's quote adds
+up, and its total is what `stack_discounts` makes of its subtotal.
 """
 
 from __future__ import annotations

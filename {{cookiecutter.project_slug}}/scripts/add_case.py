@@ -4,8 +4,9 @@
 
 The case runs as `record` runs it (an empty HOME and working directory, fixed environment), twice,
 on a build of --ref (default HEAD: the base the case is added to). It compares the exit code,
-stdout (as JSON when both runs print JSON, else as text) and stderr's SHA-256; a field that
-differs between the two runs is left out and reported. The case also runs once on a build of
+stdout (additively for `--help` or `-h`: added text passes; as JSON when both runs print JSON;
+else as text) and stderr's SHA-256; a field that differs between the two runs is left out and
+reported. The case also runs once on a build of
 --ref's parent commit, where it builds: a field whose only difference there is a version or a
 commit id (`1.4.0`, `3.0.1.dev4+g1a2b3c4`) would differ on every commit, and is left out too,
 as is a field that prints the build's own version (its METADATA's): it changes at a release.
@@ -30,7 +31,7 @@ from typing import Any
 
 from _gate.cases import Case, Run, built_cli, load_cases, observe, parse_case, run_many
 from _gate.cassettes import RUNS, traceback_line
-from _gate.config import load_config
+from _gate.config import committed_config, load_config
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE, dist_infos
 from _gate.git import repo_root, resolve_commit
@@ -112,7 +113,14 @@ def draft(args: argparse.Namespace, case_id: str) -> dict[str, Any]:
     return raw
 
 
-def stdout_spec(runs: Sequence[Run]) -> str:
+HELP_FLAGS = ("--help", "-h")
+
+
+def stdout_spec(argv: Sequence[str], runs: Sequence[Run]) -> str:
+    """Help text additively (an added option only adds to it: cases.holds), JSON parsed, any
+    other output as text."""
+    if any(arg in HELP_FLAGS for arg in argv):
+        return "stdout.additive"
     try:
         for run in runs:
             json.loads(run.stdout.head.decode("utf-8"))
@@ -205,7 +213,7 @@ def try_case(
     """Run the case twice; return it with the fields to compare, its runs and what each saw."""
     probe = parse_case({**raw, "compare": ["exit_code"]}, 0, args.cases, args.timeout)
     runs = run_many([(command, probe)] * RUNS, fixtures, "case")
-    compare = ["exit_code", stdout_spec(runs), "stderr.sha256"]
+    compare = ["exit_code", stdout_spec(probe.argv, runs), "stderr.sha256"]
     case = parse_case({**raw, "compare": compare}, 0, args.cases, args.timeout)
     return case, runs, [observe(case, run) for run in runs]
 
@@ -214,7 +222,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     if not args.argv:
         raise FailClosed("no command line given: pass the CLI's arguments after --")
     repo = repo_root(args.repo)
-    config = load_config(repo / args.config)
+    config = load_config(args.config) if args.config else committed_config(repo)
     require_sandbox(config.sandbox == "required")
     args.cases = repo / args.cases
     args.timeout = args.timeout or config.case_timeout
@@ -274,7 +282,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, help="seconds (default: case_timeout in judge.yaml)")
     p.add_argument("--repo", type=Path, default=Path("."))
     p.add_argument("--cases", type=Path, default=Path("oracle/cases.yaml"))
-    p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
+    p.add_argument("--config", type=Path, help="default: oracle/judge.yaml as HEAD commits it")
     p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")
     p.add_argument("--requirements", type=Path, default=Path("scripts/requirements-judge.txt"))
     add_report_arg(p, "case")

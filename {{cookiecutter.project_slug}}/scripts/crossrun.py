@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate.allowlist import CROSSRUN as FIELD
-from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
+from _gate.allowlist import Row, allow_command, load_allowlist, other_base_note, split_by_base
 from _gate.canaries import Tampered
 from _gate.config import Config, tree_tests
 from _gate.context import Judgment
@@ -253,13 +253,6 @@ def lost_rows(parent: dict[str, str], patch: PytestRun, allowed: set[str]) -> li
     return rows
 
 
-def allow_command(node: str) -> str:
-    return (
-        f"nox -s allow -- --id '{node}' --field {FIELD} "
-        "--reason '<why the new behaviour is intended>' --reviewer @<you>"
-    )
-
-
 def judged(
     args: argparse.Namespace,
     parent: dict[str, str],
@@ -283,7 +276,7 @@ def judged(
         "failures": counted,
         "allowed": [row["id"] for row in rows if row["allowed"]],
         "parent_not_passing": known,
-        "allow_rows": [allow_command(row["id"]) for row in counted],
+        "allow_rows": [allow_command(row["id"], FIELD) for row in counted],
         "other_base_rows": [row.as_dict() for row in other],
     }
     head = f"parent tests on the patch: {len(parent)} run"

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from _gate.config import load_config
+from _gate.config import committed_config, load_config
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
 from _gate.envs import WHEELHOUSE, build_env, compile_env, tools_env
 from _gate.git import (
@@ -63,6 +63,7 @@ from _gate.git import (
     resolve_commit,
     resolve_oracle_ref,
     show_file,
+    uncommitted,
 )
 from _gate.oracle_run import has_tests
 from _gate.process import exits_within, share_cores
@@ -96,6 +97,8 @@ GATE_FILES = (
     "scripts/requirements-judge.txt",
     *(f"scripts/{script}" for script in SCRIPTS),
 )
+# What the gate reads, all from committed revisions: edits in the working tree are named.
+GATE_PATHS = ("oracle", "oracles", "fixtures", "fixtures.lock", "scripts", "noxfile.py")
 HEARTBEAT = 5.0  # seconds between two "still running" lines of a quiet step
 OWN_SCRIPTS = Path(__file__).resolve().parent
 # Steps that stay processes even inline: the inventory's AST work, in a process pool when
@@ -469,6 +472,7 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
     then every lane after the builds."""
     repo = run.repo
     git(repo, "worktree", "prune", check=False)
+    note_uncommitted(repo)
     run.head = head = resolve_commit(repo, args.head, "--head")
     run.base = base = base_commit(repo, args.base, args.head, head)
     with tempfile.TemporaryDirectory(prefix="oracle-judge-") as name:
@@ -506,6 +510,9 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
 
 
 def judged(run: Judge, wheelhouse: Path) -> None:
+    if run.j.oracle_ref.unreadable:  # flake control would fail on it last, after every step
+        run.record("setup", FAIL_CLOSED, run.j.oracle_ref.unreadable)
+        return
     for step in table(run, SETUP):
         if run.append(*run.conclude(step)) != PASS:
             return  # nothing of the patch, its build included, may run then
@@ -536,8 +543,9 @@ def base_commit(repo: Path, base: str | None, head: str, head_sha: str) -> str:
         sha = resolve_commit(repo, base, "--base")
         require_gate(repo, sha, f"{base} ({sha[:12]})", "pass --base REF of a commit that has it")
         return sha
-    # Only the base branch's name comes from this checkout; all else from the base tree.
-    branch = load_config(repo / "oracle" / "judge.yaml").base_branch
+    # Only the base branch's name comes from this checkout (as HEAD commits it); all else from
+    # the base tree.
+    branch = committed_config(repo).base_branch
     target = base_ref(repo, branch)
     sha, tip = default_base(repo, head_sha, branch), resolve_commit(repo, target, "base branch")
     if sha == tip:
@@ -550,6 +558,19 @@ def base_commit(repo: Path, base: str | None, head: str, head_sha: str) -> str:
         fix = f"{target} has it: merge {target} into {head}"
     require_gate(repo, sha, label, f"{fix}, or pass --base REF of a commit that has it")
     return sha
+
+
+def note_uncommitted(repo: Path) -> None:
+    """Name the gate files edited but not committed here: a user who edits oracle/cases.yaml and
+    judges would otherwise wonder why the new case did nothing."""
+    edited = uncommitted(repo, GATE_PATHS)
+    if edited:
+        more = f" and {len(edited) - 3} more" if len(edited) > 3 else ""
+        print(
+            f"judge: note: not judged, uncommitted here: {', '.join(edited[:3])}{more}; the gate "
+            "reads committed revisions (commit them on the base branch to use them)",
+            flush=True,
+        )
 
 
 def require_gate(repo: Path, sha: str, label: str, fix: str) -> None:

@@ -49,7 +49,7 @@ FIXTURES = "/fixtures/"  # owned too: fixtures.lock judges its bytes, a code own
 CASES = "oracle/cases.yaml"
 NO_EVIDENCE = (
     f"no oracle evidence in the base: {CASES} has no case and oracle/ has no test_*.py "
-    f"property oracle; add a case to {CASES} (README: How to add a case) or a property "
+    f"property oracle; add a case to {CASES} (docs/add-a-case.md) or a property "
     "test under oracle/ on the base branch"
 )
 

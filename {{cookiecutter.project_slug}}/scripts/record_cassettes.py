@@ -28,11 +28,11 @@ from typing import Any
 
 from _gate.cases import Case, built_cli, load_cases
 from _gate.cassettes import case_args, cassette_path, load_cassette, provenance, record
-from _gate.config import Config, load_config
+from _gate.config import Config, committed_config, load_config
 from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
-from _gate.git import default_base, repo_root, resolve_commit, tracked
+from _gate.git import default_base, repo_root, resolve_commit, tracked, uncommitted
 from _gate.protocol import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -101,10 +101,19 @@ def unexpected_traceback(evidence: dict[str, Any], cases_file: Path) -> Outcome:
     )
 
 
+RECORDED = ("oracle/cases.yaml", "fixtures")  # what a recording reads from the base commit
+
+
 def materialize(args: argparse.Namespace) -> Outcome:
     repo = repo_root(args.repo)
-    config = load_config(repo / args.config)
+    config = load_config(args.config) if args.config else committed_config(repo)
     require_sandbox(config.sandbox == "required")
+    edited = uncommitted(repo, RECORDED)
+    if edited:
+        raise FailClosed(
+            f"{edited[0]}: uncommitted changes; record reads the cases and fixtures as the base "
+            f"commit holds them: commit them first (git commit {' '.join(RECORDED)})"
+        )
     base = (
         resolve_commit(repo, args.base, "--base")
         if args.base
@@ -193,7 +202,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reuse", action="store_true", help="keep a cassette whose provenance matches")
     add_cache_args(p)
     p.add_argument("--repo", type=Path, default=Path("."))
-    p.add_argument("--config", type=Path, default=Path("oracle/judge.yaml"))
+    p.add_argument("--config", type=Path, help="default: oracle/judge.yaml as HEAD commits it")
     p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")
     p.add_argument("--requirements", type=Path, default=Path("scripts/requirements-judge.txt"))
     add_shard_arg(p)

@@ -4,7 +4,10 @@
 
 Recorded and parent-now disagree: environment drift, fail closed. Parent-now and patch disagree
 on a compared field: block, unless a reviewed allowlist row (`id`, `field`, `base`, `reason`,
-`reviewer`; scripts/allow.py writes one) names it. A row amends one recording: it applies only
+`reviewer`; scripts/allow.py writes one) names it; each blocking field names the command that
+writes its row. Fields agree as `cases.holds` says: equal, or for an additive field (help text)
+the parent's words all kept in order; an additive field the patch added to is reported, with
+the lines it gained (`grown`), and does not block. A row amends one recording: it applies only
 while the judged base (--base, default the cassette's) starts with its `base`; a row of another
 base is reported for clean-up, never applied, never fatal. A row missing a field, or a row of
 this base matching no mismatch (stale), fails closed so rows cannot accumulate. Unstable fields
@@ -23,11 +26,19 @@ import difflib
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate.allowlist import Row, is_cassette_row, load_allowlist, other_base_note, split_by_base
-from _gate.cases import Case, load_cases, observe, run_many
+from _gate.allowlist import (
+    Row,
+    allow_command,
+    is_cassette_row,
+    load_allowlist,
+    other_base_note,
+    split_by_base,
+)
+from _gate.cases import Case, added_lines, holds, load_cases, observe, run_many
 from _gate.cassettes import case_args, cassette_path
 from _gate.config import Config
 from _gate.context import Judgment, review_requested
@@ -75,31 +86,43 @@ def unified(parent: Any, patch: Any) -> str:
     return "\n".join(list(lines)[:200])
 
 
+@dataclass
+class Found:
+    """What replay found over every compared field of every case."""
+
+    drift: list[dict[str, Any]] = field(default_factory=list)
+    mismatches: list[dict[str, Any]] = field(default_factory=list)
+    unstable: list[dict[str, Any]] = field(default_factory=list)
+    grown: list[dict[str, Any]] = field(default_factory=list)  # additive fields the patch added to
+
+
 def compare(
     cases: Sequence[Case], cassette: dict[str, Any], parent_now: list[Any], patch: list[Any]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Return (drift, mismatches, unstable) over every compared field of every case."""
-    drift, mismatches, unstable = [], [], []
+) -> Found:
+    found = Found()
     for case, parent_fields, patch_fields in zip(cases, parent_now, patch, strict=True):
         recorded = cassette["cases"][case.id]
         for spec in case.compare:
             if spec in recorded["unstable"]:
-                unstable.append(
+                found.unstable.append(
                     {"id": case.id, "field": spec, "values": recorded["unstable"][spec]}
                 )
                 continue
             was, now, new = recorded["fields"][spec], parent_fields[spec], patch_fields[spec]
-            if was != now:
-                drift.append({"id": case.id, "field": spec, "recorded": was, "parent": now})
-            elif now != new:
+            if not holds(spec, was, now):
+                found.drift.append({"id": case.id, "field": spec, "recorded": was, "parent": now})
+            elif not holds(spec, now, new):
                 row = {"id": case.id, "field": spec, "parent": now, "patch": new}
-                mismatches.append({**row, "diff": unified(now, new)})
-    return drift, mismatches, unstable
+                found.mismatches.append({**row, "diff": unified(now, new)})
+            elif now != new:  # holds, and differs: an additive field grew
+                added = added_lines(now, new)
+                found.grown.append({"id": case.id, "field": spec, "added": added})
+    return found
 
 
 def replay(
     cases: Sequence[Case], cassette: dict[str, Any], commands: Sequence[Path], fixtures: Path
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+) -> Found:
     """Run parent-now and patch side by side, interleaved so both finish together; with one
     command (the same build: _gate/reuse.py), parent-now is the patch's run too."""
     jobs = [(command, case) for case in cases for command in commands]
@@ -135,9 +158,16 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     base = judged_base(args, cassette)
     allow, other_base = cassette_rows(args.allowlist, base, args.shard)
     commands = [args.parent_command, *([] if args.same_build else [args.patch_command])]
-    drift, mismatches, unstable = replay(cases, cassette, commands, args.fixtures)
+    found = replay(cases, cassette, commands, args.fixtures)
+    drift, unstable = found.drift, found.unstable
     allowed = {(row.id, row.field) for row in allow}
-    blocking = [m for m in mismatches if (m["id"], m["field"]) not in allowed]
+    mismatches = [
+        m
+        if (m["id"], m["field"]) in allowed
+        else {**m, "allow": allow_command(m["id"], m["field"])}
+        for m in found.mismatches
+    ]
+    blocking = [m for m in mismatches if "allow" in m]
     used = {(m["id"], m["field"]) for m in mismatches}
     stale = [row for row in allow if (row.id, row.field) not in used]
     review = review_requested() if review is None else review
@@ -153,6 +183,7 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
         "stale_allow_rows": [row.as_dict() for row in stale],
         "other_base_rows": [row.as_dict() for row in other_base],
         "unstable": unstable,
+        "grown": found.grown,
     }
     if drift:
         d = drift[0]
@@ -174,12 +205,13 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     note = f", {len(unstable)} unstable fields not compared (see record)" if unstable else ""
     note += "; allowlist read from the patch under ORACLE_REVIEW=1" if review else ""
     note += other_base_note(other_base, args.allowlist)
+    note += f"; {len(found.grown)} additive fields grew" if found.grown else ""
     if blocking:
         b = blocking[0]
         return Outcome(
             BLOCK,
             f"{len(blocking)} compared fields changed (first: {b['id']} {b['field']}); "
-            f"an intended change needs a reviewed allowlist row{note}",
+            f"an intended change needs a reviewed allowlist row: {b['allow']}{note}",
             evidence,
         )
     allowed_note = f", {len(mismatches)} allowlisted" if mismatches else ""

@@ -257,7 +257,7 @@ def do_merge(args: argparse.Namespace) -> Outcome:
         if args.update_ref:
             raise FailClosed(
                 f"{summary}: the ledger is unchanged; run `variance` on the CI matrix "
-                "(README, Flake control) and merge the runs of every machine"
+                "(docs/flake-control.md) and merge the runs of every machine"
             )
         return Outcome(PASS, f"{summary}: nothing frozen or cleared", evidence)
     if args.update_ref and measurement["local_only"] and not args.allow_local:

@@ -15,18 +15,23 @@ from __future__ import annotations
 import argparse
 import hashlib
 import platform
+import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from subprocess import DEVNULL
 
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE, bin_dir
-from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
+from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, say
 
 DEFAULT = Path("scripts/requirements-judge.txt")
 MARKER = ".complete-{}"  # one per set of files: the judge's, the strength session's
+PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==", re.MULTILINE)  # one pinned package a line
+PROGRESS_EVERY = 5.0  # seconds between two progress lines of a download
 
 
 def stamp(files: Sequence[Path]) -> str:
@@ -55,6 +60,22 @@ def pip_python(tmp: Path) -> str:
     return str(bin_dir(tmp / "venv") / "python")
 
 
+def downloaded(cmd: Sequence[str], dest: Path, log: Path) -> tuple[int, bytes]:
+    """Run pip download, saying every few seconds how many wheels are there: a first fill takes
+    a while, and a silent one looks hung. Returns its exit code and its stderr."""
+    start = time.monotonic()
+    with log.open("wb") as errors, subprocess.Popen(cmd, stdout=DEVNULL, stderr=errors) as proc:
+        while True:
+            try:
+                proc.wait(timeout=PROGRESS_EVERY)
+                break
+            except subprocess.TimeoutExpired:
+                wheels = len(list(dest.glob("*.whl")))
+                seconds = time.monotonic() - start
+                say(f"wheelhouse: {wheels} wheels in {dest} after {seconds:.0f} s", error=True)
+    return proc.returncode, log.read_bytes()
+
+
 def execute(args: argparse.Namespace) -> Outcome:
     files: list[Path] = args.requirements or [DEFAULT]
     want = stamp(files)
@@ -75,11 +96,13 @@ def execute(args: argparse.Namespace) -> Outcome:
             str(args.dest),
             *(arg for path in files for arg in ("-r", str(path))),
         ]
-        proc = subprocess.run(cmd, capture_output=True, check=False)
-    if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()
+        pins = sum(len(PIN.findall(path.read_text("utf-8"))) for path in files)
+        say(f"wheelhouse: downloading {pins} pinned packages into {args.dest} (once)", error=True)
+        code, stderr = downloaded(cmd, args.dest, Path(tmp) / "pip.err")
+    if code != 0:
+        lines = stderr.decode("utf-8", "backslashreplace").strip().splitlines()
         raise FailClosed(
-            f"pip download failed: {lines[-1] if lines else proc.returncode}; "
+            f"pip download failed: {lines[-1] if lines else code}; "
             "the wheelhouse needs the package index once"
         )
     marker.write_text(want, "utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,16 @@ CROSSRUN = "crossrun"  # a row letting one parent test fail on the patch (script
 
 
 HOW = "write rows with `nox -s allow` (scripts/allow.py), which fills it in"
+
+
+REASON, REVIEWER = "<why the new behaviour is intended>", "@<you>"  # for the reviewer to fill in
+
+
+def allow_command(case_id: str, field: str) -> str:
+    """The command (scripts/allow.py, run on a checkout of the patch's branch) that writes the
+    row letting `field` of `case_id` change; quoted for a POSIX shell, placeholders and all."""
+    argv = ["nox", "-s", "allow", "--", "--id", case_id, "--field", field]
+    return shlex.join([*argv, "--reason", REASON, "--reviewer", REVIEWER])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The build configuration: what runs while a tree is built and decides what its wheel holds.
 
 A patch that changes it changes what the gate judges, not what users run, so the write-set
-step gives it `needs-review` like the oracle (README, Build provenance):
+step gives it `needs-review` like the oracle (docs/build-provenance.md):
 - the tables of pyproject.toml that pick the backend or map files into the wheel
   (`BUILD_TABLES`), compared as parsed TOML, so a dotted key, an inline table or a
   reformatting is the same table;

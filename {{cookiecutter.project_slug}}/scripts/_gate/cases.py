@@ -6,6 +6,7 @@ Shared by record_cassettes.py and replay_cassettes.py so both see a case the sam
 from __future__ import annotations
 
 import base64
+import difflib
 import hashlib
 import json
 import os
@@ -50,7 +51,11 @@ SIMPLE_SPECS = (
     "stderr.sha256",
     "stdout.json",
     "stdout.jsonl",
+    "stdout.additive",
+    "stderr.additive",
 )
+# Help-like text a patch may add to: it holds while the recorded text's words stay, in order.
+ADDITIVE_SPECS = ("stdout.additive", "stderr.additive")
 POINTER_SPEC = "stdout.json.pointer:"
 FILES_SPEC = "files:"
 # The only variables a case inherits; everything else is set here or by the case itself.
@@ -125,6 +130,56 @@ def pointer_get(doc: Any, pointer: str) -> Any:
         else:
             return MISSING
     return cur
+
+
+def holds(spec: str, recorded: Any, observed: Any) -> bool:
+    """Whether `observed` keeps the contract `recorded` holds a field to: equality, but for an
+    additive field, text keeping every whitespace-separated word of the recorded text, in
+    order (words only added). argparse answers an added option so: the usage line grows and
+    re-wraps, the help column moves, descriptions re-wrap; all of it only moves whitespace,
+    while a removed, renamed or reworded option loses a word. A stream kept as a digest (capped
+    or not UTF-8) is held to equality."""
+    if spec in ADDITIVE_SPECS and isinstance(recorded, str) and isinstance(observed, str):
+        return _subsequence(_words(recorded), _words(observed))
+    return bool(recorded == observed)
+
+
+WRAPPED_HYPHEN = re.compile(r"-\s+")
+# A word, or one of the marks argparse lists choices and options with: `{create,put}` is the
+# words create and put, so a new choice (`{create,put,delete}`) only adds words.
+WORD = re.compile(r"[{}\[\](),|]|[^\s{}\[\](),|]+")
+
+
+def _words(text: str) -> list[str]:
+    """The words of help text, wherever it wraps: argparse wraps help with textwrap, which also
+    breaks after a hyphen (`--max-` / `supported-python`), so whitespace after one is dropped."""
+    return WORD.findall(WRAPPED_HYPHEN.sub("-", text))
+
+
+def _subsequence(words: Sequence[str], within: Sequence[str]) -> bool:
+    rest = iter(within)
+    return all(word in rest for word in words)  # `in` consumes the iterator up to the match
+
+
+ADDED_SHOWN = 40  # added lines kept in a report
+
+
+def added_lines(recorded: str, observed: str) -> list[str]:
+    """The lines of `observed` that are new, for display: lines are matched with their
+    whitespace collapsed, so a realigned column is no change and a re-wrapped line shows as new."""
+    lines = observed.splitlines()
+    old, new = (
+        [" ".join(line.split()) for line in text] for text in (recorded.splitlines(), lines)
+    )
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    found = [
+        lines[index].rstrip()
+        for tag, _, _, start, end in matcher.get_opcodes()
+        if tag in ("insert", "replace")
+        for index in range(start, end)
+        if new[index]
+    ]
+    return found[:ADDED_SHOWN]
 
 
 def _spec_error(spec: object) -> str | None:
@@ -402,7 +457,7 @@ def observe(case: Case, run: Run) -> dict[str, Any]:
         elif spec.startswith(FILES_SPEC):
             glob = spec[len(FILES_SPEC) :]
             values[spec] = {k: v for k, v in run.files.items() if fnmatchcase(k, glob)}
-        elif spec.endswith(".raw"):
+        elif spec.endswith((".raw", ".additive")):  # the text itself; they differ in `holds`
             values[spec] = text_value(stream)
         elif spec.endswith(".sha256"):
             values[spec] = stream.sha256

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from _gate.git import show_file
 from _gate.protocol import FailClosed
 from _gate.worker import CALL_TIMEOUT
 
@@ -44,12 +45,13 @@ def _unique_key_loader() -> type:
     return UniqueKeyLoader
 
 
-def load_yaml(path: Path) -> Any:
-    """Parse a YAML file, turning every parse problem into one line with the file and line."""
+def load_yaml(path: Path, data: bytes | None = None) -> Any:
+    """Parse a YAML file (or `data`, its bytes read elsewhere, such as from a commit), turning
+    every parse problem into one line with the file and line."""
     import yaml  # local import: --help works before PyYAML is installed
 
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = (path.read_bytes() if data is None else data).decode("utf-8")
     except FileNotFoundError:
         raise FailClosed(f"{path}: file is missing; restore it from the base branch") from None
     except UnicodeDecodeError as exc:
@@ -170,11 +172,12 @@ CONFIG_MINIMUM: dict[str, int] = {
 }
 
 
+CONFIG_FILE = "oracle/judge.yaml"
 CONFIG_REQUIRED = ("command", "base_branch", "oracle_ref", "protected")
 
 
-def load_config(path: Path) -> Config:
-    raw = require_mapping(load_yaml(path), str(path), list(CONFIG_TYPES))
+def load_config(path: Path, data: bytes | None = None) -> Config:
+    raw = require_mapping(load_yaml(path, data), str(path), list(CONFIG_TYPES))
     for key in CONFIG_REQUIRED:
         if key not in raw:
             raise FailClosed(f"{path}: field {key!r} is required; add it")
@@ -205,6 +208,18 @@ def load_config(path: Path) -> Config:
             )
         values["tests"] = tuple(tests_entry(path, entry) for entry in values["tests"])
     return Config(**values)
+
+
+def committed_config(repo: Path) -> Config:
+    """oracle/judge.yaml as this checkout's HEAD commits it: the gate reads committed
+    revisions, so an edit in the working tree (a typo too) changes nothing until committed."""
+    data = show_file(repo, "HEAD", CONFIG_FILE)
+    if data is None:
+        raise FailClosed(
+            f"{CONFIG_FILE}: not committed on HEAD of {repo}: this branch has no oracle gate; "
+            "bake or adopt it and commit, or check out the base branch"
+        )
+    return load_config(repo / CONFIG_FILE, data)
 
 
 def tests_entry(config: Path, entry: str) -> str:

@@ -33,7 +33,7 @@ BUILD_TIMEOUT = 900.0  # seconds for one install: a build backend runs the tree'
 
 
 INSTALL_ENV = {"PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-# The only variables a tree's build backend inherits (README, Build provenance): what any
+# The only variables a tree's build backend inherits (docs/build-provenance.md): what any
 # build on any machine has. Offline and cache settings go as flags, so nothing the judge
 # alone sets (JUDGE_OFFLINE, ORACLE_*, PIP_*, UV_*, CI's) tells the backend it is judged.
 BUILD_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SOURCE_DATE_EPOCH", "SYSTEMROOT")

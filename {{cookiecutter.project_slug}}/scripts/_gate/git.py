@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from _gate.protocol import FailClosed
@@ -130,9 +131,37 @@ def resolve_oracle_ref(repo: Path, ref: str) -> str:
     for candidate in (f"refs/remotes/origin/{ref}", f"refs/heads/{ref}"):
         if rev_exists(repo, candidate):
             return candidate
-    raise FailClosed(
-        f"oracle ref {ref!r} does not exist; create it (README: protect the oracle ref)"
+    raise FailClosed(f"oracle ref {ref!r} does not exist here; {oracle_ref_fix(repo, ref)}")
+
+
+def oracle_ref_fix(repo: Path, ref: str) -> str:
+    """How to bring the oracle ref: a clone CI made (shallow, single-branch or partial) often
+    has a remote that holds it but did not fetch it."""
+    remote = git(repo, "remote", "get-url", "origin", check=False).strip()
+    if not remote:
+        return "create it (docs/protect-the-oracle-ref.md), or add the remote that holds it"
+    fetch = f"git fetch origin {ref}:refs/remotes/origin/{ref}"
+    shallow = git(repo, "rev-parse", "--is-shallow-repository", check=False).strip() == "true"
+    clone = "this clone is shallow and " if shallow else ""
+    return (
+        f"{clone}fetches only some branches: run `{fetch}` (in CI: fetch-depth: 0, or that "
+        f"command before the judge); if origin has no {ref!r}, create it "
+        "(docs/protect-the-oracle-ref.md)"
     )
+
+
+def uncommitted(repo: Path, paths: Sequence[str]) -> list[str]:
+    """Which of `paths` (files or folders) differ in the working tree or index from HEAD, or
+    are untracked: the gate reads committed revisions only."""
+    listed = git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", *paths)
+    tokens, i = listed.split("\0"), 0
+    names: set[str] = set()
+    while i < len(tokens):
+        entry = tokens[i]  # two status letters, a space, the path
+        if entry:
+            names.add(entry[3:])
+        i += 2 if entry[:1] in ("R", "C") else 1  # a rename's or copy's source follows
+    return sorted(names)
 
 
 def show_file(repo: Path, ref: str, path: str) -> bytes | None:

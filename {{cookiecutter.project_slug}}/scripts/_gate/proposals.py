@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from _gate.cases import Case, observe, run_many
+from _gate.cases import Case, holds, observe, run_many
 
 VARIANTS_PER_MUTANT = 30  # inputs tried per mutant: a bound, not a search
 
@@ -121,13 +121,13 @@ class Search:
         return [self.stable[case] for case in cases]
 
     def first_telling(self, cases: Sequence[Case], mutant: str) -> tuple[int, list[str]] | None:
-        """The first of `cases` whose run under the mutant changes a stable field, and those
-        fields; the cases run side by side."""
+        """The first of `cases` whose run under the mutant changes a stable field as replay
+        would block on it (`holds`), and those fields; the cases run side by side."""
         stable = self.fields(cases)
         runs = [(self.command, under(case, mutant, self.mutated)) for case in cases]
         for index, run in enumerate(run_many(runs, self.fixtures, "")):
             seen = observe(cases[index], run)
-            differ = [f for f, value in stable[index].items() if seen.get(f) != value]
+            differ = [f for f, value in stable[index].items() if not holds(f, value, seen.get(f))]
             if differ:
                 return index, differ
         return None

@@ -1,4 +1,4 @@
-"""Evidence reused where its inputs did not change (README, "What the judge reuses").
+"""Evidence reused where its inputs did not change (docs/reuse.md).
 
 **The same build.** A patch whose build is the parent's, file for file, runs the parent's code,
 so a step that runs both sides runs the parent's once. The judge decides it once, right after

@@ -116,7 +116,9 @@ def confinement_note(report: dict[str, Any]) -> str:
     return f" · the patch's code ran confined ({level})" if level else ""
 
 
-def summary_markdown(report: dict[str, Any], matrix: str) -> str:
+def summary_markdown(report: dict[str, Any], matrix: str, evidence: Evidence | None = None) -> str:
+    """The summary of `report`; replay's findings from `evidence` (a step's whole evidence)
+    where given, else as the report kept them (`brief` drops a long list of mismatches)."""
     steps = {s["name"]: s for s in report["steps"]}
     shard = report.get("shard") or {"count": 1}
     count, index = shard["count"], shard.get("index")
@@ -148,12 +150,32 @@ def summary_markdown(report: dict[str, Any], matrix: str) -> str:
             for s in report["steps"]
         ),
     ]
-    for mismatch in (steps.get("replay", {}).get("evidence", {}).get("mismatches") or [])[:3]:
-        title = f"`{mismatch['id']}` `{mismatch['field']}`"
-        lines += ["", title, "```diff", mismatch["diff"], "```"]
+    replay = steps.get("replay", {})
+    lines += replay_lines(evidence(replay) if evidence and replay else replay.get("evidence", {}))
     lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
     lines += review_lines(report.get("review"))
     return "\n".join(lines) + "\n"
+
+
+SHOWN_FIELDS = 3  # replay fields shown in the summary, of each kind
+
+
+def replay_lines(evidence: dict[str, Any]) -> list[str]:
+    """Each changed field with its diff and, when it blocks, the command a reviewer runs to
+    allow it; then each additive field that grew, with the lines it gained."""
+    lines: list[str] = []
+    for mismatch in (evidence.get("mismatches") or [])[:SHOWN_FIELDS]:
+        title = f"`{mismatch['id']}` `{mismatch['field']}`"
+        lines += ["", title, "```diff", mismatch["diff"], "```"]
+        if mismatch.get("allow"):
+            lines += ["If the change is intended, a reviewer adds:", f"`{mismatch['allow']}`"]
+    grown = evidence.get("grown") or []
+    if grown:
+        lines += ["", "### Additive fields that grew (the parent's text is all kept)"]
+    for row in grown[:SHOWN_FIELDS]:
+        added = [f"+ {line}" for line in row["added"]]
+        lines += ["", f"`{row['id']}` `{row['field']}`", "```diff", *added, "```"]
+    return lines
 
 
 def strength_line(score: dict[str, Any] | None) -> str:
@@ -183,7 +205,7 @@ def in_process_lines(word: str, steps: dict[str, dict[str, Any]]) -> list[str]:
         f"**{IN_PROCESS}**: no property oracle ran; beside {cases} replayed cases (the CLI's "
         "surface, which may not reach the changed code) this merge rests on the crossrun, whose "
         "pytest process runs the patch's code. Its canaries and machinery checks passed; code "
-        "that knows them can pass them too (README: Known limits).",
+        "that knows them can pass them too (docs/known-limits.md).",
         "",
     ]
 
@@ -274,7 +296,7 @@ def write_reports(
     write_report(reports / "judge-report.json", report)
     sarif = sarif_log(report, evidence, repo / CASES)
     write_json(reports / "judge.sarif", sarif)
-    text = summary_markdown(report, matrix)
+    text = summary_markdown(report, matrix, evidence)
     (reports / "judge-summary.md").write_text(text, "utf-8")
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
@@ -283,7 +305,7 @@ def write_reports(
     verdict_file = os.environ.get(VERDICT_FILE)
     if verdict_file:
         Path(verdict_file).write_text(f"{word}\n", "utf-8")
-    where = reports / "judge-report.json"
+    where = reports / "judge-summary.md"  # the readable one; the JSON lies beside it
     notes = review_note(report.get("review"), word) + excused_note(report["excused"])
     notes += UNCONFINED_NOTE if report.get("confinement") == "unconfined" else ""
     print(f"{label}: verdict {word} (exit {code}){notes}; see {where}")
