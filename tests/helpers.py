@@ -21,8 +21,9 @@ from typing import Any
 import count_asserts
 import fixtures_lock
 import write_set
+from _gate.config import load_config
 from _gate.confine import LEVEL_VARIABLE
-from _gate.envs import build_env
+from _gate.envs import bin_dir, build_env
 from _gate.steps import report_file as report_name
 from _gate.verdict import verdict as worst
 from judge import Judge, Ran, finished
@@ -153,6 +154,25 @@ def sha(repo: Path, ref: str) -> str:
 def worktree(repo: Path, ref: str, dest: Path) -> Path:
     git(repo, "worktree", "add", "-q", "--detach", str(dest), sha(repo, ref))
     return dest
+
+
+def reported(main: Main, report: Path, *argv: str | Path) -> tuple[int, dict[str, Any]]:
+    """A step script's `main(argv)` with `--report`: its exit code and its JSON report."""
+    code = main([*map(str, argv), "--report", str(report)])
+    return code, json.loads(report.read_text("utf-8"))
+
+
+def built_cli(built: dict[str, Path], tree: Path) -> Path:
+    """The build's console script, named by the base's judge.yaml."""
+    command = load_config(tree / "oracle/judge.yaml").command
+    return bin_dir(built["python"].parent.parent) / command
+
+
+def case_flags(tree: Path) -> tuple[str | Path, ...]:
+    """The case arguments the judge passes record and replay: all from the base tree."""
+    timeout = load_config(tree / "oracle/judge.yaml").case_timeout
+    cases = ("--cases", tree / "oracle/cases.yaml", "--fixtures", tree / "fixtures")
+    return (*cases, "--timeout", str(timeout))
 
 
 def run_step(reports: Path, name: str, main: Main, *argv: str | Path) -> Step:

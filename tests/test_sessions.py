@@ -22,10 +22,8 @@ import record_cassettes
 import replay_cassettes
 import write_set as write_set_step
 import yaml
-from _gate.config import load_config
-from _gate.envs import bin_dir
 
-from tests.helpers import Built, builder
+from tests.helpers import Built, builder, built_cli, case_flags, reported
 from tools.bakery import branch, edit, git, judge_script
 
 Report = tuple[int, dict[str, Any]]  # a step's exit code and its JSON report
@@ -91,24 +89,6 @@ def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path)
     return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
-def run(main: Callable[[list[str]], int], report: Path, *argv: str | Path) -> Report:
-    code = main([*map(str, argv), "--report", str(report)])
-    return code, json.loads(report.read_text("utf-8"))
-
-
-def cli(built: dict[str, Path], tree: Path) -> Path:
-    """The build's console script, named by the base's judge.yaml."""
-    command = load_config(tree / "oracle/judge.yaml").command
-    return bin_dir(built["python"].parent.parent) / command
-
-
-def cases(tree: Path) -> tuple[str | Path, ...]:
-    """The case arguments the judge passes record and replay: all from the base tree."""
-    timeout = load_config(tree / "oracle/judge.yaml").case_timeout
-    cases = ("--cases", tree / "oracle/cases.yaml", "--fixtures", tree / "fixtures")
-    return (*cases, "--timeout", str(timeout))
-
-
 @pytest.fixture(scope="module")
 def cassette(shop: Path, envs: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The parent's cassette, recorded from the build of main as the judge records it."""
@@ -116,8 +96,18 @@ def cassette(shop: Path, envs: Built, tmp_path_factory: pytest.TempPathFactory) 
     tmp = tmp_path_factory.mktemp("cassette")
     out = tmp / "cassettes.json"
     base = git(shop, "rev-parse", "main")
-    record = ("--command", cli(parent, parent["tree"]), "--base", base, "--out", out, "--reuse")
-    code, report = run(record_cassettes.main, tmp / "record.json", *record, *cases(parent["tree"]))
+    record = (
+        "--command",
+        built_cli(parent, parent["tree"]),
+        "--base",
+        base,
+        "--out",
+        out,
+        "--reuse",
+    )
+    code, report = reported(
+        record_cassettes.main, tmp / "record.json", *record, *case_flags(parent["tree"])
+    )
     assert code == 0, report["summary"]
     return out
 
@@ -129,10 +119,10 @@ def replay(
     base's, or under ORACLE_REVIEW=1 the patch's, as the judge picks it."""
     parent, patch = envs("main", "parent"), envs(head, "patch")
     base = git(shop, "rev-parse", "main")
-    commands: tuple[str | Path, ...] = ("--parent-command", cli(parent, parent["tree"]))
-    commands += ("--patch-command", cli(patch, parent["tree"]))
+    commands: tuple[str | Path, ...] = ("--parent-command", built_cli(parent, parent["tree"]))
+    commands += ("--patch-command", built_cli(patch, parent["tree"]))
     argv = ("--cassette", cassette, *commands, "--allowlist", allowlist, "--base", base)
-    return run(replay_cassettes.main, tmp / "replay.json", *argv, *cases(parent["tree"]))
+    return reported(replay_cassettes.main, tmp / "replay.json", *argv, *case_flags(parent["tree"]))
 
 
 def reviewed_replay(
@@ -160,7 +150,7 @@ def test_allowlisted_contract_change_merges_after_review(
     base_tree = envs("main", "parent")["tree"]
     refs: tuple[str | Path, ...] = ("--repo", shop, "--base", git(shop, "rev-parse", "main"))
     refs += ("--head", git(shop, "rev-parse", head), "--config", base_tree / "oracle/judge.yaml")
-    code, write_set = run(write_set_step.main, tmp_path / "write-set.json", *refs)
+    code, write_set = reported(write_set_step.main, tmp_path / "write-set.json", *refs)
     assert code == 2, write_set["summary"]
     assert write_set["status"] == "needs-review"
     assert [hit["path"] for hit in write_set["evidence"]["protected"]] == ["oracle/allowlist.yaml"]

@@ -67,7 +67,9 @@ def recorded(tmp: Path, cases: Path) -> Path:
     out = tmp / f"{cases.stem}.cassette.json"
     j = Judge(repo=tmp, reports=tmp / f"record-{cases.stem}", parent=SCRIPTS.parent)
     j.reports.mkdir()
-    args = ("--command", PRINTF, "--base", BASE, "--out", out, "--cases", cases)
+    # Sharding, not perturbation (tests/test_perturb.py): a recording without perturbed runs
+    # has replay run none, so 10,000 cases cost 20,000 runs here, not 60,000.
+    args = ("--command", PRINTF, "--base", BASE, "--out", out, "--cases", cases, "--perturb", "")
     assert run_script(j, "record", "record_cassettes.py", *args, "--fixtures", tmp) == 0, j.steps
     return out
 

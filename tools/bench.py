@@ -313,7 +313,8 @@ def bake_inventory_ratio(repo: Path, python: Path, scratch: Path) -> tuple[float
 def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
     """Median wall seconds, warm, of the judge on a refactor with the crossrun and with it
     off, of the irreducible work, of it with the crossrun's test runs, and of the judge with
-    the crossrun unconfined (sandbox: best-effort, the launcher capped at none), over ROUNDS."""
+    the crossrun unconfined (sandbox: best-effort, the launcher capped at none), and of it
+    with no perturbed replay (perturb: []), over ROUNDS."""
     wheelhouse = Path(os.environ.get("ORACLE_WHEELHOUSE", repo / ".oracle" / "wheelhouse"))
     git(repo, "checkout", "-q", "-b", "bench-off")
     edit(repo / "oracle/judge.yaml", "crossrun: block", "crossrun: off")
@@ -321,8 +322,11 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
     git(repo, "checkout", "-q", "-b", "bench-unconfined", "main")
     edit(repo / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")
     git(repo, "commit", "-q", "-am", "sandbox best-effort")
+    git(repo, "checkout", "-q", "-b", "bench-unperturbed", "main")
+    edit(repo / "oracle/judge.yaml", "perturb: [env, clock, terminal, files]", "perturb: []")
+    git(repo, "commit", "-q", "-am", "no perturbed replay")
     heads = {}
-    for base in ("main", "bench-off", "bench-unconfined"):
+    for base in ("main", "bench-off", "bench-unconfined", "bench-unperturbed"):
         git(repo, "checkout", "-q", "-b", f"{base}-refactor", base)
         with (repo / "src/shop/__init__.py").open("a", encoding="utf-8") as out:
             out.write("\n# a comment: the smallest refactor\n")
@@ -353,6 +357,7 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
         lambda: irreducible(repo, wheelhouse, scratch),
         lambda: irreducible(repo, wheelhouse, scratch, tests=True),
         judged("bench-unconfined"),
+        judged("bench-unperturbed"),
     )
     # Interleaved rounds, so that a machine that slows down or speeds up meanwhile weighs on
     # the judge and on the bare work alike; the median of each.
@@ -475,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             repo = bake(tmp / "bake-judge")
             command = build(repo, tmp / "judge")  # fills the wheelhouse
             timings = judge_seconds(repo, scratch(tmp, "trees-judge"))
-            with_crossrun, without, bare, tests, unconfined = timings
+            with_crossrun, without, bare, tests, unconfined, unperturbed = timings
             print(f"whole judge of a refactor of the example bake, warm, {os.cpu_count()} cores")
             print(f"  irreducible work   {bare:8.2f} s")
             ratio = without / bare
@@ -487,6 +492,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  crossrun block     {with_crossrun:8.2f} s   {shown}")
             shown = f"confined / unconfined = {with_crossrun / unconfined:5.2f}  (<= 1.1)"
             print(f"  unconfined         {unconfined:8.2f} s   {shown}")
+            shown = f"perturbed / unperturbed = {with_crossrun / unperturbed:5.2f}  (<= 1.5)"
+            print(f"  no perturbed replay{unperturbed:8.2f} s   {shown}")
             checked = provenance_seconds(repo, command)
             shown = f"provenance / judge = {checked / with_crossrun:6.3f}  (<= 0.05)"
             print(f"  build provenance   {checked:8.2f} s   {shown}")

@@ -29,6 +29,7 @@ from _gate.cases import load_cases
 from _gate.config import load_config
 from _gate.entry import run_main
 from _gate.git import default_base, repo_root, resolve_commit
+from _gate.perturb import TOUCHED
 from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 
 # --- the command -------------------------------------------------------------------------------
@@ -80,8 +81,8 @@ def check_target(row: Row, cases_file: Path) -> None:
     case = next((c for c in load_cases(cases_file) if c.id == row.id), None)
     if case is None:
         raise FailClosed(f"--id {row.id!r}: no such case in {cases_file}; give a case id")
-    if row.field not in case.compare:
-        known = ", ".join(case.compare)
+    if row.field not in (*case.compare, TOUCHED):  # what the files perturbation compares
+        known = ", ".join((*case.compare, TOUCHED))
         raise FailClosed(f"--field {row.field!r}: case {row.id!r} compares only {known}")
 
 

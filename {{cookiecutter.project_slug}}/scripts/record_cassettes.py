@@ -33,6 +33,7 @@ from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
 from _gate.git import default_base, repo_root, resolve_commit, tracked, uncommitted
+from _gate.perturb import add_perturb_args, runnable
 from _gate.protocol import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -66,12 +67,21 @@ def summarize(cassette: dict[str, Any], out: Path, verb: str, cases_file: Path) 
         summary += f" ({REUSED}: an earlier judgment recorded them on the same build)"
     if unstable or crashed:
         summary += f"; {len(unstable)} unstable fields, {len(crashed)} crashed or timed out"
+    perturbed = [
+        {"id": cid, "perturbation": run, "field": spec}
+        for cid, case in cases.items()
+        for run, seen in (case.get("perturbed") or {}).items()
+        for spec in seen["unstable"]
+    ]
+    if perturbed:
+        summary += f"; {len(perturbed)} fields unstable under a perturbation, left out there"
     proposal = "drop it from compare or add a noise rule"
     evidence = {
         "cassette": str(out),
         "unstable": unstable,
         "proposals": [{"id": u["id"], "field": u["field"], "proposal": proposal} for u in unstable],
         "crashed": crashed,
+        "perturbed_unstable": perturbed,
         "tracebacks": tracebacks(cassette),
     }
     if evidence["tracebacks"]:
@@ -124,7 +134,9 @@ def materialize(args: argparse.Namespace) -> Outcome:
     with built as (tree, command):
         cases_file = tree / "oracle" / "cases.yaml"
         cases = owned_cases(cases_file, config.case_timeout, args.shard)
-        return write(record(command, cases, tree / "fixtures", base), out, cases_file)
+        ran, _ = runnable(config.perturb, config.perturb_required)
+        cassette = record(command, cases, tree / "fixtures", base, ran)
+        return write(cassette, out, cases_file)
 
 
 def write(cassette: dict[str, Any], out: Path, cases_file: Path, verb: str = "recorded") -> Outcome:
@@ -150,12 +162,18 @@ def recording_key(args: argparse.Namespace, cases: Sequence[Case]) -> str:
         cases={case.id: case.digest for case in cases},
         fixtures=files_digest(args.fixtures, fixtures),
         timeout=args.timeout,
+        perturb=args.perturb,
     )
 
 
-def reusable(existing: dict[str, Any] | None, base: str, cases: Sequence[Case]) -> bool:
-    """Same provenance, and recorded by a recorder that looked for tracebacks."""
+def reusable(
+    existing: dict[str, Any] | None, base: str, cases: Sequence[Case], perturbations: list[str]
+) -> bool:
+    """Same provenance and perturbations, and recorded by a recorder that looked for
+    tracebacks."""
     if not existing or existing.get("provenance") != provenance(base, cases):
+        return False
+    if existing.get("perturbations") != perturbations:
         return False
     return all("traceback" in case for case in existing.get("cases", {}).values())
 
@@ -166,15 +184,16 @@ def execute(args: argparse.Namespace) -> Outcome:
     if not args.base or not args.out:
         raise FailClosed("--command needs --base SHA and --out FILE; or omit --command")
     cases = owned_cases(args.cases, args.timeout, args.shard)
+    args.perturb, _ = runnable(args.perturb, args.perturb_required)
     existing = load_cassette(args.out) if args.reuse else None
-    if existing and reusable(existing, args.base, cases):
+    if existing and reusable(existing, args.base, cases, args.perturb):
         return write(existing, args.out, args.cases, verb="reused")
     key = recording_key(args, cases)
     kept_recording = kept(args.cache, key)
     if kept_recording is not None and isinstance(kept_recording.get("cases"), dict):
         cassette = {**kept_recording, "provenance": provenance(args.base, cases)}
         return write(cassette, args.out, args.cases, verb=KEPT_VERB)
-    cassette = record(args.command, cases, args.fixtures, args.base)
+    cassette = record(args.command, cases, args.fixtures, args.base, args.perturb)
     outcome = write(cassette, args.out, args.cases)
     if outcome.code == PASS:
         keep(args.cache, key, cassette)
@@ -206,6 +225,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")
     p.add_argument("--requirements", type=Path, default=Path("scripts/requirements-judge.txt"))
     add_shard_arg(p)
+    add_perturb_args(p)
     add_report_arg(p, "record")
     return p
 

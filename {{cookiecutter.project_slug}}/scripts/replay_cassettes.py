@@ -25,11 +25,12 @@ import argparse
 import difflib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _gate import perturb
 from _gate.allowlist import (
     Row,
     allow_command,
@@ -38,11 +39,12 @@ from _gate.allowlist import (
     other_base_note,
     split_by_base,
 )
-from _gate.cases import Case, added_lines, holds, load_cases, observe, run_many
+from _gate.cases import Case, Job, Run, added_lines, holds, load_cases, observe, run_jobs
 from _gate.cassettes import case_args, cassette_path
 from _gate.config import Config
 from _gate.context import Judgment, review_requested
 from _gate.entry import run_main
+from _gate.perturb import add_perturb_args, runnable
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -94,6 +96,8 @@ class Found:
     mismatches: list[dict[str, Any]] = field(default_factory=list)
     unstable: list[dict[str, Any]] = field(default_factory=list)
     grown: list[dict[str, Any]] = field(default_factory=list)  # additive fields the patch added to
+    # Fields left out under one perturbation: two parent runs there disagreed (record).
+    perturbed_unstable: list[dict[str, Any]] = field(default_factory=list)
 
 
 def compare(
@@ -121,16 +125,134 @@ def compare(
 
 
 def replay(
-    cases: Sequence[Case], cassette: dict[str, Any], commands: Sequence[Path], fixtures: Path
+    cases: Sequence[Case],
+    cassette: dict[str, Any],
+    commands: Sequence[Path],
+    fixtures: Path,
+    perturbations: Sequence[str] = (),
 ) -> Found:
-    """Run parent-now and patch side by side, interleaved so both finish together; with one
-    command (the same build: _gate/reuse.py), parent-now is the patch's run too."""
-    jobs = [(command, case) for case in cases for command in commands]
-    runs = run_many(jobs, fixtures, "replay")
+    """Run parent-now and patch side by side, interleaved so both finish together, and the
+    patch in each perturbed run the recording made of its case (perturb.planned), in the same
+    lanes. With one command (the same build: _gate/reuse.py), parent-now is the patch's run
+    too and no perturbation can tell them apart."""
     sides = len(commands)
+    jobs: list[Job] = [(command, case, None) for case in cases for command in commands]
+    clock = str(cassette.get("clock") or "")
+    under = [
+        (case, how)
+        for case in cases
+        for how in perturb.planned(case.perturbations(perturbations), clock)
+        if sides == 2
+    ]
+    jobs += [(commands[-1], case, how) for case, how in under]
+    runs = run_jobs(jobs, fixtures, "replay")
     parent_now = [observe(case, runs[sides * i]) for i, case in enumerate(cases)]
     patch_now = [observe(case, runs[sides * i + sides - 1]) for i, case in enumerate(cases)]
-    return compare(cases, cassette, parent_now, patch_now)
+    found = compare(cases, cassette, parent_now, patch_now)
+    compare_perturbed(under, runs[sides * len(cases) :], cassette, found)
+    name_perturbations(cases, commands, fixtures, found, clock)
+    return found
+
+
+def compare_perturbed(
+    under: Sequence[tuple[Case, perturb.Perturbation]],
+    runs: Sequence[Run],
+    cassette: dict[str, Any],
+    found: Found,
+) -> None:
+    """The patch in each perturbed run against the parent's recording of that run: a field
+    they disagree on is a mismatch (once: a field that changed already is not named again),
+    except one two parent runs there disagreed on."""
+    changed = {(m["id"], m["field"]) for m in found.mismatches}
+    for (case, how), run in zip(under, runs, strict=True):
+        recorded = cassette["cases"][case.id].get("perturbed", {}).get(str(how))
+        if not isinstance(recorded, dict):
+            continue  # recorded before this perturbed run existed: its recording says so
+        for spec in recorded.get("unstable", {}):
+            row = {"id": case.id, "field": spec, "perturbation": str(how)}
+            found.perturbed_unstable.append(row)
+        seen = observe(case, run)
+        for spec, was in recorded.get("fields", {}).items():
+            new = seen.get(spec)
+            if (case.id, spec) in changed or holds(spec, was, new):
+                continue
+            row = {"id": case.id, "field": spec, "perturbation": str(how), "parent": was}
+            found.mismatches.append({**row, "patch": new, "diff": unified(was, new)})
+            changed.add((case.id, spec))
+
+
+def name_perturbations(
+    cases: Sequence[Case], commands: Sequence[Path], fixtures: Path, found: Found, clock: str
+) -> None:
+    """Name what tells the builds apart, for each mismatch of a perturbed run of several
+    perturbations: those of them under which alone the field differs; else, when only some
+    together tell, those without which it does not (files.touched, say, exists only with the
+    decoy files, and may differ only at a terminal)."""
+    rows = [m for m in found.mismatches if "+" in m.get("perturbation", "")]
+    alone = differing(rows, cases, commands, fixtures, clock, lambda names, name: (name,))
+    rest = [row for row in rows if id(row) not in alone]
+    without = differing(
+        rest,
+        cases,
+        commands,
+        fixtures,
+        clock,
+        lambda names, name: tuple(n for n in names if n != name),
+    )
+    for row in rows:
+        if id(row) in alone:
+            row["perturbation"] = "+".join(alone[id(row)])
+        else:  # the members whose absence makes the difference go away
+            names = row["perturbation"].split("+")
+            kept = without.get(id(row), [])
+            row["perturbation"] = "+".join(name for name in names if name not in kept) or "+".join(
+                names
+            )
+
+
+def differing(
+    rows: Sequence[dict[str, Any]],
+    cases: Sequence[Case],
+    commands: Sequence[Path],
+    fixtures: Path,
+    clock: str,
+    variant: Callable[[Sequence[str], str], tuple[str, ...]],
+) -> dict[int, list[str]]:
+    """Run both builds under `variant(members, member)` of each row's perturbed run, for each
+    member; per row, the members whose variant still tells the builds apart on its field."""
+    by_id = {case.id: case for case in cases}
+    tried = []
+    for row in rows:
+        names = row["perturbation"].split("+")
+        for name in names:
+            picked = variant(names, name)
+            how = perturb.Perturbation(picked, clock if "clock" in picked else "")
+            tried.append((row, name, how))
+    jobs: list[Job] = [
+        (command, by_id[row["id"]], how) for row, _, how in tried for command in commands
+    ]
+    runs = run_jobs(jobs, fixtures, "replay: naming the perturbation")
+    told: dict[int, list[str]] = {}
+    for index, (row, name, _) in enumerate(tried):
+        case = by_id[row["id"]]
+        pair = runs[2 * index : 2 * index + 2]
+        parent, patch = (observe(case, run).get(row["field"]) for run in pair)
+        if not holds(row["field"], parent, patch):
+            told.setdefault(id(row), []).append(name)
+    return told
+
+
+def perturbation_note(ran: Sequence[str], why: Mapping[str, str], recorded: Sequence[str]) -> str:
+    """What the summary says of the perturbations: which ran, and why any other did not."""
+    notes = [f"{name} perturbation: unavailable ({reason})" for name, reason in why.items()]
+    notes += [
+        f"{name} perturbation: not in the recording (record it on this machine)"
+        for name in ran
+        if name not in recorded
+    ]
+    used = [name for name in ran if name in recorded]
+    said = f"; perturbed: {', '.join(used)}" if used else "; no perturbation ran"
+    return said + "".join(f"; {note}" for note in notes)
 
 
 def check_cassette(
@@ -158,7 +280,9 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     base = judged_base(args, cassette)
     allow, other_base = cassette_rows(args.allowlist, base, args.shard)
     commands = [args.parent_command, *([] if args.same_build else [args.patch_command])]
-    found = replay(cases, cassette, commands, args.fixtures)
+    ran, why = runnable(args.perturb, args.perturb_required)
+    recorded = list(cassette.get("perturbations") or [])
+    found = replay(cases, cassette, commands, args.fixtures, [n for n in ran if n in recorded])
     drift, unstable = found.drift, found.unstable
     allowed = {(row.id, row.field) for row in allow}
     mismatches = [
@@ -184,6 +308,16 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
         "other_base_rows": [row.as_dict() for row in other_base],
         "unstable": unstable,
         "grown": found.grown,
+        "perturbations": {
+            "ran": [name for name in ran if name in recorded],
+            "unavailable": why,
+            "opted_out": [
+                {"id": case.id, "perturbation": name, "reason": reason}
+                for case in cases
+                for name, reason in case.unperturbed
+            ],
+            "unstable": found.perturbed_unstable,
+        },
     }
     if drift:
         d = drift[0]
@@ -206,11 +340,13 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     note += "; allowlist read from the patch under ORACLE_REVIEW=1" if review else ""
     note += other_base_note(other_base, args.allowlist)
     note += f"; {len(found.grown)} additive fields grew" if found.grown else ""
+    note += perturbation_note(ran, why, recorded)
     if blocking:
         b = blocking[0]
+        under = f" under the {b['perturbation']} perturbation" if "perturbation" in b else ""
         return Outcome(
             BLOCK,
-            f"{len(blocking)} compared fields changed (first: {b['id']} {b['field']}); "
+            f"{len(blocking)} compared fields changed (first: {b['id']} {b['field']}{under}); "
             f"an intended change needs a reviewed allowlist row: {b['allow']}{note}",
             evidence,
         )
@@ -242,6 +378,7 @@ def parser() -> argparse.ArgumentParser:
     )
     add_shard_arg(p)
     add_same_build_arg(p)  # never a kept parent-now: it is the drift check, it runs now
+    add_perturb_args(p)
     add_report_arg(p, "replay-report")
     return p
 

@@ -22,6 +22,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from _gate import perturb
 from _gate.config import load_yaml, require_mapping
 from _gate.envs import bin_dir, build_env
 from _gate.git import add_worktree, remove_worktree
@@ -41,6 +42,7 @@ CASE_FIELDS = (
     "compare",
     "noise",
     "expect_crash",
+    "perturb",
 )
 NOISE_FIELDS = ("pointer", "regex", "replace", "stream")
 SIMPLE_SPECS = (
@@ -96,6 +98,13 @@ class Case:
     noise: tuple[Noise, ...]
     digest: str
     expect_crash: bool = False  # a Python traceback is this case's contract, not a broken base
+    # Perturbations (perturb.py) the case opts out of, each with its reason.
+    unperturbed: tuple[tuple[str, str], ...] = ()
+
+    def perturbations(self, names: Sequence[str]) -> list[str]:
+        """Which of `names` this case runs under: all but those it opts out of."""
+        skipped = dict(self.unperturbed)
+        return [name for name in names if name not in skipped]
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,7 @@ class Run:
     stderr: Stream
     files: dict[str, str]
     seconds: float
+    touched: dict[str, str] | None = None  # perturb.touched: only a run among decoy files
 
 
 def valid_pointer(pointer: str) -> bool:
@@ -220,6 +230,7 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         "compare": not isinstance(data.get("compare"), list) or not data.get("compare"),
         "noise": not isinstance(data.get("noise", []), list),
         "expect_crash": not isinstance(data.get("expect_crash", False), bool),
+        "perturb": not isinstance(data.get("perturb", {}), dict),
     }
     bad = [name for name, wrong in problems.items() if wrong]
     if bad:
@@ -241,6 +252,7 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         parse_noise(item, f"{where}: noise #{i + 1}")
         for i, item in enumerate(data.get("noise") or [])
     )
+    unperturbed = parse_opt_outs(data.get("perturb") or {}, where)
     canonical = json.dumps(data, sort_keys=True, ensure_ascii=True)
     return Case(
         id=case_id,
@@ -254,7 +266,21 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         noise=noise,
         digest=hashlib.sha256(canonical.encode()).hexdigest(),
         expect_crash=bool(data.get("expect_crash", False)),
+        unperturbed=unperturbed,
     )
+
+
+def parse_opt_outs(raw: dict[Any, Any], where: str) -> tuple[tuple[str, str], ...]:
+    """`perturb: {clock: "prints today's date"}`: each opt-out names a perturbation and why."""
+    for name, reason in raw.items():
+        if name not in perturb.PERTURBATIONS:
+            known = ", ".join(perturb.PERTURBATIONS)
+            raise FailClosed(f"{where}: perturb: unknown perturbation {name!r}; known: {known}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise FailClosed(
+                f"{where}: perturb: {name}: give the reason the case opts out, as a string"
+            )
+    return tuple(sorted((str(name), str(reason)) for name, reason in raw.items()))
 
 
 def parse_noise(raw: Any, where: str) -> Noise:
@@ -465,23 +491,77 @@ def observe(case: Case, run: Run) -> dict[str, Any]:
             values[spec] = doc
         else:  # stdout.jsonl: one document per line
             values[spec] = [_json_doc(line, case.noise) for line in out.head.splitlines()]
+    if run.touched is not None:
+        values[perturb.TOUCHED] = run.touched
     return values
+
+
+# A command, a case, and the perturbation it runs under (None: the gate's own environment).
+Job = tuple[Path, Case, perturb.Perturbation | None]
 
 
 def run_many(runs: Sequence[tuple[Path, Case]], fixtures: Path, label: str) -> list[Run]:
     """Run (command, case) pairs across all cores, each in its own directory; order is kept.
     A long run reports its progress on stderr."""
-    progress = Progress(label, len(runs), "invocations")
+    return run_jobs([(command, case, None) for command, case in runs], fixtures, label)
+
+
+def run_jobs(jobs: Sequence[Job], fixtures: Path, label: str) -> list[Run]:
+    """run_many, with each job's perturbation (perturb.py) applied to its run."""
+    progress = Progress(label, len(jobs), "invocations")
     done = []
     with (
         tempfile.TemporaryDirectory(prefix="oracle-case-") as root,
         ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool,
     ):
         scratch = Scratch(Path(root))
-        for run in pool.map(lambda job: run_case(job[0], job[1], fixtures, scratch), runs):
+
+        def one(job: Job) -> Run:
+            command, case, how = job
+            if how is None:
+                return run_case(command, case, fixtures, scratch)
+            return run_perturbed(command, case, fixtures, how, Path(root))
+
+        for run in pool.map(one, jobs):
             done.append(run)
             progress.advance()
     return done
+
+
+def run_perturbed(
+    command: Path, case: Case, fixtures: Path, how: perturb.Perturbation, root: Path
+) -> Run:
+    """One run of `case` under `how`, in a scene of its own (perturb.scene)."""
+    folder = Path(tempfile.mkdtemp(dir=root))
+    setting = perturb.Setting(
+        gate_env=case_env(case, folder / "home", command.parent),
+        pinned=dict(case.env),
+        cwd=case.cwd,
+        fixtures=fixtures,
+        bin_dir=command.parent,
+        stdin_piped=bool(case.stdin),
+    )
+    stage = perturb.scene(how, setting, folder)
+    for key in case.env_remove:
+        stage.env.pop(key, None)
+    try:
+        before = perturb.snapshot(stage.watched) if stage.watched else {}
+        done = run_confined(
+            [*stage.prefix, command, *case.argv],
+            writable=stage.writable,
+            timeout=case.timeout,
+            cwd=stage.work,
+            env=stage.env,
+            stdin=case.stdin,
+        )
+        moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
+        files = _file_digests(stage.work, case.compare)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        for made in stage.elsewhere:
+            shutil.rmtree(made, ignore_errors=True)
+    stdout = perturb.terminal_output(done.stdout) if stage.terminal else done.stdout
+    return Run(done.exit_code, done.timed_out, stdout, done.stderr, files, done.seconds, moved)
 
 
 def describe(run: Run) -> dict[str, Any]:

@@ -10,10 +10,12 @@ if TYPE_CHECKING:
 import json
 import platform
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
-from _gate.cases import Case, Run, describe, observe, run_many
+from _gate import perturb
+from _gate.cases import Case, Job, Run, describe, observe, run_jobs
 from _gate.shard import WHOLE, Shard
 
 RUNS = 2
@@ -55,14 +57,30 @@ def traceback_line(run: Run) -> str | None:
     return next((line for line in lines if not line[0].isspace()), (lines or [TRACEBACK])[-1])
 
 
-def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> dict[str, Any]:
+def record(
+    command: Path,
+    cases: Sequence[Case],
+    fixtures: Path,
+    base: str,
+    perturbations: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Run every case twice on the parent build, and twice in each perturbed run it gets
+    (perturb.planned): the fields two runs there agree on are what replay holds the patch to
+    in that run; the others are unstable there and left out."""
+    clock = perturb.shifted_clock(date.today()) if "clock" in perturbations else ""
+    under = [
+        (case, how)
+        for case in cases
+        for how in perturb.planned(case.perturbations(perturbations), clock)
+    ]
+    jobs: list[Job] = [(command, case, None) for case in cases for _ in range(RUNS)]
+    jobs += [(command, case, how) for case, how in under for _ in range(RUNS)]
+    done = run_jobs(jobs, fixtures, "record")
+    perturbed = perturbed_fields(under, done[len(cases) * RUNS :])
     recorded: dict[str, Any] = {}
-    done = run_many([(command, case) for case in cases for _ in range(RUNS)], fixtures, "record")
     for index, case in enumerate(cases):
         runs = done[index * RUNS : (index + 1) * RUNS]
-        seen = [observe(case, run) for run in runs]
-        stable = {k: v for k, v in seen[0].items() if all(s[k] == v for s in seen[1:])}
-        unstable = {k: [s[k] for s in seen] for k in seen[0] if k not in stable}
+        stable, unstable = split([observe(case, run) for run in runs])
         first = runs[0]
         recorded[case.id] = {
             "digest": case.digest,
@@ -72,8 +90,28 @@ def record(command: Path, cases: Sequence[Case], fixtures: Path, base: str) -> d
             "crashed": any(run.timed_out or run.exit_code < 0 for run in runs),
             "traceback": next(filter(None, map(traceback_line, runs)), None),
             "expect_crash": case.expect_crash,
+            "perturbed": perturbed.get(case.id, {}),
         }
-    return {"provenance": provenance(base, cases), "cases": recorded}
+    cassette = {"provenance": provenance(base, cases), "cases": recorded}
+    return {**cassette, "perturbations": list(perturbations), "clock": clock}
+
+
+def split(seen: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """The fields every run saw alike (stable), and the others with each run's value."""
+    stable = {k: v for k, v in seen[0].items() if all(s.get(k) == v for s in seen[1:])}
+    return stable, {k: [s.get(k) for s in seen] for k in seen[0] if k not in stable}
+
+
+def perturbed_fields(
+    under: Sequence[tuple[Case, perturb.Perturbation]], runs: Sequence[Run]
+) -> dict[str, dict[str, Any]]:
+    """Per case and perturbed run, its stable fields and its unstable ones."""
+    found: dict[str, dict[str, Any]] = {}
+    for index, (case, how) in enumerate(under):
+        pair = runs[index * RUNS : (index + 1) * RUNS]
+        stable, unstable = split([observe(case, run) for run in pair])
+        found.setdefault(case.id, {})[str(how)] = {"fields": stable, "unstable": unstable}
+    return found
 
 
 def case_args(j: Judgment) -> list[str]:
@@ -84,4 +122,5 @@ def case_args(j: Judgment) -> list[str]:
         "--fixtures",
         str(j.parent / "fixtures"),
     ]
-    return [*args, "--timeout", str(j.config.case_timeout), "--shard", str(j.shard)]
+    args += ["--timeout", str(j.config.case_timeout), "--shard", str(j.shard)]
+    return [*args, *perturb.argv(j.config.perturb, j.config.perturb_required)]

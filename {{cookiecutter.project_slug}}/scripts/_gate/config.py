@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from _gate.git import show_file
+from _gate.perturb import PERTURBATIONS
 from _gate.protocol import FailClosed
 from _gate.worker import CALL_TIMEOUT
 
@@ -123,6 +124,10 @@ class Config:
     strength_min: float = 0.0  # a base whose oracle kills a smaller share fails closed; 0: off
     jobs: int = 0  # steps run at once after the builds; 0: the number of CPUs
     sandbox: str = "required"  # or best-effort: judge unconfined where the kernel cannot confine
+    perturb: tuple[str, ...] = (
+        PERTURBATIONS  # the environments replay runs cases in besides its own
+    )
+    perturb_required: tuple[str, ...] = ()  # of those, the ones a machine lacking fails closed
 
     def __post_init__(self) -> None:
         if self.jobs <= 0:
@@ -156,6 +161,8 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "strength_min": (int, float),
     "jobs": int,
     "sandbox": str,
+    "perturb": list,
+    "perturb_required": list,
 }
 
 
@@ -200,6 +207,13 @@ def load_config(path: Path, data: bytes | None = None) -> Config:
                 raise FailClosed(f"{path}: field {key!r} must be a list of strings")
             value = tuple(value)
         values[key] = value
+    for key in ("perturb", "perturb_required"):
+        unknown = [name for name in values.get(key, ()) if name not in PERTURBATIONS]
+        if unknown:
+            known = ", ".join(PERTURBATIONS)
+            raise FailClosed(
+                f"{path}: field {key!r}: unknown perturbation {unknown[0]!r}; known: {known}"
+            )
     if "tests" in values:
         if not values["tests"]:
             raise FailClosed(

@@ -161,11 +161,14 @@ SHOWN_FIELDS = 3  # replay fields shown in the summary, of each kind
 
 
 def replay_lines(evidence: dict[str, Any]) -> list[str]:
-    """Each changed field with its diff and, when it blocks, the command a reviewer runs to
-    allow it; then each additive field that grew, with the lines it gained."""
+    """Each changed field with its diff (and the perturbation it changed under) and, when it
+    blocks, the command a reviewer runs to allow it; then each additive field that grew, with
+    the lines it gained; then which perturbations ran."""
     lines: list[str] = []
     for mismatch in (evidence.get("mismatches") or [])[:SHOWN_FIELDS]:
         title = f"`{mismatch['id']}` `{mismatch['field']}`"
+        if mismatch.get("perturbation"):
+            title += f" under the {mismatch['perturbation']} perturbation (docs/perturbation.md)"
         lines += ["", title, "```diff", mismatch["diff"], "```"]
         if mismatch.get("allow"):
             lines += ["If the change is intended, a reviewer adds:", f"`{mismatch['allow']}`"]
@@ -175,6 +178,22 @@ def replay_lines(evidence: dict[str, Any]) -> list[str]:
     for row in grown[:SHOWN_FIELDS]:
         added = [f"+ {line}" for line in row["added"]]
         lines += ["", f"`{row['id']}` `{row['field']}`", "```diff", *added, "```"]
+    return lines + perturbation_lines(evidence.get("perturbations") or {})
+
+
+def perturbation_lines(ran: dict[str, Any]) -> list[str]:
+    """Which perturbations replay ran, which this machine could not, which cases opted out."""
+    if not ran:
+        return []
+    lines = ["", f"Perturbations run: {', '.join(ran.get('ran') or []) or 'none'}"]
+    lines += [
+        f"- {name} perturbation: unavailable ({why})"
+        for name, why in (ran.get("unavailable") or {}).items()
+    ]
+    lines += [
+        f"- `{row['id']}` opts out of {row['perturbation']}: {row['reason']}"
+        for row in (ran.get("opted_out") or [])[:SHOWN_FIELDS]
+    ]
     return lines
 
 

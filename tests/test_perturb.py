@@ -1,0 +1,255 @@
+"""Replay under perturbation (scripts/_gate/perturb.py): code that behaves only in the gate's
+environment, only later, or only at a terminal, blocks; honest dependence on the environment,
+the same in both builds, does not.
+
+Each attack is a real branch of the example bake whose discount rules drop the coupons, or
+whose CLI touches files, only where the gate's fixed environment is not: every step but a
+perturbed replay passes it. The branches are built as the judge builds them, and
+replay_cassettes.py runs on them (`main(argv)`) with the base's cassette, recorded once as the
+judge records it. An attack keyed on one signal of the environment is written once per signal,
+and once on all of them together, so that no one perturbation is enough by luck.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import record_cassettes
+import replay_cassettes
+from _gate.perturb import TOUCHED, libfaketime
+
+from tests.helpers import Built, builder, built_cli, case_flags, reported
+from tools.bakery import branch, edit, git
+
+Report = tuple[int, dict[str, Any]]
+DISCOUNTS = "src/shop/discounts.py"
+HOOK = "    if subtotal_cents < 0:\n"
+# The gate's environment, each signal as an attacker reads it; each returns True for a user.
+SIGNALS = {
+    "tz": 'os.environ.get("TZ") != "UTC"',
+    "home": "any(Path.home().iterdir())",
+    "cwd": 'not os.getcwd().startswith(("/tmp", tempfile.gettempdir()))',
+    "bytecode": "not sys.dont_write_bytecode",
+}
+CLOCK = libfaketime() is not None  # this machine can shift the clock (.ci/run installs it)
+BOMB_DAY = date.today() + timedelta(days=366)
+
+
+IMPORTS = (
+    "import datetime\nimport os\nimport sys\nimport tempfile\n"
+    "from collections.abc import Sequence\nfrom pathlib import Path\n"
+)
+
+
+def inserting(block: str) -> Callable[[Path], None]:
+    """A branch whose stack_discounts runs `block` first."""
+
+    def change(repo: Path) -> None:
+        path = repo / DISCOUNTS
+        path.write_text(path.read_text().replace("from collections.abc import Sequence\n", IMPORTS))
+        edit(path, HOOK, block + HOOK)
+
+    return change
+
+
+def dropping(condition: str) -> Callable[[Path], None]:
+    """A branch whose stack_discounts drops every coupon where `condition` holds."""
+    return inserting(f"    if {condition}:\n        coupons = ()\n")
+
+
+def doing(statement: str) -> Callable[[Path], None]:
+    """A branch whose stack_discounts also does `statement`, its errors swallowed."""
+    lines = "".join(f"        {line}\n" for line in statement.splitlines())
+    return inserting(f"    try:\n{lines}    except OSError:\n        pass\n")
+
+
+BOMB = f"datetime.date.today() >= datetime.date.fromisoformat('{BOMB_DAY}')"
+# Each attack, and the perturbation a changed field must name (files' decoys fill HOME too).
+ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
+    **{f"env-{name}": (dropping(test), "env") for name, test in SIGNALS.items()},
+    "env-home": (dropping(SIGNALS["home"]), "env files"),
+    "env-all-four": (dropping(" and ".join(f"({test})" for test in SIGNALS.values())), "env"),
+    "date-bomb": (dropping(BOMB), "clock"),
+    "weekday-bomb": (dropping("datetime.date.today().weekday() >= 5"), "clock"),
+    "terminal-only": (dropping("sys.stdout.isatty()"), "terminal"),
+    "writes-home": (
+        doing('with open(Path.home() / ".shop_history", "a") as log:\n    log.write("quoted\\n")'),
+        "files",
+    ),
+    "deletes-beside-cwd": (
+        doing('for path in Path.cwd().parent.glob("*.json"):\n    path.unlink()'),
+        "files",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
+    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
+
+
+def recorded(shop: Path, envs: Built, base: str, tmp: Path, *flags: str) -> Path:
+    """The base's cassette, recorded from its build as the judge records it."""
+    parent = envs(base, "parent")
+    out = tmp / "cassettes.json"
+    sha = git(shop, "rev-parse", base)
+    argv: tuple[str | Path, ...] = ("--command", built_cli(parent, parent["tree"]), "--base", sha)
+    argv += ("--out", out, *flags)
+    code, report = reported(
+        record_cassettes.main, tmp / "record.json", *argv, *case_flags(parent["tree"])
+    )
+    assert code == 0, report["summary"]
+    return out
+
+
+def replayed(
+    shop: Path, envs: Built, cassette: Path, base: str, head: str, tmp: Path, *flags: str
+) -> Report:
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    argv: tuple[str | Path, ...] = ("--cassette", cassette, "--base", git(shop, "rev-parse", base))
+    argv += ("--parent-command", built_cli(parent, parent["tree"]))
+    argv += ("--patch-command", built_cli(patch, parent["tree"]), *flags)
+    argv += ("--allowlist", parent["tree"] / "oracle/allowlist.yaml")
+    report = tmp / f"replay-{len(list(tmp.glob('replay-*.json')))}.json"
+    return reported(replay_cassettes.main, report, *argv, *case_flags(parent["tree"]))
+
+
+@pytest.fixture(scope="module")
+def cassette(shop: Path, envs: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return recorded(shop, envs, "main", tmp_path_factory.mktemp("cassette"))
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_code_that_behaves_only_when_watched_blocks_naming_the_perturbation(
+    shop: Path, envs: Built, cassette: Path, tmp_path: Path, attack: str
+) -> None:
+    change, perturbation = ATTACKS[attack]
+    head = branch(shop, f"attack/{attack}", change)
+    code, report = replayed(shop, envs, cassette, "main", head, tmp_path)
+    rows = report["evidence"]["mismatches"]
+    if perturbation == "clock" and not CLOCK:  # the report says why it could not look
+        assert "clock perturbation: unavailable (libfaketime not found" in report["summary"]
+        return
+    if attack == "weekday-bomb" and date.today().weekday() >= 5:  # today is a weekend: the
+        perturbation = ""  # gate's own run sees it, as a user would today
+    assert code == 1, report["summary"]
+    # Each changed field names what told the builds apart: the perturbation, alone or (a file
+    # the run touched only at a terminal, say) with the ones it needs.
+    named = [row.get("perturbation", "").split("+") for row in rows]
+    expected = set(perturbation.split(" "))
+    assert rows and all(expected & set(names) for names in named), named
+    assert "allow" in rows[0]
+    if perturbation:
+        assert "perturbation" in report["summary"].split(";")[0]
+        # The attack is real: replay without perturbations passes it.
+        unperturbed = replayed(shop, envs, cassette, "main", head, tmp_path, "--perturb", "")
+        assert unperturbed[0] == 0, unperturbed[1]["summary"]
+
+
+def honest_year(repo: Path) -> None:
+    """The year on stderr of an order with coupons: no case of one compares stderr."""
+    edit(
+        repo / "src/shop/cli.py",
+        '    return {"order": quote(_read_cart(args.cart))}\n',
+        "    cart = _read_cart(args.cart)\n"
+        "    if cart.coupons:\n"
+        "        print(f'coupons checked in {date.today().year}', file=sys.stderr)\n"
+        '    return {"order": quote(cart)}\n',
+    )
+    edit(repo / "src/shop/cli.py", "import json\n", "import json\nfrom datetime import date\n")
+
+
+def colour_and_zone(repo: Path) -> None:
+    """A base that colours its JSON on a terminal and names the local time zone in errors."""
+    edit(
+        repo / "src/shop/cli.py",
+        "    print(json.dumps(document, sort_keys=True))\n",
+        "    text = json.dumps(document, sort_keys=True)\n"
+        "    print(f'\\x1b[1;32m{text}\\x1b[0m' if sys.stdout.isatty() else text)\n",
+    )
+    edit(
+        repo / "src/shop/cli.py",
+        '        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)\n',
+        '        zone = time.strftime("%Z")\n'
+        '        print(f"error: {exc.code}: {exc.message} ({zone})", file=sys.stderr)\n',
+    )
+    edit(repo / "src/shop/cli.py", "import json\n", "import json\nimport time\n")
+
+
+def refactor(repo: Path) -> None:
+    edit(
+        repo / DISCOUNTS, "    remaining = subtotal_cents\n", "    remaining = subtotal_cents + 0\n"
+    )
+
+
+def test_an_honest_patch_that_reads_the_clock_merges(
+    shop: Path, envs: Built, cassette: Path, tmp_path: Path
+) -> None:
+    head = branch(shop, "honest/year", honest_year)
+    code, report = replayed(shop, envs, cassette, "main", head, tmp_path)
+    assert code == 0, report["summary"]
+    ran = report["evidence"]["perturbations"]["ran"]
+    assert ran == ["env", "clock", "terminal", "files"] if CLOCK else ["env", "terminal", "files"]
+
+
+def test_the_order_store_in_the_working_directory_is_compared_and_equal(
+    shop: Path, envs: Built, cassette: Path, tmp_path: Path
+) -> None:
+    """The example writes its store where it runs: what the run touched is a compared field,
+    the same for both builds of an honest patch."""
+    store = json.loads(cassette.read_text())["cases"]["put-new-order"]["perturbed"]
+    touched = [
+        fields["fields"][TOUCHED] for fields in store.values() if TOUCHED in fields["fields"]
+    ]
+    assert touched and all(".orders/ord_2.json" in "\n".join(moved) for moved in touched)
+    head = branch(shop, "honest/refactor", refactor)
+    code, report = replayed(shop, envs, cassette, "main", head, tmp_path)
+    assert code == 0, report["summary"]
+
+
+def test_colour_on_a_terminal_and_the_time_zone_alike_in_both_builds_merge(
+    shop: Path, envs: Built, tmp_path: Path
+) -> None:
+    base = branch(shop, "honest/colourful", colour_and_zone)
+    head = branch(shop, "honest/colourful-refactor", refactor, base=base)
+    cassette = recorded(shop, envs, base, tmp_path)
+    fields = json.loads(cassette.read_text())["cases"]["empty-cart-rejects"]
+    zones = {json.dumps(run["fields"].get("stderr.sha256")) for run in fields["perturbed"].values()}
+    assert len(zones | {json.dumps(fields["fields"]["stderr.sha256"])}) > 1  # TZ is honoured
+    code, report = replayed(shop, envs, cassette, base, head, tmp_path)
+    assert code == 0, report["summary"]
+
+
+def test_a_case_opts_out_of_a_perturbation_with_its_reason_and_a_bad_one_fails_closed(
+    tmp_path: Path,
+) -> None:
+    from _gate.cases import load_cases
+    from _gate.protocol import FailClosed
+
+    path = tmp_path / "cases.yaml"
+    case = {"id": "today", "argv": ["--date"], "compare": ["stdout.raw"]}
+    path.write_text(json.dumps({"cases": [{**case, "perturb": {"clock": "prints today's date"}}]}))
+    loaded = load_cases(path)
+    assert loaded[0].perturbations(["env", "clock"]) == ["env"]
+    for bad, said in (({"moon": "x"}, "unknown perturbation 'moon'"), ({"clock": ""}, "reason")):
+        path.write_text(json.dumps({"cases": [{**case, "perturb": bad}]}))
+        with pytest.raises(FailClosed, match=said):
+            load_cases(path)
+
+
+def test_a_required_perturbation_this_machine_cannot_run_fails_closed(
+    shop: Path, envs: Built, cassette: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORACLE_LIBFAKETIME", str(tmp_path / "no-such-library.so"))
+    said = replayed(shop, envs, cassette, "main", "main", tmp_path)
+    required = replayed(
+        shop, envs, cassette, "main", "main", tmp_path, "--perturb-required", "clock"
+    )
+    assert said[0] == 0 and "clock perturbation: unavailable" in said[1]["summary"]
+    assert required[0] == 2
+    assert required[1]["summary"].startswith("clock perturbation: unavailable")

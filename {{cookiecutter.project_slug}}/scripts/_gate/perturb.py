@@ -1,0 +1,304 @@
+"""Perturbed runs of a case (docs/perturbation.md): the same case in an environment that looks
+like a user's, not the gate's, run identically on the parent build and the patch build.
+
+Code can tell the gate's fixed environment apart from a user's (an empty HOME under the
+temporary directory, `TZ=UTC`, pipes, today's date) and behave well only there. Each
+perturbation changes one such thing, for both builds alike, so honest dependence on the
+environment costs nothing: only a difference between the two builds under it counts.
+
+- `env`: a user's environment. A HOME with ordinary dotfiles and folders, the working directory
+  a project folder in it, outside the temporary directory; the variables a login shell has
+  (USER, SHELL, LANG, TERM, a time zone other than UTC) and none the gate alone sets
+  (NO_COLOR, COLUMNS, PYTHONHASHSEED, PYTHONDONTWRITEBYTECODE); TMPDIR a folder of the
+  system's temporary directory, as /tmp is a user's.
+- `clock`: the clock more than a year ahead, on a Saturday, below Python (libfaketime).
+- `terminal`: stdout on a pseudo-terminal (stdin too when the case pipes nothing), colour
+  allowed; output is compared with what a terminal adds (escape sequences, CR) taken out.
+- `files`: decoy files in HOME, the working directory and its parent, which the run may
+  write; every file it created, changed or deleted there is a compared field (`files.touched`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+
+from _gate.process import Stream
+from _gate.protocol import FailClosed
+
+PERTURBATIONS = ("env", "clock", "terminal", "files")
+TOUCHED = "files.touched"  # the compared field of what a run did to the files around it
+TERMINAL = Path(__file__).with_name("terminal.py")
+FAKETIME_NAMES = (
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/faketime/libfaketime.so.1",
+    "/usr/local/lib/faketime/libfaketime.so.1",
+)
+USER = "alex"
+USER_ENV = {
+    "USER": USER,
+    "LOGNAME": USER,
+    "SHELL": "/bin/bash",
+    "LANG": "en_US.UTF-8",
+    "TERM": "xterm-256color",
+    "TZ": "America/New_York",
+}
+# An ordinary HOME: what a user's has, and what a run may read, change or delete.
+DOTFILES = {
+    ".bashrc": "export EDITOR=vim\nalias ll='ls -l'\n",
+    ".profile": "[ -f ~/.bashrc ] && . ~/.bashrc\n",
+    ".gitconfig": f"[user]\n\tname = {USER}\n\temail = {USER}@example.org\n",
+    ".config/app/settings.json": '{"theme": "dark"}\n',
+    "Documents/notes.txt": "call the bank\n",
+    "Documents/budget.json": '{"rent": 1200}\n',
+    "Downloads/.keep": "",
+}
+PROJECT = "projects/acme"  # the working directory, under HOME
+NEIGHBOURS = {"projects/README.md": "# projects\n", "projects/ledger.json": '{"total": 3}\n'}
+DECOYS = {"notes.json": '{"keep": true}\n'}  # in the working directory itself
+UNAVAILABLE_CLOCK = "libfaketime not found: apt-get install faketime, or set ORACLE_LIBFAKETIME"
+ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-B]")
+
+
+def shifted_clock(today: date) -> str:
+    """libfaketime's start: the first Saturday at least 400 days ahead, mid-morning."""
+    day = today + timedelta(days=400)
+    day += timedelta(days=(5 - day.weekday()) % 7)
+    return f"@{day.isoformat()} 10:30:00"
+
+
+def libfaketime() -> str | None:
+    named = os.environ.get("ORACLE_LIBFAKETIME")
+    found = (
+        [named] if named else [*FAKETIME_NAMES, *glob.glob("/usr/lib/*/faketime/libfaketime.so.1")]
+    )
+    return next((path for path in found if path and os.path.isfile(path)), None)
+
+
+def names(text: str) -> list[str]:
+    """`--perturb env,clock`: a comma-separated list of perturbations ("" for none)."""
+    found = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in found if name not in PERTURBATIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown perturbation {unknown[0]!r}; known: {', '.join(PERTURBATIONS)}"
+        )
+    return found
+
+
+def add_perturb_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--perturb",
+        type=names,
+        default=list(PERTURBATIONS),
+        help="perturbations to run cases under, comma-separated ('' for none; default "
+        f"{','.join(PERTURBATIONS)})",
+    )
+    p.add_argument(
+        "--perturb-required",
+        type=names,
+        default=[],
+        help="of those, the ones that fail closed where this machine cannot run them",
+    )
+
+
+def runnable(wanted: Sequence[str], required: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """The perturbations of `wanted` this machine can run, and why each other cannot; one that
+    is `required` and cannot run fails closed."""
+    why = unavailable(wanted)
+    missing = [name for name in required if name in why]
+    if missing:
+        raise FailClosed(
+            f"{missing[0]} perturbation: unavailable ({why[missing[0]]}); oracle/judge.yaml "
+            "perturb_required lists it"
+        )
+    return [name for name in wanted if name not in why], why
+
+
+def argv(wanted: Sequence[str], required: Sequence[str]) -> list[str]:
+    """The flags that pass a judgment's perturbations on to record and replay."""
+    return ["--perturb", ",".join(wanted), "--perturb-required", ",".join(required)]
+
+
+def unavailable(names: Sequence[str]) -> dict[str, str]:
+    """Why each of `names` cannot run on this machine (none: every one can)."""
+    why = {}
+    if "clock" in names and libfaketime() is None:
+        why["clock"] = UNAVAILABLE_CLOCK
+    if "terminal" in names and not hasattr(os, "openpty"):
+        why["terminal"] = "this platform has no pseudo-terminals"
+    return why
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    """One perturbed run's environment: some of PERTURBATIONS at once, and the shifted clock's
+    start (fixed by the recording, so record and replay see the same date)."""
+
+    names: tuple[str, ...]
+    clock: str = ""
+
+    def __str__(self) -> str:
+        return "+".join(self.names)
+
+
+@dataclass
+class Scene:
+    """Where one perturbed run happens and how it starts."""
+
+    home: Path
+    work: Path
+    writable: tuple[Path, ...]
+    env: dict[str, str]
+    prefix: list[str] = field(default_factory=list)  # a launcher before the command
+    watched: Path | None = None  # the folder whose files `files.touched` compares
+    terminal: bool = False
+    elsewhere: tuple[Path, ...] = ()  # folders made outside the run's own, removed after it
+
+
+# Perturbed runs per case: a user at a terminal today, and a user's script (pipes) more than a
+# year later. Together with the gate's own run (pipes, today, its fixed environment) they vary
+# each signal against the others; one run per perturbation would cost twice as much.
+RUNS = (("env", "terminal", "files"), ("env", "files", "clock"))
+
+
+def planned(enabled: Sequence[str], clock: str) -> list[Perturbation]:
+    """The perturbed runs a case gets, given the perturbations it runs under."""
+    found: list[Perturbation] = []
+    for run in RUNS:
+        names = tuple(name for name in run if name in enabled)
+        if names and all(other.names != names for other in found):
+            found.append(Perturbation(names, clock if "clock" in names else ""))
+    return found
+
+
+def user_root() -> Path:
+    """A folder outside the temporary directory, as a user's projects are."""
+    for root in (Path.home() / ".cache" / "workspaces", Path(tempfile.gettempdir())):
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            return Path(tempfile.mkdtemp(dir=root))
+        except OSError:
+            continue
+    raise FailClosed("perturbation env: no folder for a user-like HOME could be made")
+
+
+def write_files(root: Path, files: Mapping[str, str]) -> None:
+    """Write each file that is not there yet: a decoy never replaces a case's fixture."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(path):
+            path.write_text(text, "utf-8")
+
+
+def make_work(work: Path, cwd: str | None, fixtures: Path) -> None:
+    if cwd:
+        shutil.copytree(fixtures / cwd, work, symlinks=True)
+    else:
+        work.mkdir(parents=True)
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every regular file and symlink under `root`, by digest (a link by its target)."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            found[rel] = "link:" + os.readlink(path)
+        elif path.is_file():
+            found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def touched(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, str]:
+    """What a run did to the files it could reach: each created or changed file by its new
+    digest, each deleted one as `deleted`."""
+    done = {rel: digest for rel, digest in after.items() if before.get(rel) != digest}
+    done.update({rel: "deleted" for rel in before if rel not in after})
+    return dict(sorted(done.items()))
+
+
+def terminal_output(stream: Stream) -> Stream:
+    """stdout as a pipe would have carried it: the escape sequences and carriage returns a
+    terminal adds taken out, so colour that both builds print is equal."""
+    if stream.truncated:
+        return stream
+    text = ESCAPES.sub(b"", stream.head).replace(b"\r\n", b"\n").replace(b"\r", b"")
+    return Stream(text, hashlib.sha256(text).hexdigest(), len(text))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a case brings to its scene: its environment as the gate runs it (the fixed
+    variables and its own), the variables it pins itself, its fixture folder, its input."""
+
+    gate_env: Mapping[str, str]
+    pinned: Mapping[str, str]
+    cwd: str | None
+    fixtures: Path
+    bin_dir: Path
+    stdin_piped: bool
+
+
+def scene(how: Perturbation, case: Setting, root: Path) -> Scene:
+    """The scene of one perturbed run, in the empty folder `root`: each perturbation of `how`
+    applied to the gate's own scene (an empty HOME and working directory under `root`)."""
+    if "env" in how.names:
+        stage = user_scene(case)
+    else:
+        # HOME and the working directory side by side, as the gate's own run has them; TMPDIR
+        # beside their folder, so temporary files are never what the run touched.
+        home, work, tmp = root / "scene" / "home", root / "scene" / "work", root / "tmp"
+        home.mkdir(parents=True)
+        tmp.mkdir()
+        make_work(work, case.cwd, case.fixtures)
+        env = {k: v for k, v in case.gate_env.items() if k != "HOME"}
+        env.update(HOME=str(home), TMPDIR=str(tmp))
+        stage = Scene(home, work, (root,), env)
+    if "files" in how.names:
+        write_files(stage.home, {".bashrc": DOTFILES[".bashrc"], **DECOYS})
+        write_files(stage.work, DECOYS)
+        write_files(stage.work.parent, {"ledger.json": NEIGHBOURS["projects/ledger.json"]})
+        stage.watched = stage.work.parent if "env" not in how.names else stage.home
+    if "clock" in how.names:
+        library = libfaketime()
+        if library is None:
+            raise FailClosed(f"clock perturbation: unavailable ({UNAVAILABLE_CLOCK})")
+        stage.env.update(LD_PRELOAD=library, FAKETIME=how.clock)
+        stage.env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"  # timeouts and durations stay real
+    if "terminal" in how.names:
+        stage.env.pop("NO_COLOR", None)  # a terminal is where colour is welcome
+        stage.env["TERM"] = case.pinned.get("TERM", "xterm-256color")
+        stage.prefix = [sys.executable, "-I", "-S", str(TERMINAL)]
+        stage.prefix += ["--"] if case.stdin_piped else ["--stdin-tty", "--"]
+        stage.terminal = True
+    return stage
+
+
+def user_scene(case: Setting) -> Scene:
+    """A login shell's environment in a project folder of an ordinary HOME, outside the
+    temporary directory; what the case pins stays pinned (its TZ, its locale)."""
+    outside = user_root()
+    home = outside / USER
+    write_files(home, {**DOTFILES, **NEIGHBOURS})
+    work = home / PROJECT
+    make_work(work, case.cwd, case.fixtures)
+    # A user's /tmp is writable and the confined run's is not: without a TMPDIR of its own,
+    # tempfile would fall back to the working directory, which no user's does.
+    tmp = Path(tempfile.mkdtemp())
+    env = {**USER_ENV, "HOME": str(home), "PWD": str(work), "TMPDIR": str(tmp)}
+    env["PATH"] = os.pathsep.join([str(case.bin_dir), os.environ.get("PATH", os.defpath)])
+    env.update(case.pinned)
+    return Scene(home, work, (home, tmp), env, elsewhere=(outside, tmp))
