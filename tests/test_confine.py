@@ -258,12 +258,15 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 # launcher_or_the_judge) and, where there is none, the launcher itself (run_confined),
 # subject.py
 # starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip download
-# (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py.
+# (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py,
+# terminal.py (the terminal perturbation's relay) forks and execs a case's command: it is
+# itself started by the launcher, inside the confinement, and its child stays there.
 SPAWNERS = {
     "_gate/confine.py",
     "_gate/process.py",
     "_gate/sandbox.py",
     "_gate/subject.py",
+    "_gate/terminal.py",
     "_gate/git.py",
     "wheelhouse.py",
     "judge.py",

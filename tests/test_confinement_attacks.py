@@ -605,7 +605,7 @@ def test_fixture_carts_round_trip_through_tmp_path(tmp_path: Path) -> None:
 '''
 
 
-def honest(repo: Path) -> None:
+def remembering(repo: Path) -> None:
     cli = repo / "src/shop/cli.py"
     edit(cli, "\n\ndef main(", REMEMBER)
     edit(
@@ -613,13 +613,25 @@ def honest(repo: Path) -> None:
         "    parser = build_parser()\n",
         "    _remember_run(argv)\n    parser = build_parser()\n",
     )
+
+
+def honest(repo: Path) -> None:
     append(repo / "src/shop/__init__.py", TEMP_CACHE)
     (repo / "tests/test_fixture_carts.py").write_text(DATA_TEST, "utf-8")
 
 
+def on_a_remembering_base(shop: Path, name: str) -> tuple[str, ...]:
+    """The judge's --base and --head: a base whose CLI already keeps its history in HOME and
+    its last run in its working directory, and the honest patch on it. Replay compares what a
+    run touches (files.touched, docs/perturbation.md), the same for both builds here; a patch
+    that starts writing into HOME blocks instead (tests/test_perturb.py)."""
+    base = branch(shop, f"{name}-base", remembering)
+    return "--base", base, "--head", branch(shop, name, honest, base=base)
+
+
 @pytest.mark.e2e
 def test_honest_code_writing_its_home_cwd_temp_and_tmp_path_merges_confined(shop: Path) -> None:
-    verdict = judge(shop, "--head", branch(shop, "honest-scratch", honest))
+    verdict = judge(shop, *on_a_remembering_base(shop, "honest-scratch"))
     assert verdict.report.get("confinement") == "namespaces", verdict.output[-3000:]
     assert verdict.report["verdict"] == "merge", shown(verdict)
     assert verdict.returncode == 0
@@ -686,7 +698,7 @@ def test_an_unprivileged_judge_confines_in_namespaces_and_merges_honest_code(
     """As nobody (this machine runs the suite as root; CI runners and laptops do not): the
     bake, its wheelhouse and the judge's environment copied where nobody may write, since
     pytest's own temporary folders are root's alone."""
-    head = branch(shop, "honest-unprivileged", honest)
+    refs = on_a_remembering_base(shop, "honest-unprivileged")
     with tempfile.TemporaryDirectory(prefix="oracle-unprivileged-") as name:
         root = Path(name)
         root.chmod(0o755)
@@ -697,7 +709,7 @@ def test_an_unprivileged_judge_confines_in_namespaces_and_merges_honest_code(
         (root / "home").mkdir()
         chown_tree(root, NOBODY)
         wheels = str(root / "wheelhouse")
-        verdict = as_nobody(repo, python, root / "home", "--wheelhouse", wheels, "--head", head)
+        verdict = as_nobody(repo, python, root / "home", "--wheelhouse", wheels, *refs)
         writer = (repo / "reports" / "judge-report.json").stat().st_uid
     assert writer == NOBODY, "the judge did not run as nobody"
     assert verdict.report.get("confinement") == "namespaces", verdict.output[-3000:]

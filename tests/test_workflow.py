@@ -169,7 +169,7 @@ def test_nox_and_uv_are_installed_hash_checked(baked: Path) -> None:
     # Every install of a tool in every job, and each one only from the hash-pinned file.
     workflow = load(baked)
     runs = [step.get("run", "") for _, step in steps(workflow)]
-    installs = [run for run in runs if "install" in run]
+    installs = [run for run in runs if "install" in run and "apt-get" not in run]
     # One install in each job that runs nox: the judge (or its shards), variance, strength.
     nox_jobs = [
         j for j in workflow["jobs"].values() if any("nox -" in s.get("run", "") for s in j["steps"])
@@ -180,6 +180,20 @@ def test_nox_and_uv_are_installed_hash_checked(baked: Path) -> None:
             "python -m pip install --require-hashes --only-binary ':all:' "
             "-r .github/requirements-ci.txt"
         )
+
+
+def test_the_judge_job_installs_only_libfaketime_from_the_system(baked: Path) -> None:
+    """The one system package, from the runner's signed apt sources: libfaketime, for the
+    judge's clock perturbation (docs/perturbation.md), in the job that judges and nowhere else."""
+    workflow = load(baked)
+    judging = [name for name, step in steps(workflow) if "nox -s judge" in step.get("run", "")]
+    apt = [
+        (name, step["run"]) for name, step in steps(workflow) if "apt-get" in step.get("run", "")
+    ]
+    assert judging and [name for name, _ in apt] == judging
+    assert {run for _, run in apt} == {
+        "sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends faketime"
+    }
 
 
 def test_ci_pins_hash_every_package_of_nox_and_uv(baked: Path) -> None:

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate import perturb
 from _gate.allowlist import (
     Row,
     allow_command,
@@ -44,7 +43,7 @@ from _gate.cassettes import case_args, cassette_path
 from _gate.config import Config
 from _gate.context import Judgment, review_requested
 from _gate.entry import run_main
-from _gate.perturb import add_perturb_args, runnable
+from _gate.perturb import Perturbation, add_perturb_args, planned, runnable
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -141,7 +140,7 @@ def replay(
     under = [
         (case, how)
         for case in cases
-        for how in perturb.planned(case.perturbations(perturbations), clock)
+        for how in planned(case.perturbations(perturbations), clock)
         if sides == 2
     ]
     jobs += [(commands[-1], case, how) for case, how in under]
@@ -155,7 +154,7 @@ def replay(
 
 
 def compare_perturbed(
-    under: Sequence[tuple[Case, perturb.Perturbation]],
+    under: Sequence[tuple[Case, Perturbation]],
     runs: Sequence[Run],
     cassette: dict[str, Any],
     found: Found,
@@ -226,7 +225,7 @@ def differing(
         names = row["perturbation"].split("+")
         for name in names:
             picked = variant(names, name)
-            how = perturb.Perturbation(picked, clock if "clock" in picked else "")
+            how = Perturbation(picked, clock if "clock" in picked else "")
             tried.append((row, name, how))
     jobs: list[Job] = [
         (command, by_id[row["id"]], how) for row, _, how in tried for command in commands
@@ -242,8 +241,12 @@ def differing(
     return told
 
 
-def perturbation_note(ran: Sequence[str], why: Mapping[str, str], recorded: Sequence[str]) -> str:
+def perturbation_note(
+    ran: Sequence[str], why: Mapping[str, str], recorded: Sequence[str], same_build: bool
+) -> str:
     """What the summary says of the perturbations: which ran, and why any other did not."""
+    if same_build:
+        return "; no perturbed run: no perturbation can tell a build from itself"
     notes = [f"{name} perturbation: unavailable ({reason})" for name, reason in why.items()]
     notes += [
         f"{name} perturbation: not in the recording (record it on this machine)"
@@ -309,7 +312,7 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
         "unstable": unstable,
         "grown": found.grown,
         "perturbations": {
-            "ran": [name for name in ran if name in recorded],
+            "ran": [] if args.same_build else [name for name in ran if name in recorded],
             "unavailable": why,
             "opted_out": [
                 {"id": case.id, "perturbation": name, "reason": reason}
@@ -340,7 +343,7 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     note += "; allowlist read from the patch under ORACLE_REVIEW=1" if review else ""
     note += other_base_note(other_base, args.allowlist)
     note += f"; {len(found.grown)} additive fields grew" if found.grown else ""
-    note += perturbation_note(ran, why, recorded)
+    note += perturbation_note(ran, why, recorded, args.same_build)
     if blocking:
         b = blocking[0]
         under = f" under the {b['perturbation']} perturbation" if "perturbation" in b else ""
