@@ -30,8 +30,8 @@ from _gate.cases import added_lines, holds, load_cases
 from _gate.cassettes import record
 from _gate.protocol import FailClosed
 
-from tests.helpers import SCRIPTS, Change
-from tools.bakery import branch, edit, git, judge
+from tests.helpers import SCRIPTS, Change, edits
+from tools.bakery import branch, git, judge
 
 ADDITIVE = "stdout.additive"
 Option = tuple[tuple[str, ...], str]  # (flags and metavar, help)
@@ -275,11 +275,7 @@ CLI = "src/shop/cli.py"
 
 
 def cli_edits(*changes: tuple[str, str]) -> Change:
-    def change(repo: Path) -> None:
-        for old, new in changes:
-            edit(repo / CLI, old, new)
-
-    return change
+    return edits(*((CLI, old, new) for old, new in changes))
 
 
 def summary_of(repo: Path) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 from _gate.cases import Case, Run, built_cli, load_cases, observe, parse_case, run_many
 from _gate.cassettes import RUNS, traceback_line
-from _gate.config import committed_config, load_config
+from _gate.config import committed_config
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE, dist_infos
 from _gate.git import repo_root, resolve_commit
@@ -222,7 +222,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     if not args.argv:
         raise FailClosed("no command line given: pass the CLI's arguments after --")
     repo = repo_root(args.repo)
-    config = load_config(args.config) if args.config else committed_config(repo)
+    config = committed_config(repo, args.config)
     require_sandbox(config.sandbox == "required")
     args.cases = repo / args.cases
     args.timeout = args.timeout or config.case_timeout

@@ -28,7 +28,7 @@ from typing import Any
 
 from _gate.cases import Case, built_cli, load_cases
 from _gate.cassettes import case_args, cassette_path, load_cassette, provenance, record
-from _gate.config import Config, committed_config, load_config
+from _gate.config import Config, committed_config
 from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
@@ -116,7 +116,7 @@ RECORDED = ("oracle/cases.yaml", "fixtures")  # what a recording reads from the 
 
 def materialize(args: argparse.Namespace) -> Outcome:
     repo = repo_root(args.repo)
-    config = load_config(args.config) if args.config else committed_config(repo)
+    config = committed_config(repo, args.config)
     require_sandbox(config.sandbox == "required")
     edited = uncommitted(repo, RECORDED)
     if edited:
@@ -205,6 +205,8 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv = ["--command", str(j.command("parent")), "--repo", str(j.repo), "--base", j.base]
     argv += ["--reuse", "--out", str(out), *case_args(j)]
     argv += j.built.cache_args()
+    if j.built.same:  # replay runs no perturbed run on a build that is the parent's
+        argv += ["--perturb", ""]
     return execute(parser().parse_args(argv))
 
 

@@ -25,7 +25,7 @@ import argparse
 import difflib
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,15 +133,12 @@ def replay(
     """Run parent-now and patch side by side, interleaved so both finish together, and the
     patch in each perturbed run the recording made of its case (perturb.planned), in the same
     lanes. With one command (the same build: _gate/reuse.py), parent-now is the patch's run
-    too and no perturbation can tell them apart."""
+    too, and the caller asks for no perturbation: none could tell them apart."""
     sides = len(commands)
     jobs: list[Job] = [(command, case, None) for case in cases for command in commands]
     clock = str(cassette.get("clock") or "")
     under = [
-        (case, how)
-        for case in cases
-        for how in planned(case.perturbations(perturbations), clock)
-        if sides == 2
+        (case, how) for case in cases for how in planned(case.perturbations(perturbations), clock)
     ]
     jobs += [(commands[-1], case, how) for case, how in under]
     runs = run_jobs(jobs, fixtures, "replay")
@@ -184,65 +181,30 @@ def name_perturbations(
     cases: Sequence[Case], commands: Sequence[Path], fixtures: Path, found: Found, clock: str
 ) -> None:
     """Name what tells the builds apart, for each mismatch of a perturbed run of several
-    perturbations: those of them under which alone the field differs; else, when only some
-    together tell, those without which it does not (files.touched, say, exists only with the
-    decoy files, and may differ only at a terminal)."""
-    rows = [m for m in found.mismatches if "+" in m.get("perturbation", "")]
-    alone = differing(rows, cases, commands, fixtures, clock, lambda names, name: (name,))
-    rest = [row for row in rows if id(row) not in alone]
-    without = differing(
-        rest,
-        cases,
-        commands,
-        fixtures,
-        clock,
-        lambda names, name: tuple(n for n in names if n != name),
-    )
-    for row in rows:
-        if id(row) in alone:
-            row["perturbation"] = "+".join(alone[id(row)])
-        else:  # the members whose absence makes the difference go away
-            names = row["perturbation"].split("+")
-            kept = without.get(id(row), [])
-            row["perturbation"] = "+".join(name for name in names if name not in kept) or "+".join(
-                names
-            )
-
-
-def differing(
-    rows: Sequence[dict[str, Any]],
-    cases: Sequence[Case],
-    commands: Sequence[Path],
-    fixtures: Path,
-    clock: str,
-    variant: Callable[[Sequence[str], str], tuple[str, ...]],
-) -> dict[int, list[str]]:
-    """Run both builds under `variant(members, member)` of each row's perturbed run, for each
-    member; per row, the members whose variant still tells the builds apart on its field."""
+    perturbations: both builds run the case under each of them alone, and the mismatch names
+    those under which its field differs; none alone (files.touched, say, exists only with the
+    decoy files and may differ only at a terminal): the run's perturbations, together."""
     by_id = {case.id: case for case in cases}
-    tried = []
-    for row in rows:
-        names = row["perturbation"].split("+")
-        for name in names:
-            picked = variant(names, name)
-            how = Perturbation(picked, clock if "clock" in picked else "")
-            tried.append((row, name, how))
+    rows = [m for m in found.mismatches if "+" in m.get("perturbation", "")]
+    tried = [(row, name) for row in rows for name in row["perturbation"].split("+")]
     jobs: list[Job] = [
-        (command, by_id[row["id"]], how) for row, _, how in tried for command in commands
+        (command, by_id[row["id"]], Perturbation((name,), clock if name == "clock" else ""))
+        for row, name in tried
+        for command in commands
     ]
     runs = run_jobs(jobs, fixtures, "replay: naming the perturbation")
-    told: dict[int, list[str]] = {}
-    for index, (row, name, _) in enumerate(tried):
+    alone: dict[int, list[str]] = {}
+    for index, (row, name) in enumerate(tried):
         case = by_id[row["id"]]
-        pair = runs[2 * index : 2 * index + 2]
-        parent, patch = (observe(case, run).get(row["field"]) for run in pair)
+        parent, patch = (observe(case, run).get(row["field"]) for run in runs[2 * index :][:2])
         if not holds(row["field"], parent, patch):
-            told.setdefault(id(row), []).append(name)
-    return told
+            alone.setdefault(id(row), []).append(name)
+    for row in rows:
+        row["perturbation"] = "+".join(alone.get(id(row), [row["perturbation"]]))
 
 
 def perturbation_note(
-    ran: Sequence[str], why: Mapping[str, str], recorded: Sequence[str], same_build: bool
+    ran: Sequence[str], used: Sequence[str], why: Mapping[str, str], same_build: bool
 ) -> str:
     """What the summary says of the perturbations: which ran, and why any other did not."""
     if same_build:
@@ -251,9 +213,8 @@ def perturbation_note(
     notes += [
         f"{name} perturbation: not in the recording (record it on this machine)"
         for name in ran
-        if name not in recorded
+        if name not in used
     ]
-    used = [name for name in ran if name in recorded]
     said = f"; perturbed: {', '.join(used)}" if used else "; no perturbation ran"
     return said + "".join(f"; {note}" for note in notes)
 
@@ -284,8 +245,9 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     allow, other_base = cassette_rows(args.allowlist, base, args.shard)
     commands = [args.parent_command, *([] if args.same_build else [args.patch_command])]
     ran, why = runnable(args.perturb, args.perturb_required)
-    recorded = list(cassette.get("perturbations") or [])
-    found = replay(cases, cassette, commands, args.fixtures, [n for n in ran if n in recorded])
+    recorded = cassette.get("perturbations") or []
+    perturbed = [] if args.same_build else [name for name in ran if name in recorded]
+    found = replay(cases, cassette, commands, args.fixtures, perturbed)
     drift, unstable = found.drift, found.unstable
     allowed = {(row.id, row.field) for row in allow}
     mismatches = [
@@ -312,7 +274,7 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
         "unstable": unstable,
         "grown": found.grown,
         "perturbations": {
-            "ran": [] if args.same_build else [name for name in ran if name in recorded],
+            "ran": perturbed,
             "unavailable": why,
             "opted_out": [
                 {"id": case.id, "perturbation": name, "reason": reason}
@@ -343,7 +305,7 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     note += "; allowlist read from the patch under ORACLE_REVIEW=1" if review else ""
     note += other_base_note(other_base, args.allowlist)
     note += f"; {len(found.grown)} additive fields grew" if found.grown else ""
-    note += perturbation_note(ran, why, recorded, args.same_build)
+    note += perturbation_note(ran, perturbed, why, args.same_build)
     if blocking:
         b = blocking[0]
         under = f" under the {b['perturbation']} perturbation" if "perturbation" in b else ""

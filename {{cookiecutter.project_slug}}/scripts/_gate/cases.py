@@ -560,7 +560,7 @@ def run_perturbed(
         shutil.rmtree(folder, ignore_errors=True)
         for made in stage.elsewhere:
             shutil.rmtree(made, ignore_errors=True)
-    stdout = perturb.terminal_output(done.stdout) if stage.terminal else done.stdout
+    stdout = done.stdout if "terminal" not in how.names else perturb.terminal_output(done.stdout)
     return Run(done.exit_code, done.timed_out, stdout, done.stderr, files, done.seconds, moved)
 
 

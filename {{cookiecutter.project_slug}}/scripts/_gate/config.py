@@ -124,9 +124,8 @@ class Config:
     strength_min: float = 0.0  # a base whose oracle kills a smaller share fails closed; 0: off
     jobs: int = 0  # steps run at once after the builds; 0: the number of CPUs
     sandbox: str = "required"  # or best-effort: judge unconfined where the kernel cannot confine
-    perturb: tuple[str, ...] = (
-        PERTURBATIONS  # the environments replay runs cases in besides its own
-    )
+    # The environments replay runs cases in besides its own (docs/perturbation.md).
+    perturb: tuple[str, ...] = PERTURBATIONS
     perturb_required: tuple[str, ...] = ()  # of those, the ones a machine lacking fails closed
 
     def __post_init__(self) -> None:
@@ -224,9 +223,12 @@ def load_config(path: Path, data: bytes | None = None) -> Config:
     return Config(**values)
 
 
-def committed_config(repo: Path) -> Config:
-    """oracle/judge.yaml as this checkout's HEAD commits it: the gate reads committed
-    revisions, so an edit in the working tree (a typo too) changes nothing until committed."""
+def committed_config(repo: Path, path: Path | None = None) -> Config:
+    """oracle/judge.yaml as this checkout's HEAD commits it (or the file `path`, a tool's
+    --config): the gate reads committed revisions, so an edit in the working tree (a typo too)
+    changes nothing until committed."""
+    if path is not None:
+        return load_config(path)
     data = show_file(repo, "HEAD", CONFIG_FILE)
     if data is None:
         raise FailClosed(

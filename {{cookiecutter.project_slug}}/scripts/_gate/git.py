@@ -153,15 +153,9 @@ def oracle_ref_fix(repo: Path, ref: str) -> str:
 def uncommitted(repo: Path, paths: Sequence[str]) -> list[str]:
     """Which of `paths` (files or folders) differ in the working tree or index from HEAD, or
     are untracked: the gate reads committed revisions only."""
-    listed = git(repo, "status", "--porcelain", "-z", "--untracked-files=all", "--", *paths)
-    tokens, i = listed.split("\0"), 0
-    names: set[str] = set()
-    while i < len(tokens):
-        entry = tokens[i]  # two status letters, a space, the path
-        if entry:
-            names.add(entry[3:])
-        i += 2 if entry[:1] in ("R", "C") else 1  # a rename's or copy's source follows
-    return sorted(names)
+    changed = git(repo, "diff", "HEAD", "--name-only", "-z", "--", *paths)
+    new = git(repo, "ls-files", "--others", "--exclude-standard", "-z", "--", *paths)
+    return sorted(set(filter(None, (changed + new).split("\0"))))
 
 
 def show_file(repo: Path, ref: str, path: str) -> bytes | None:

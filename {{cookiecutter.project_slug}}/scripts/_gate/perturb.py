@@ -79,11 +79,13 @@ def shifted_clock(today: date) -> str:
 
 
 def libfaketime() -> str | None:
+    """The library's path: ORACLE_LIBFAKETIME, else where distributions install it (looked up
+    for every clock run, so the known places first)."""
     named = os.environ.get("ORACLE_LIBFAKETIME")
-    found = (
-        [named] if named else [*FAKETIME_NAMES, *glob.glob("/usr/lib/*/faketime/libfaketime.so.1")]
-    )
-    return next((path for path in found if path and os.path.isfile(path)), None)
+    if named:
+        return named if os.path.isfile(named) else None
+    found = (path for path in FAKETIME_NAMES if os.path.isfile(path))
+    return next(found, None) or next(iter(glob.glob("/usr/lib/*/faketime/libfaketime.so.1")), None)
 
 
 def names(text: str) -> list[str]:
@@ -163,7 +165,6 @@ class Scene:
     env: dict[str, str]
     prefix: list[str] = field(default_factory=list)  # a launcher before the command
     watched: Path | None = None  # the folder whose files `files.touched` compares
-    terminal: bool = False
     elsewhere: tuple[Path, ...] = ()  # folders made outside the run's own, removed after it
 
 
@@ -283,7 +284,6 @@ def scene(how: Perturbation, case: Setting, root: Path) -> Scene:
         stage.env["TERM"] = case.pinned.get("TERM", "xterm-256color")
         stage.prefix = [sys.executable, "-I", "-S", str(TERMINAL)]
         stage.prefix += ["--"] if case.stdin_piped else ["--stdin-tty", "--"]
-        stage.terminal = True
     return stage
 
 

@@ -12,15 +12,34 @@ signal N).
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
+import select
 import struct
 import sys
 import termios
 from collections.abc import Sequence
 
 ROWS, COLUMNS = 24, 80
+# prctl(2) options, as confine.py uses them (started by path, in isolated mode, this module
+# imports nothing of the gate's).
+PR_SET_DUMPABLE, PR_CAPBSET_DROP = 4, 24
 EOF = b"\x04"  # the terminal's end-of-input character in canonical mode
+
+
+def out_of_reach() -> None:
+    """The command this relays to runs the patch's code: it must not trace this process, read
+    its memory or reopen its fds (the pipe the judge reads among them) to write around the
+    terminal. Not dumpable, this process can be traced only with CAP_SYS_PTRACE, and with the
+    bounding set empty (as confine.drop_capabilities leaves a job's) the command it execs holds
+    no capability, even as root; where this process may not empty it, it holds none to give."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl PR_SET_DUMPABLE")
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            return  # past the last capability this kernel knows, or no right to drop it
 
 
 def quiet_terminal() -> tuple[int, int]:
@@ -48,16 +67,22 @@ def child(slave: int, master: int, stdin_tty: bool, argv: Sequence[str]) -> None
         os._exit(127)
 
 
-def relay(master: int) -> None:
-    """Copy the terminal's output to stdout until the command closes it."""
+def relay(master: int, pid: int) -> int:
+    """Copy the terminal's output to stdout until the command has ended and its output is
+    drained; returns its wait status. This process keeps the terminal's other end open, so
+    reading never meets the end-of-file that would race with output still buffered there."""
+    status = None
     while True:
-        try:
+        readable, _, _ = select.select([master], [], [], 0.0 if status is not None else 0.05)
+        if readable:
             data = os.read(master, 65536)
-        except OSError:  # EIO: every writer of the terminal has closed it
-            return
-        if not data:
-            return
-        os.write(1, data)
+            while data:
+                data = data[os.write(1, data) :]
+        elif status is not None:
+            return status
+        else:
+            done, waited = os.waitpid(pid, os.WNOHANG)
+            status = waited if done else None
 
 
 def main(argv: Sequence[str]) -> int:
@@ -67,17 +92,14 @@ def main(argv: Sequence[str]) -> int:
     if not args or args[0] != "--" or len(args) < 2:
         print("usage: terminal.py [--stdin-tty] -- COMMAND ARG...", file=sys.stderr)
         return 2
+    out_of_reach()
     master, slave = quiet_terminal()
     pid = os.fork()
     if pid == 0:
         child(slave, master, stdin_tty, args[1:])
-    os.close(slave)
     if stdin_tty:
         os.write(master, EOF)
-    relay(master)
-    os.close(master)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+    code = os.waitstatus_to_exitcode(relay(master, pid))
     return code if code >= 0 else 128 - code
 
 
