@@ -1,6 +1,6 @@
-"""Replay under perturbation (scripts/_gate/perturb.py): code that behaves only in the gate's
-environment, only later, or only at a terminal, blocks; honest dependence on the environment,
-the same in both builds, does not.
+"""Judged under perturbation (scripts/_gate/perturb.py, perturbed_tests.py): code that behaves
+only in the gate's environment, only later, or only at a terminal, blocks; honest dependence on
+the environment, the same in both builds, does not.
 
 Each attack is a real branch of the example bake whose discount rules drop the coupons, or
 whose CLI touches files, only where the gate's fixed environment is not: every step but a
@@ -8,6 +8,11 @@ perturbed replay passes it. The branches are built as the judge builds them, and
 replay_cassettes.py runs on them (`main(argv)`) with the base's cassette, recorded once as the
 judge records it. An attack keyed on one signal of the environment is written once per signal,
 and once on all of them together, so that no one perturbation is enough by luck.
+
+The property oracles (their subject worker in a user's environment under the shifted clock)
+and the crossrun (the parent's tests under the shifted clock) are tried the same way through
+oracle.py and crossrun.py, and one whole judgment shows an honest base that honours TZ merging
+a refactor while a date bomb blocks in every step that runs the build.
 """
 
 from __future__ import annotations
@@ -18,13 +23,16 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import crossrun
+import oracle
 import pytest
 import record_cassettes
 import replay_cassettes
+from _gate.envs import tools_env
 from _gate.perturb import TOUCHED, libfaketime
 
-from tests.helpers import Built, builder, built_cli, case_flags, reported
-from tools.bakery import branch, edit, git
+from tests.helpers import Built, builder, built_cli, case_flags, compiled, reported
+from tools.bakery import branch, edit, git, judge
 
 Report = tuple[int, dict[str, Any]]
 DISCOUNTS = "src/shop/discounts.py"
@@ -88,6 +96,12 @@ ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
+def attack_branch(shop: Path, attack: str) -> str:
+    """The attack's branch of the module's bake, committed by the first test that needs it."""
+    name = f"attack/{attack}"
+    return name if git(shop, "branch", "--list", name) else branch(shop, name, ATTACKS[attack][0])
+
+
 @pytest.fixture(scope="module")
 def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
     return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
@@ -128,8 +142,8 @@ def cassette(shop: Path, envs: Built, tmp_path_factory: pytest.TempPathFactory) 
 def test_code_that_behaves_only_when_watched_blocks_naming_the_perturbation(
     shop: Path, envs: Built, cassette: Path, tmp_path: Path, attack: str
 ) -> None:
-    change, perturbation = ATTACKS[attack]
-    head = branch(shop, f"attack/{attack}", change)
+    perturbation = ATTACKS[attack][1]
+    head = attack_branch(shop, attack)
     code, report = replayed(shop, envs, cassette, "main", head, tmp_path)
     rows = report["evidence"]["mismatches"]
     if perturbation == "clock" and not CLOCK:  # the report says why it could not look
@@ -253,3 +267,144 @@ def test_a_required_perturbation_this_machine_cannot_run_fails_closed(
     assert said[0] == 0 and "clock perturbation: unavailable" in said[1]["summary"]
     assert required[0] == 2
     assert required[1]["summary"].startswith("clock perturbation: unavailable")
+
+
+# --- the property oracles and the crossrun under perturbation ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def oracle_python(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    requirements = shop / "scripts/requirements-judge.txt"
+    folder = tmp_path_factory.mktemp("oracle-env") / "oracle"
+    return compiled(tools_env(folder, wheelhouse, requirements)[0])
+
+
+def oracle_judged(
+    envs: Built, oracle_python: Path, head: str, tmp: Path, *flags: str, base: str = "main"
+) -> Report:
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    argv: tuple[str | Path, ...] = ("--oracle", parent["tree"] / "oracle")
+    argv += ("--oracle-python", oracle_python, "--parent-python", parent["python"])
+    argv += ("--patch-python", patch["python"], *flags)
+    return reported(oracle.main, tmp / f"oracle-{len(list(tmp.glob('oracle-*')))}.json", *argv)
+
+
+def crossrun_judged(envs: Built, head: str, tmp: Path, *flags: str, base: str = "main") -> Report:
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    argv: tuple[str | Path, ...] = ("--tree", parent["tree"], "--parent-python", parent["python"])
+    argv += ("--patch-python", patch["python"], *flags)
+    report = tmp / f"crossrun-{len(list(tmp.glob('crossrun-*')))}.json"
+    return reported(crossrun.main, report, *argv)
+
+
+def lost_under(report: dict[str, Any]) -> list[str]:
+    """The perturbations each test lost under a perturbation names."""
+    return [row["perturbation"] for row in report["evidence"]["perturbations"]["lost"]]
+
+
+# The attacks the subject worker's perturbed run must see (a user's environment, the clock), and
+# the ones the crossrun's must (the clock); the rest of ATTACKS need a case's CLI.
+STEP_ATTACKS = [
+    *(("oracle", attack) for attack in ("env-all-four", "env-bytecode", "env-cwd")),
+    *(
+        (step, attack)
+        for step in ("oracle", "crossrun")
+        for attack in ("date-bomb", "weekday-bomb")
+    ),
+]
+
+
+@pytest.mark.parametrize(("step", "attack"), STEP_ATTACKS)
+def test_the_oracle_and_the_crossrun_under_perturbation_block_what_hides(
+    shop: Path, envs: Built, oracle_python: Path, tmp_path: Path, step: str, attack: str
+) -> None:
+    perturbation = ATTACKS[attack][1]
+    head = attack_branch(shop, attack)
+
+    def judged(*flags: str) -> Report:
+        if step == "oracle":
+            return oracle_judged(envs, oracle_python, head, tmp_path, *flags)
+        return crossrun_judged(envs, head, tmp_path, *flags)
+
+    code, report = judged()
+    if perturbation == "clock" and not CLOCK:
+        assert "clock perturbation: unavailable (libfaketime not found" in report["summary"]
+        return
+    if attack == "weekday-bomb" and date.today().weekday() >= 5:  # the gate's own run sees it
+        assert code == 1 and "perturbation" not in report["summary"], report["summary"]
+        return
+    assert code == 1, report["summary"]
+    assert f"under the {perturbation} perturbation" in report["summary"], report["summary"]
+    assert lost_under(report) and set(lost_under(report)) == {perturbation}
+    # The attack is real: the step without perturbations passes it.
+    unperturbed = judged("--perturb", "")
+    assert unperturbed[0] == 0, unperturbed[1]["summary"]
+
+
+def pins_this_year(repo: Path) -> None:
+    """A base whose own test pins today's year: it fails under the shifted clock on any build."""
+    (repo / "tests/test_year.py").write_text(
+        "from datetime import date\n\n\n"
+        "def test_the_copyright_year_is_this_one() -> None:\n"
+        f"    assert date.today().year == {date.today().year}\n"
+    )
+
+
+def test_a_parent_test_that_fails_under_the_clock_on_the_parent_too_is_left_out(
+    shop: Path, envs: Built, oracle_python: Path, tmp_path: Path
+) -> None:
+    base = branch(shop, "honest/pins-the-year", pins_this_year)
+    head = branch(shop, "honest/pins-the-year-refactor", refactor, base=base)
+    code, report = crossrun_judged(envs, head, tmp_path, base=base)
+    assert code == 0, report["summary"]
+    ran = report["evidence"]["perturbations"]
+    if not CLOCK:
+        assert ran["ran"] == [] and "clock" in ran["unavailable"]
+        return
+    assert ran["ran"] == ["clock"] and ran["lost"] == []
+    assert ran["unstable"] == ["tests/test_year.py::test_the_copyright_year_is_this_one"]
+    assert "1 failing on the parent there too (left out)" in report["summary"]
+    code, report = oracle_judged(envs, oracle_python, head, tmp_path, base=base)
+    assert code == 0, report["summary"]
+    assert report["evidence"]["perturbations"]["ran"] == ["env", "clock"]
+    assert "perturbed: env, clock" in report["summary"]
+
+
+def test_a_build_that_is_the_parent_s_runs_no_perturbed_test(
+    shop: Path, envs: Built, oracle_python: Path, tmp_path: Path
+) -> None:
+    code, report = oracle_judged(envs, oracle_python, "main", tmp_path, "--same-build")
+    assert code == 0 and report["evidence"]["perturbations"]["ran"] == []
+    assert "no perturbed run: no perturbation can tell a build from itself" in report["summary"]
+
+
+@pytest.mark.e2e
+def test_a_judgment_merges_a_base_that_honours_tz_and_blocks_a_date_bomb_in_each_step(
+    shop: Path,
+) -> None:
+    """Whole judgments (`nox -s judge`) on a base that colours its output on a terminal and
+    names the local time zone: a refactor merges under every perturbation, and a date bomb
+    blocks in replay, the oracle and the crossrun alike, each naming the clock."""
+    base = branch(shop, "judged/colourful", colour_and_zone)
+    honest = branch(shop, "judged/colourful-refactor", refactor, base=base)
+    merged = judge(shop, "--base", base, "--head", honest)
+    assert merged.returncode == 0, merged.output
+    said = {step["name"]: step["summary"] for step in merged.report["steps"]}
+    clock = ", clock" if CLOCK else ""
+    assert f"perturbed: env{clock}, terminal, files" in said["replay"], said["replay"]
+    assert f"perturbed: env{clock}" in said["oracle"], said["oracle"]
+    assert ("perturbed: clock" if CLOCK else "clock perturbation: unavailable") in said["crossrun"]
+    bomb = branch(shop, "judged/colourful-bomb", ATTACKS["date-bomb"][0], base=base)
+    blocked = judge(shop, "--base", base, "--head", bomb)
+    if not CLOCK:
+        assert blocked.returncode == 0, blocked.output  # what the summary says it cannot see
+        assert "clock perturbation: unavailable" in blocked.output
+        return
+    assert blocked.returncode == 1, blocked.output
+    steps = {step["name"]: step for step in blocked.report["steps"]}
+    for name in ("replay", "oracle", "crossrun"):
+        assert steps[name]["status"] == "block", steps[name]["summary"]
+        assert "under the clock perturbation" in steps[name]["summary"], steps[name]["summary"]
+    summary = (shop / "reports/judge-summary.md").read_text("utf-8")
+    assert "(oracle) failed on the patch under the clock perturbation" in summary
+    assert "(crossrun) failed on the patch under the clock perturbation" in summary

@@ -314,7 +314,7 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
     """Median wall seconds, warm, of the judge on a refactor with the crossrun and with it
     off, of the irreducible work, of it with the crossrun's test runs, and of the judge with
     the crossrun unconfined (sandbox: best-effort, the launcher capped at none), and of it
-    with no perturbed replay (perturb: []), over ROUNDS."""
+    with no perturbed run (perturb: []: replay, oracle and crossrun), over ROUNDS."""
     wheelhouse = Path(os.environ.get("ORACLE_WHEELHOUSE", repo / ".oracle" / "wheelhouse"))
     git(repo, "checkout", "-q", "-b", "bench-off")
     edit(repo / "oracle/judge.yaml", "crossrun: block", "crossrun: off")
@@ -324,7 +324,7 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
     git(repo, "commit", "-q", "-am", "sandbox best-effort")
     git(repo, "checkout", "-q", "-b", "bench-unperturbed", "main")
     edit(repo / "oracle/judge.yaml", "perturb: [env, clock, terminal, files]", "perturb: []")
-    git(repo, "commit", "-q", "-am", "no perturbed replay")
+    git(repo, "commit", "-q", "-am", "no perturbed run")
     heads = {}
     for base in ("main", "bench-off", "bench-unconfined", "bench-unperturbed"):
         git(repo, "checkout", "-q", "-b", f"{base}-refactor", base)
@@ -493,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shown = f"confined / unconfined = {with_crossrun / unconfined:5.2f}  (<= 1.1)"
             print(f"  unconfined         {unconfined:8.2f} s   {shown}")
             shown = f"perturbed / unperturbed = {with_crossrun / unperturbed:5.2f}  (<= 1.5)"
-            print(f"  no perturbed replay{unperturbed:8.2f} s   {shown}")
+            print(f"  no perturbed run   {unperturbed:8.2f} s   {shown}")
             checked = provenance_seconds(repo, command)
             shown = f"provenance / judge = {checked / with_crossrun:6.3f}  (<= 0.05)"
             print(f"  build provenance   {checked:8.2f} s   {shown}")

@@ -44,6 +44,9 @@ and only the rows naming them are checked (scripts/_gate/shard.py); whether any 
 at all is then the merge's to check (`parent_passing` in the evidence).
 With `--same-build` the patch's run is the parent's; with `--cache` and `--parent-build`
 the parent's run is kept between judgments under a digest of its inputs (scripts/_gate/reuse.py).
+With `--perturb` naming `clock` (the default), the tests run once more under the shifted clock,
+parent against patch: a test the parent passes there and the patch fails blocks, naming the
+perturbation (scripts/_gate/perturbed_tests.py).
 Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed
 (status `needs-review` where the tests depend on internals the patch moved).
 """
@@ -69,6 +72,9 @@ from _gate.coupling import changed_file, moved_name
 from _gate.crossrun_run import copied
 from _gate.crossrun_run import run as run_tests
 from _gate.entry import run_main
+from _gate.perturb import Perturbation, add_perturb_args, clock_env
+from _gate.perturb import argv as perturb_argv
+from _gate.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -91,10 +97,11 @@ from _gate.reuse import (
     noted,
 )
 from _gate.sandbox import run_confined
-from _gate.shard import Shard, add_shard_arg
+from _gate.shard import WHOLE, Shard, add_shard_arg
 from _gate.test_deps import test_requirements
 
 RETRYABLE = ("failed", "error")
+PERTURBED = ("clock",)  # the perturbed run of the parent's tests (docs/perturbation.md)
 # Run in a build's environment (isolated: no tree on sys.path): which of the distributions
 # named before `--` are missing, the pytest plugins they declare, and which of the module names
 # after `--` the environment installs (in site-packages: not the standard library's).
@@ -362,7 +369,9 @@ def execute(args: argparse.Namespace) -> Outcome:
     hidden = sorted(frozenset().union(*(env.provided for env in envs.values())))
     key = parent_key(args, folders, plugins, hidden)
     kept_parent = kept_run(args.cache, key, args.tree)
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    how, unrunnable = planned(PERTURBED, args.perturb, args.perturb_required, args.same_build)
+    under = perturbed_runner(args, folders, plugins, hidden)
+    with ThreadPoolExecutor(max_workers=3) as pool:
         jobs = {
             side: pool.submit(
                 run_tests,
@@ -378,6 +387,7 @@ def execute(args: argparse.Namespace) -> Outcome:
             for side, python in pythons.items()
             if not (side == "parent" and kept_parent)
         }
+        patch_under = pool.submit(under, PATCH, how, None) if how else None
         results = {side: untampered(side, job) for side, job in jobs.items()}
     if kept_parent:
         results["parent"] = kept_parent
@@ -395,12 +405,53 @@ def execute(args: argparse.Namespace) -> Outcome:
     patch = results.get("patch", results["parent"])
     rows = lost_rows(parent, patch, allowed_ids(args)[0])
     moved = moved_internals(args, rows, plugins, hidden)
-    outcome = noted(judged(args, parent, patch, rows, moved), args.same_build, bool(kept_parent))
+    found = None
+    if how is not None and patch_under is not None:
+        passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
+        found = compare(how, under, patch_under.result(), passing, "parent tests")
+    outcome = applied(
+        judged(args, parent, patch, rows, moved),
+        found,
+        unrunnable,
+        "parent tests",
+        args.same_build,
+        advisory=args.mode == "advisory",
+    )
+    outcome = noted(outcome, args.same_build, bool(kept_parent))
     total = len(parent) + results["parent"].deselected
     outcome.evidence["shard"] = args.shard.evidence(len(parent), total)
     outcome.evidence["plugins"] = list(plugins)
     outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
     return outcome
+
+
+def perturbed_runner(
+    args: argparse.Namespace, folders: Sequence[str], plugins: Sequence[str], hidden: Sequence[str]
+) -> Runner:
+    """A build's run of the parent's tests under a perturbation (the shifted clock)."""
+    pythons = {PARENT: args.parent_python, PATCH: args.patch_python}
+
+    def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
+        shard = args.shard if targets is None else WHOLE
+        try:
+            return run_tests(
+                pythons[side],
+                args.tree,
+                targets or folders,
+                args.timeout,
+                plugins,
+                hidden,
+                shard,
+                canaries=True,
+                env=clock_env(how.clock),
+            )
+        except Tampered as exc:
+            raise FailClosed(
+                f"the {side} build's pytest run under the {how} perturbation was tampered "
+                f"with: {exc}"
+            ) from None
+
+    return run
 
 
 def parent_key(
@@ -481,6 +532,7 @@ def arguments(j: Judgment) -> list[str] | None:
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
     argv += ["--mode", settings.crossrun, "--timeout", str(settings.crossrun_timeout)]
     argv += ["--shard", str(j.shard), *j.built.same_build_args(), *j.built.cache_args()]
+    argv += perturb_argv(settings.perturb, settings.perturb_required)
     if settings.test_extra:
         argv += ["--test-extra", settings.test_extra]
     return argv
@@ -513,6 +565,7 @@ def parser() -> argparse.ArgumentParser:
     add_shard_arg(p)
     add_same_build_arg(p)
     add_cache_args(p)
+    add_perturb_args(p)
     add_report_arg(p, FIELD)
     return p
 

@@ -19,6 +19,10 @@ With `--shard I/N` both runs hold only the tests of that shard (scripts/_gate/sh
 that holds none passes, and the merge checks that the shards add up.
 With `--same-build` the patch's run is the parent's; with `--cache` and `--parent-build`
 the parent's run is kept between judgments under a digest of its inputs (scripts/_gate/reuse.py).
+With `--perturb` naming `env` or `clock` (the default: both), the oracles run once more with the
+worker in a user's environment under the shifted clock, parent against patch: an oracle the
+parent passes there and the patch fails blocks, naming the perturbation
+(scripts/_gate/perturbed_tests.py).
 Exit codes: 0 pass, 1 block (or deferred, see the report's status), 2 fail closed (the oracle
 does not pass, or is incomplete, on the parent build).
 """
@@ -26,9 +30,13 @@ does not pass, or is incomplete, on the parent build).
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +44,11 @@ from _gate.config import Config
 from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.git import tracked
-from _gate.oracle_run import RETRYABLE, has_tests
+from _gate.oracle_run import PREFIX, RETRYABLE, has_tests
 from _gate.oracle_run import run as run_oracle
+from _gate.perturb import Perturbation, add_perturb_args, process_scene
+from _gate.perturb import argv as perturb_argv
+from _gate.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -57,10 +68,12 @@ from _gate.reuse import (
     kept_run,
     noted,
 )
-from _gate.seal import add_seal_args, seal_args, trusted_env
-from _gate.shard import add_shard_arg
+from _gate.seal import TrustedEnv, add_seal_args, seal_args, trusted_env
+from _gate.shard import WHOLE, add_shard_arg
+from _gate.worker_scene import WorkerScene
 
 NONE = {"tests": 0}  # the evidence of a base without property oracles
+PERTURBED = ("env", "clock")  # the subject worker's perturbed run (docs/perturbation.md)
 
 
 def parent_baseline(result: PytestRun) -> dict[str, str]:
@@ -172,7 +185,9 @@ def execute(args: argparse.Namespace) -> Outcome:
         sides.pop("patch")
     if kept_parent:
         sides.pop("parent")
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    how, unrunnable = planned(PERTURBED, args.perturb, args.perturb_required, args.same_build)
+    under = perturbed_runner(args, runner)
+    with ThreadPoolExecutor(max_workers=3) as pool:
         jobs = {
             side: pool.submit(
                 run_oracle,
@@ -186,6 +201,7 @@ def execute(args: argparse.Namespace) -> Outcome:
             )
             for side, python in sides.items()
         }
+        patch_under = pool.submit(under, PATCH, how, None) if how else None
         results = {side: job.result() for side, job in jobs.items()}
     parent_result = kept_parent or results["parent"]
     patch = results.get("patch", parent_result)
@@ -208,7 +224,47 @@ def execute(args: argparse.Namespace) -> Outcome:
         "failures": failures(parent, patch),
         "output_tail": patch.output_tail if patch.exit_code else "",
     }
-    return noted(judged(parent, patch, evidence), args.same_build, bool(kept_parent))
+    found = None
+    if how is not None and patch_under is not None:
+        passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
+        found = compare(how, under, patch_under.result(), passing, "oracles")
+    outcome = applied(
+        judged(parent, patch, evidence), found, unrunnable, "oracles", args.same_build
+    )
+    return noted(outcome, args.same_build, bool(kept_parent))
+
+
+def perturbed_runner(args: argparse.Namespace, runner: TrustedEnv) -> Runner:
+    """A build's oracle run, its subject worker in the scene of a perturbation."""
+    pythons = {PARENT: args.parent_python, PATCH: args.patch_python}
+
+    def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
+        python = pythons[side]
+        ids = [node.removeprefix(PREFIX) for node in targets] if targets else ["."]
+        shard = args.shard if targets is None else WHOLE
+        with worker_scene(how, python) as scene:
+            return run_oracle(
+                runner, python, args.oracle, args.timeout, ids, args.call_timeout, shard, scene
+            )
+
+    return run
+
+
+@contextmanager
+def worker_scene(how: Perturbation, python: Path) -> Iterator[Path]:
+    """The file of the subject worker's scene under `how` (worker_scene.py), and its folders,
+    for one run."""
+    with tempfile.TemporaryDirectory(prefix="oracle-scene-") as tmp:
+        stage = process_scene(how, dict(os.environ), python.parent, Path(tmp) / "scene")
+        try:
+            path = Path(tmp) / "scene.json"
+            writable = tuple(str(folder) for folder in stage.writable)
+            scene = WorkerScene(stage.env, str(stage.work), writable, "env" not in how.names)
+            scene.write(path)
+            yield path
+        finally:
+            for made in stage.elsewhere:
+                shutil.rmtree(made, ignore_errors=True)
 
 
 def parent_key(args: argparse.Namespace) -> str:
@@ -233,6 +289,7 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     if j.built.oracle is None or j.built.oracle_seal is None:  # no property oracle: no env
         return Outcome(PASS, f"no property oracles in {j.parent / 'oracle'} on the base", NONE)
     argv = ["--oracle", str(j.parent / "oracle"), "--oracle-python", str(j.built.oracle)]
+    argv += perturb_argv(j.config.perturb, j.config.perturb_required)
     argv += seal_args(j.built.oracle_seal)
     argv += ["--call-timeout", str(j.config.call_timeout), "--shard", str(j.shard)]
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
@@ -259,6 +316,7 @@ def parser() -> argparse.ArgumentParser:
     add_shard_arg(p)
     add_same_build_arg(p)
     add_cache_args(p)
+    add_perturb_args(p)
     add_report_arg(p, "oracle")
     return p
 

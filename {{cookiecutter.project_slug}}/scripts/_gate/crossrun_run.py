@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from _gate.canaries import check, plant
@@ -23,13 +23,15 @@ def run(
     hidden: Sequence[str] = (),
     shard: Shard = WHOLE,
     canaries: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> PytestRun:
     """The base's tests in one build's environment, from a private copy of the base tree
     without the `hidden` modules (the build's own): pytest's default import mode puts the
     root on sys.path for a tests/ package, and a flat-layout package there would shadow the
     build. With `canaries`, tests that must fail and tests that must pass are planted in the
     copy (scripts/_gate/canaries.py): a run that left a result and got one wrong, or changed
-    pytest's machinery, raises Tampered."""
+    pytest's machinery, raises Tampered. `env`: variables of the run (a perturbation's
+    shifted clock)."""
     options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
     # A module that fails to import is that module's error (its id carries it); the rest run.
     options.append("--continue-on-collection-errors")
@@ -50,6 +52,7 @@ def run(
             # The private copy (tests may write beside their files), and the canary list the
             # evidence plugin deletes once read.
             writable=[Path(name)],
+            extra_env=env,
         )
         if planted is not None and result.outcomes is not None:
             check(planted, result.outcomes)

@@ -30,10 +30,12 @@ def run(
     targets: Sequence[str] = (".",),
     call_timeout: float = CALL_TIMEOUT,
     shard: Shard = WHOLE,
+    scene: Path | None = None,
 ) -> PytestRun:
     """One run, the environment checked against its digest before and after: a run that found
     it changed, or left it changed, is no evidence (a module imported late, or the parent's
-    run beside the patch's, would load what the patch's worker wrote meanwhile)."""
+    run beside the patch's, would load what the patch's worker wrote meanwhile). `scene`: the
+    worker's under a perturbation (worker_scene.py's file)."""
     runner.check()
     result = run_pytest(
         runner.python,
@@ -44,6 +46,7 @@ def run(
         trusted=True,
         subject=subject,
         subject_timeout=call_timeout,
+        subject_scene=scene,
         options=shard.pytest_options(),
         confined=False,  # the trusted runner; the subject plugin confines the worker
     )

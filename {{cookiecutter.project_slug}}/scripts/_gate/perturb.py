@@ -274,17 +274,30 @@ def scene(how: Perturbation, case: Setting, root: Path) -> Scene:
         write_files(stage.work.parent, {"ledger.json": NEIGHBOURS["projects/ledger.json"]})
         stage.watched = stage.work.parent if "env" not in how.names else stage.home
     if "clock" in how.names:
-        library = libfaketime()
-        if library is None:
-            raise FailClosed(f"clock perturbation: unavailable ({UNAVAILABLE_CLOCK})")
-        stage.env.update(LD_PRELOAD=library, FAKETIME=how.clock)
-        stage.env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"  # timeouts and durations stay real
+        stage.env.update(clock_env(how.clock))
     if "terminal" in how.names:
         stage.env.pop("NO_COLOR", None)  # a terminal is where colour is welcome
         stage.env["TERM"] = case.pinned.get("TERM", "xterm-256color")
         stage.prefix = [sys.executable, "-I", "-S", str(TERMINAL)]
         stage.prefix += ["--"] if case.stdin_piped else ["--stdin-tty", "--"]
     return stage
+
+
+def clock_env(clock: str) -> dict[str, str]:
+    """The variables that start a process's clock at `clock` (libfaketime below Python)."""
+    library = libfaketime()
+    if library is None:
+        raise FailClosed(f"clock perturbation: unavailable ({UNAVAILABLE_CLOCK})")
+    # Monotonic time stays real: timeouts and durations, the gate's and pytest's, do too.
+    return {"LD_PRELOAD": library, "FAKETIME": clock, "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
+def process_scene(
+    how: Perturbation, gate_env: Mapping[str, str], bin_dir: Path, root: Path
+) -> Scene:
+    """The scene under `how` of a process that is not a case (the oracle's subject worker),
+    whose own environment is `gate_env`, in the empty folder `root`."""
+    return scene(how, Setting(gate_env, {}, None, root, bin_dir, stdin_piped=True), root)
 
 
 def user_scene(case: Setting) -> Scene:

@@ -6,7 +6,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ PLUGIN_FILES = (
     "subject.py",
     "tamper.py",
     "worker.py",
+    "worker_scene.py",
 )
 
 
@@ -109,10 +110,12 @@ def run_pytest(
     trusted: bool,
     subject: Path | None = None,
     subject_timeout: float = CALL_TIMEOUT,
+    subject_scene: Path | None = None,
     options: Sequence[str] = (),
     own_config: bool = False,
     confined: bool = True,
     writable: Sequence[Path] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> PytestRun:
     """Run pytest on `targets` (relative to `root`); outcomes come from the evidence plugin.
 
@@ -121,7 +124,9 @@ def run_pytest(
     modules imported from under `root` recorded. `own_config` reads the ini from the root's own
     pytest configuration and runs from `root` (the crossrun, from its private copy) instead of
     an empty one with importlib imports from outside (the oracle). `subject` is the python of
-    the build the oracle calls through `root/adapter.py`.
+    the build the oracle calls through `root/adapter.py`; `subject_scene` the scene its worker
+    runs in under a perturbation (worker_scene.py). `extra_env`: variables of pytest's process
+    (a perturbation's shifted clock).
 
     `confined` (in a build's environment, the patch's code runs in pytest's own process):
     pytest runs under the launcher and may write its run folder and `writable` only. The
@@ -143,6 +148,7 @@ def run_pytest(
         env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
         (tmp / "tmp").mkdir()
         env.update(HOME=str(tmp), TMPDIR=str(tmp / "tmp"))  # tmp_path lands in the run folder
+        env.update(extra_env or {})
         if trusted:
             cmd += trusted_options(root, tmp, env, own_config)
         if subject is not None:
@@ -152,6 +158,7 @@ def run_pytest(
                 f"--subject-timeout={subject_timeout}",
                 f"--subject-sandbox={'required' if Sandbox.required else 'best-effort'}",
             ]
+            cmd += [f"--subject-scene={subject_scene}"] if subject_scene else []
         cmd += [*options, *(str(root / t) for t in targets)]
         # The crossrun runs where the project's own CI does, at the root of its copy, so that
         # tests that open files by paths relative to the root find them; the oracle runs

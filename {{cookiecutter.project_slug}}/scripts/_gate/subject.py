@@ -32,6 +32,7 @@ import pytest
 
 from _gate.confine import command as confined
 from _gate.worker import CALL_TIMEOUT, exported, load_adapter
+from _gate.worker_scene import WorkerScene
 
 STDERR_TAIL = 2000
 TERM_GRACE = 2.0  # seconds the worker's launcher has to end what the worker started
@@ -62,8 +63,11 @@ def rebuild_exception(type_name: str, message: str) -> BaseException:
 class Worker:
     """One worker process per pytest run, restarted lazily after it breaks."""
 
-    def __init__(self, python: Path, adapter: Path, timeout: float, require: bool) -> None:
+    def __init__(
+        self, python: Path, adapter: Path, timeout: float, require: bool, scene: WorkerScene | None
+    ) -> None:
         self.python, self.adapter, self.timeout, self.require = python, adapter, timeout, require
+        self.scene = scene
         self.proc: subprocess.Popen[bytes] | None = None
         self.buffer = b""
         self.stderr = bytearray()
@@ -73,19 +77,23 @@ class Worker:
     def start(self) -> subprocess.Popen[bytes]:
         # -I: no PYTHONPATH, no user site, no script directory on sys.path in the worker.
         # -B: no bytecode written, where the build is the trusted env itself (variance).
-        worker = [str(self.python), "-I", "-B", str(WORKER), str(self.adapter)]
+        # A perturbed run's scene (docs/perturbation.md) is a user's: Python as a user starts
+        # it, in the scene's environment and working directory.
+        scene = self.scene or WorkerScene.own(tempfile.mkdtemp(prefix="subject-"))
+        flags = ["-I", "-B"] if scene.isolated else []
+        worker = [str(self.python), *flags, str(WORKER), str(self.adapter)]
         # Confined: it writes only its scratch, and whatever it spawns dies with it (it runs
         # under a PID 1 of its own, killed with the launcher). Same process group as pytest:
         # when the gate kills the run's group, the launcher goes with it.
-        scratch = tempfile.mkdtemp(prefix="subject-")
         status = os.path.join(tempfile.mkdtemp(prefix="subject-status-"), "status")
-        cmd = confined(worker, [scratch], status, self.require)
+        cmd = confined(worker, list(scene.writable), status, self.require)
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, "HOME": scratch, "TMPDIR": scratch},
+            env=scene.env,
+            cwd=scene.cwd,
         )
         self.buffer, self.stderr = b"", bytearray()
         threading.Thread(target=self._keep_stderr, args=(self.proc.stderr,), daemon=True).start()
@@ -207,6 +215,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--subject-timeout", type=float, default=CALL_TIMEOUT)
     group.addoption("--subject-sandbox", choices=("required", "best-effort"), default="required")
     group.addoption("--subject-inprocess", action="store_true", help="benchmarks only")
+    group.addoption("--subject-scene", help="a perturbed run's scene for the worker (JSON)")
 
 
 # Session-scoped, so hypothesis' @given may use it and one worker serves the whole run.
@@ -220,7 +229,9 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
         backend: Worker | InProcess = InProcess(adapter)
     elif option.subject_python:
         require = option.subject_sandbox == "required"
-        backend = Worker(Path(option.subject_python), adapter, option.subject_timeout, require)
+        scene = WorkerScene.read(Path(option.subject_scene)) if option.subject_scene else None
+        python = Path(option.subject_python)
+        backend = Worker(python, adapter, option.subject_timeout, require, scene)
     else:
         raise SubjectBroken("no --subject-python; run the oracle through the gate's scripts")
     yield Subject(backend)

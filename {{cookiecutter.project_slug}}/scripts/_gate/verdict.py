@@ -117,8 +117,9 @@ def confinement_note(report: dict[str, Any]) -> str:
 
 
 def summary_markdown(report: dict[str, Any], matrix: str, evidence: Evidence | None = None) -> str:
-    """The summary of `report`; replay's findings from `evidence` (a step's whole evidence)
-    where given, else as the report kept them (`brief` drops a long list of mismatches)."""
+    """The summary of `report`; replay's findings, and the tests lost under a perturbation,
+    from `evidence` (a step's whole evidence) where given, else as the report kept them
+    (`brief` drops a long list)."""
     steps = {s["name"]: s for s in report["steps"]}
     shard = report.get("shard") or {"count": 1}
     count, index = shard["count"], shard.get("index")
@@ -150,9 +151,15 @@ def summary_markdown(report: dict[str, Any], matrix: str, evidence: Evidence | N
             for s in report["steps"]
         ),
     ]
-    replay = steps.get("replay", {})
-    lines += replay_lines(evidence(replay) if evidence and replay else replay.get("evidence", {}))
+
+    def whole(name: str) -> dict[str, Any]:
+        step = steps.get(name, {})
+        return evidence(step) if evidence and step else step.get("evidence", {})
+
+    lines += replay_lines(whole("replay"))
     lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
+    for name in ("oracle", "crossrun"):
+        lines += perturbed_test_lines(name, whole(name))
     lines += review_lines(report.get("review"))
     return "\n".join(lines) + "\n"
 
@@ -194,6 +201,18 @@ def perturbation_lines(ran: dict[str, Any]) -> list[str]:
         f"- `{row['id']}` opts out of {row['perturbation']}: {row['reason']}"
         for row in (ran.get("opted_out") or [])[:SHOWN_FIELDS]
     ]
+    return lines
+
+
+def perturbed_test_lines(step: str, evidence: dict[str, Any]) -> list[str]:
+    """The step's tests that pass on the parent and fail on the patch under a perturbation
+    (_gate/perturbed_tests.py), each with the end of its message."""
+    lines: list[str] = []
+    for row in ((evidence.get("perturbations") or {}).get("lost") or [])[:SHOWN_FIELDS]:
+        title = f"`{row['id']}` ({step}) {row['outcome']} on the patch under the "
+        lines += ["", f"{title}{row['perturbation']} perturbation (docs/perturbation.md)"]
+        tail = row.get("message", "").strip().splitlines()[-3:]
+        lines += ["```", *tail, "```"] if tail else []
     return lines
 
 

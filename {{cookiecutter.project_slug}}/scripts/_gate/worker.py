@@ -50,6 +50,11 @@ def answer(module: Any, line: bytes) -> str:
 
 
 def serve(adapter: Path) -> int:
+    # Started as a user starts Python (a perturbed run), the script's folder, the gate's
+    # plugins, leads sys.path: out of it, so that no module of theirs shadows the build's.
+    here = os.path.dirname(os.path.realpath(__file__))
+    if not sys.flags.isolated and sys.path and os.path.realpath(sys.path[0]) == here:
+        del sys.path[0]
     # Replies go to a private copy of stdout; the subject's own prints land on stderr.
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
