@@ -275,9 +275,15 @@ def inventory_ratios(scratch: Path) -> tuple[float, float, float]:
     return seed, cold, warm
 
 
-def bake_inventory_ratio(repo: Path, python: Path, scratch: Path) -> tuple[float, float, float]:
+def bake_inventory_ratio(
+    repo: Path, python: Path, scratch: Path
+) -> tuple[float, float, float, float, float]:
     """Median seconds of: the inventory step with collection, its AST work alone, one
-    collect-only run; on the example bake against a patch that adds a test."""
+    collect-only run; on the example bake against a patch that adds a test. Then, for that
+    changed-test patch, the judge's work before the probes (the inventory step, and the advisory
+    step running the patch's tests) and with them (the inventory step given the crossrun's
+    report runs the patch's tests, compares their checks and probes the new one; the advisory
+    step reuses its run)."""
     (repo / "tests/test_bench.py").write_text("def test_bench() -> None:\n    assert 1 + 1 == 2\n")
     git(repo, "checkout", "-q", "-b", "bench")
     git(repo, "add", "--all")
@@ -304,10 +310,24 @@ def bake_inventory_ratio(repo: Path, python: Path, scratch: Path) -> tuple[float
         if collect(python, trees["parent"], ["tests"], [], autoload=False).ids is None:
             raise SystemExit("collect-only failed on the example bake")
 
+    scripts = trees["parent"] / "scripts"
+    crossran = scratch / "crossrun.json"
+    cross = [sys.executable, str(scripts / "crossrun.py"), "--tree", str(trees["parent"])]
+    cross += ["--parent-python", str(python), "--patch-python", str(python), "--same-build"]
+    subprocess.run([*cross, "--perturb", "", "--report", str(crossran)], check=True)
+    advisory = [sys.executable, str(scripts / "advisory_tests.py"), "--tree", str(trees["patch"])]
+    advisory += ["--python", str(python), "--report", str(scratch / "tests.json")]
+
+    def before_probes() -> None:
+        step(*builds)()
+        subprocess.run(advisory, capture_output=True, check=True)
+
     full = sorted(timed(step(*builds)) for _ in range(3))[1]
     ast_only = sorted(timed(step()) for _ in range(3))[1]
     one = sorted(timed(collect_once) for _ in range(3))[1]
-    return full, ast_only, one
+    before = sorted(timed(before_probes) for _ in range(3))[1]
+    probed = sorted(timed(step(*builds, "--crossrun-report", str(crossran))) for _ in range(3))[1]
+    return full, ast_only, one, before, probed
 
 
 def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
@@ -469,13 +489,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.only in (None, "inventory-bake"):
             repo = bake(tmp / "bake-inventory")
             python = build(repo, tmp / "inventory-bake").parent / "python"
-            full, ast_only, one = bake_inventory_ratio(repo, python, scratch(tmp, "trees-bake"))
+            measured = bake_inventory_ratio(repo, python, scratch(tmp, "trees-bake"))
+            full, ast_only, one, before, probed = measured
             print("inventory step on the example bake, collect-only on parent and patch")
             print(f"  AST work alone     {ast_only:8.2f} s")
             print(f"  one collect-only   {one:8.2f} s")
             ratio = full / (ast_only + one)
             shown = f"step / (AST + collect) = {ratio:5.2f}  (<= 1.5)"
             print(f"  inventory step     {full:8.2f} s   {shown}")
+            print(f"  + advisory tests   {before:8.2f} s   (the tests step runs the patch's tests)")
+            shown = f"probed / (step + tests) = {probed / before:5.2f}  (<= 1.3)"
+            print(f"  probed inventory   {probed:8.2f} s   {shown}; / step = {probed / full:5.2f}")
         if args.only in (None, "judge"):
             repo = bake(tmp / "bake-judge")
             command = build(repo, tmp / "judge")  # fills the wheelhouse

@@ -10,6 +10,8 @@ With `--reuse` (the judge sets it when the patch left its test folders and pytes
 configuration as the base has them, and gives the crossrun's outcome in memory; by hand,
 `--crossrun-report FILE` names that outcome) the tests are the very ones the crossrun already
 ran on the patch build, so their outcomes are taken from it instead of running them again.
+When the patch changed them, the assert inventory ran them on the patch build (to count their
+checks), and the judge takes their outcomes from that run.
 The outcomes are also written as JUnit XML beside the report (reports/tests.xml for
 reports/tests.json), for CI test reporters, whichever run they come from.
 Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arguments).
@@ -24,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from _gate.config import Config, tree_tests
-from _gate.context import Judgment
+from _gate.context import Judgment, touches_tests
 from _gate.crossrun_run import copy_tree
 from _gate.entry import run_main
 from _gate.protocol import (
@@ -67,15 +69,22 @@ def suspicions(result: PytestRun, collected: list[str]) -> list[str]:
 
 def crossran(crossrun: Report | None) -> PytestRun | None:
     """The crossrun's run on the patch build, when its report has one."""
-    outcomes = (crossrun.evidence if crossrun else {}).get("patch")
+    return outcomes_run((crossrun.evidence if crossrun else {}).get("patch"))
+
+
+def inventoried(inventory: Report | None) -> PytestRun | None:
+    """The inventory's run of the patch's tests on the patch build, when it made one."""
+    run_time = (inventory.evidence if inventory else {}).get("run_time") or {}
+    return outcomes_run((run_time.get("patch_run") or {}).get("outcomes"))
+
+
+def outcomes_run(outcomes: object) -> PytestRun | None:
     if not isinstance(outcomes, dict) or not outcomes:
         return None
     failed = any(v in ("failed", "error") for v in outcomes.values())
     return PytestRun(int(failed), False, dict(outcomes), {}, {}, {}, "")
 
 
-# Files at the root that configure pytest: a patch that changes one changes how tests run.
-PYTEST_CONFIG = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 JUNIT_ELEMENT = {"failed": "failure", "error": "error", "skipped": "skipped"}
 
 
@@ -121,6 +130,8 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
     reuse = args.reuse or args.crossrun_report is not None
     result = crossran(earlier.get("crossrun")) if reuse else None
     source = "; unchanged from the base, as the crossrun ran them on the patch build"
+    if result is None and (result := inventoried(earlier.get("assert-inventory"))):
+        source = "; as the assert inventory ran them on the patch build"
     if result is None:
         source = ""
         result = patch_tests(args.python, args.tree, folders, args.timeout)
@@ -177,12 +188,7 @@ def reuses(j: Judgment) -> bool:
     base has them."""
     if j.config.crossrun == "off" or not j.shard.whole:
         return False
-    paths = (*j.config.tests, *PYTEST_CONFIG)
-    return not any(under(name, paths) for _, names in j.changes for name in names)
-
-
-def under(path: str, entries: Sequence[str]) -> bool:
-    return any(path == entry or path.startswith(entry.rstrip("/") + "/") for entry in entries)
+    return not touches_tests(j.changes, j.config.tests)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -22,9 +22,15 @@ file pytest collects from, and a collected test the AST cannot map fails closed.
 the patch loads through configuration (`-p` in addopts, `pytest_plugins`, a `pytest11` entry
 point, PYTEST_ADDOPTS) is an outcome hook. With GITHUB_ACTIONS=true, each blocking finding is
 also printed as an `::error` workflow command.
+With --crossrun-report (the judge gives the crossrun's report: the checks the parent's tests ran
+on the patch build) and --patch-python, a patch that changed its tests has them run on the patch
+build: their checks that ran are compared with the parent's, and every check of a test it added
+or changed is forced to fail, which must fail the test (scripts/_gate/run_evidence.py). Those
+decide where they disagree with the AST, and the report says which decided.
 
 Blocks (rule ids): deleted-file, deleted-test, fewer-asserts, total-drop, unparseable,
-not-collected, skip-added, vacuous, dead-assert, weakened, outcome-hook; each unless a reviewed
+not-collected, skip-added, vacuous, dead-assert, weakened, outcome-hook, and from the runs
+cannot-fail, fewer-checks, no-run, tampered-run; each unless a reviewed
 allowlist row (`id`: the test id or path, `field`: `inventory:<rule>`, `base`: the commit it was
 reviewed against, a prefix of --base) names it; a row of another base is reported, not applied.
 Exit codes: 0 nothing lost, 1 block, 2 fail closed (bad input, a stale allowlist row, a parent
@@ -51,11 +57,12 @@ from typing import Any
 import _gate.collect
 import _gate.config
 import _gate.inventory
+import _gate.run_evidence
 import _gate.sites
 import _gate.test_deps
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
 from _gate.config import load_config
-from _gate.context import Change, Judgment, changes
+from _gate.context import Change, Judgment, changes, touches_tests
 from _gate.entry import run_main
 from _gate.git import resolve_commit
 from _gate.protocol import (
@@ -66,8 +73,10 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
+    read_report,
     say,
 )
+from _gate.pytest_run import PytestRun
 from _gate.reports import write_json
 
 ALLOW_PREFIX = "inventory:"
@@ -1036,7 +1045,9 @@ def totals(tree: Tree) -> dict[str, int]:
     }
 
 
-def execute(args: argparse.Namespace, j: Judgment | None = None) -> Outcome:
+def execute(
+    args: argparse.Namespace, j: Judgment | None = None, earlier: Mapping[str, Report] | None = None
+) -> Outcome:
     config = j.config if j else load_config(args.config) if args.config else None
     entries = list(config.tests if config else args.tests or _gate.config.tree_tests(args.parent))
     helpers = list(config.assert_helpers) if config else []
@@ -1100,6 +1111,9 @@ def execute(args: argparse.Namespace, j: Judgment | None = None) -> Outcome:
                 f"assertion total dropped from {parent_total} to {patch_total}",
             )
         )
+    ran = run_time(args, j, earlier, config, entries, cmp, findings, moved)
+    if ran is not None:
+        findings = [f for f in findings if f not in ran.decided.set_aside] + ran.findings
     locate(findings, cmp)
     if j is not None:
         base: str | None = j.base
@@ -1132,16 +1146,73 @@ def execute(args: argparse.Namespace, j: Judgment | None = None) -> Outcome:
         "allowed": allowed,
         "other_base_rows": [row.as_dict() for row in other_base],
         "cache": {"hits": cache.hits, "files": len(parent.blobs) + len(patch.blobs)},
+        "run_time": ran.evidence() if ran is not None else None,
     }
     counts = f"{parent_total} -> {patch_total} assertions in {len(rows)} tests"
     if collection:
         counts += f", {collection['parent']} -> {collection['patch']} collected"
-    note = other_base_note(other_base, args.allowlist)
+    note = other_base_note(other_base, args.allowlist) + run_time_note(ran)
     if blocking:
         return Outcome(
             BLOCK, f"{counts}; {blocking[0]['reason']} ({len(blocking)} findings){note}", evidence
         )
     return Outcome(PASS, f"{counts}; no test lost an assertion{note}", evidence)
+
+
+def run_time(
+    args: argparse.Namespace,
+    j: Judgment | None,
+    earlier: Mapping[str, Report] | None,
+    config: _gate.config.Config | None,
+    entries: Sequence[str],
+    cmp: Comparison,
+    findings: Sequence[dict[str, Any]],
+    moved: Mapping[str, str],
+) -> _gate.run_evidence.Found | None:
+    """The checks that ran and the probes (scripts/_gate/run_evidence.py), where the patch
+    changed its tests and the crossrun ran the parent's tests on the patch build: None
+    otherwise (the AST decides alone, as it does where nothing can run)."""
+    crossrun = (earlier or {}).get("crossrun") if j else reported(args.crossrun_report)
+    evidence = crossrun.evidence if crossrun is not None else {}
+    if not args.patch_python or not isinstance(evidence.get("patch"), dict):
+        return None
+    if (evidence.get("shard") or {}).get("count", 1) != 1:
+        return None  # one shard's tests: a test of another shard would look deleted
+    if j is not None and not touches_tests(j.changes, entries):
+        return None
+    crossran = PytestRun(0, False, evidence["patch"], {}, {}, {}, "")
+    crossran.checks = {k: list(v) for k, v in (evidence.get("patch_checks") or {}).items()}
+    setting = _gate.run_evidence.Setting(
+        parent=args.parent,
+        patch=args.patch,
+        python=args.patch_python,
+        tests=entries,
+        plugins=list(evidence.get("plugins") or []),
+        hidden=list(evidence.get("hidden") or []),
+        timeout=config.crossrun_timeout if config else _gate.config.Config.crossrun_timeout,
+        helpers=list(config.assert_helpers) if config else [],
+        crossran=crossran,
+    )
+    pairs = {**cmp.pairs, **cmp.renamed}
+    old_paths = {new: old for old, new in moved.items()}
+    return _gate.run_evidence.judged(setting, pairs, old_paths, findings)
+
+
+def run_time_note(ran: _gate.run_evidence.Found | None) -> str:
+    """What the checks that ran and the probes decided, in the summary."""
+    if ran is None:
+        return ""
+    probed = ran.probed
+    note = f"; probes: {len(probed.can_fail)} sites can fail, {len(probed.cannot_fail)} cannot"
+    if ran.decided.set_aside:
+        note += f"; run-time checks set aside {len(ran.decided.set_aside)} AST findings"
+    if ran.decided.moved:
+        note += f" ({len(ran.decided.moved)} tests moved)"
+    return note
+
+
+def reported(path: Path | None) -> Report | None:
+    return read_report(path) if path else None
 
 
 def locate(findings: list[dict[str, Any]], cmp: Comparison) -> None:
@@ -1193,7 +1264,7 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
     argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
     argv += ["--cache", str(j.repo / ".oracle" / "inventory-cache.json")]
-    return execute(parser().parse_args(argv), j)
+    return execute(parser().parse_args(argv), j, earlier)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -1213,6 +1284,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--parent-python", type=Path, help="parent build's python, for --collect-only")
     p.add_argument("--patch-python", type=Path, help="patch build's python, for --collect-only")
     p.add_argument("--cache", type=Path, help="inventory cache file, keyed by git blob id")
+    p.add_argument(
+        "--crossrun-report",
+        type=Path,
+        help="crossrun.json: the checks the parent's tests ran on the patch build; with "
+        "--patch-python, the patch's tests run too, compared and probed",
+    )
     add_report_arg(p, "assert-inventory")
     return p
 

@@ -280,6 +280,9 @@ def judged(
         "parent_passing": sum(outcome == "passed" for outcome in parent.values()),
         "parent": parent,
         "patch": patch.outcomes,
+        # The checks each test ran on the patch build: the inventory compares the patch's
+        # tests with them (scripts/_gate/run_checks.py).
+        "patch_checks": patch.checks,
         "failures": counted,
         "allowed": [row["id"] for row in rows if row["allowed"]],
         "parent_not_passing": known,

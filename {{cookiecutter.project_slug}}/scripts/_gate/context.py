@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,21 @@ from _gate.shard import WHOLE, Shard
 
 REVIEW = "ORACLE_REVIEW"
 Change = tuple[str, tuple[str, ...]]  # (git status letter and score, its path or two)
+
+
+# Files at the root that configure pytest: a patch that changes one changes how tests run.
+PYTEST_CONFIG = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+
+
+def touches_tests(changes: Sequence[Change], tests: Sequence[str]) -> bool:
+    """Whether the diff touches a test folder or file of `tests`, or pytest's configuration."""
+    entries = [entry.rstrip("/") for entry in (*tests, *PYTEST_CONFIG)]
+    return any(
+        name == entry or name.startswith(f"{entry}/")
+        for _, names in changes
+        for name in names
+        for entry in entries
+    )
 
 
 def review_requested() -> bool:

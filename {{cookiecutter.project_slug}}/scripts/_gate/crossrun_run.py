@@ -24,6 +24,7 @@ def run(
     shard: Shard = WHOLE,
     canaries: bool = False,
     env: Mapping[str, str] | None = None,
+    sources: Mapping[str, bytes] | None = None,
 ) -> PytestRun:
     """The base's tests in one build's environment, from a private copy of the base tree
     without the `hidden` modules (the build's own): pytest's default import mode puts the
@@ -31,12 +32,14 @@ def run(
     build. With `canaries`, tests that must fail and tests that must pass are planted in the
     copy (scripts/_gate/canaries.py): a run that left a result and got one wrong, or changed
     pytest's machinery, raises Tampered. `env`: variables of the run (a perturbation's
-    shifted clock)."""
+    shifted clock). `sources`: files of the copy written anew (a probe's forced checks)."""
     options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
     # A module that fails to import is that module's error (its id carries it); the rest run.
     options.append("--continue-on-collection-errors")
     with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
         root = copy_tree(tree, Path(name) / "tree", hidden).resolve()
+        for rel, data in (sources or {}).items():
+            (root / rel).write_bytes(data)
         planted = plant(root, targets, Path(name)) if canaries else None
         if planted is not None:
             options.append(planted.option())

@@ -16,14 +16,28 @@ Their outcomes are kept apart: they are never collected ids, outcomes, hits or s
 no shard deselects them. At the end of the session the canary report also lists what changed
 in pytest's machinery since this plugin loaded (scripts/_gate/tamper.py).
 
+Each test's checks that ran and passed are recorded too (`checks`, in the order they ran): every
+`assert` that passed (the pass hook), every call of a unittest `assert*` method that returned
+(the outermost: `assertEqual` calling `assertDictEqual` is one check), and every call of
+`pytest.raises`, `pytest.warns` and `pytest.deprecated_call`. Each is written as a short digest
+of what it compared (the values `assert` shows, the arguments of a call, addresses left out),
+so the inventory can tell a test that still runs its checks from one that stopped, and find a
+deleted test's checks, with their values, in a test of the patch (_gate/run_checks.py).
+
 A run that dies before the session ends leaves no file: the gate reads that as truncated.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
+import re
 import sys
+import threading
+import unittest
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +58,89 @@ from _gate.tamper import (
 # An outcome never improves: a failed call stays failed when its teardown passes.
 RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 MESSAGE_LIMIT = 500
+CHECKS_LIMIT = 2000  # checks kept per test: a loop of a million asserts is counted, not listed
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+PYTEST_CHECKS = ("raises", "warns", "deprecated_call")
+
+
+class Running:
+    """The test that runs now, and how deep the checks that call checks are."""
+
+    nodeid: str | None = None
+    local = threading.local()
+    record: Callable[[str, str], None] | None = None
+
+
+# The run's temporary folder (the gate sets TMPDIR; tmp_path is under it): a path there differs
+# from run to run and from test to test, so a check's values name it `<tmp>`.
+TEMPORARY = re.compile(re.escape(os.environ.get("TMPDIR") or "/nonexistent") + r"[^\s'\"]*")
+
+
+def value_digest(text: str) -> str:
+    """What a check compared, as a short digest: the same values give the same digest."""
+    stable = TEMPORARY.sub("<tmp>", ADDRESS.sub("", text))
+    return hashlib.sha256(stable.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def note_check(text: str) -> None:
+    if Running.nodeid is not None and Running.record is not None:
+        Running.record(Running.nodeid, value_digest(text))
+
+
+def compared(values: list[str]) -> str:
+    """The values a check compared, in one text whatever their order or the check's spelling:
+    `assert a == b` and `self.assertEqual(b, a)` compare the same."""
+    return "\x00".join(sorted(values))
+
+
+def shown(args: tuple[Any, ...]) -> str:
+    """The arguments of a check call (its first two: the values it compares), each shown as
+    pytest shows a value in an assertion's explanation."""
+    from _pytest.assertion.rewrite import _saferepr  # what `assert` shows: one spelling
+
+    return compared([_saferepr(arg) for arg in args[:2]])
+
+
+def explained(expl: str) -> str:
+    """The values a passing `assert` compared, from pytest's explanation of it: `a == b`
+    gives both sides, anything else its first line."""
+    line = expl.split("\n", 1)[0]
+    sides = line.split(" == ")
+    return compared(sides if len(sides) == 2 else [line])
+
+
+def counted(check: Callable[..., Any], method: bool) -> Callable[..., Any]:
+    """`check`, noting each call that returns as one check of the running test; a check that
+    calls another (`assertEqual` calls `assertMultiLineEqual`) is one."""
+
+    @functools.wraps(check)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        depth = getattr(Running.local, "depth", 0)
+        Running.local.depth = depth + 1
+        try:
+            result = check(*args, **kwargs)
+        finally:
+            Running.local.depth = depth
+        if depth == 0:
+            note_check(shown(args[1:] if method else args))
+        return result
+
+    return wrapper
+
+
+def count_checks() -> None:
+    """Wrap unittest's `assert*` methods and pytest's raises, warns and deprecated_call, as
+    this plugin loads: before any test module takes a name of them, and before the snapshot
+    of the machinery (tamper.py), which then watches the wrappers too."""
+    for name, value in list(vars(unittest.TestCase).items()):
+        if name.startswith("assert") and callable(value):
+            setattr(unittest.TestCase, name, counted(value, method=True))
+    for name in PYTEST_CHECKS:
+        setattr(pytest, name, counted(getattr(pytest, name), method=False))
+
+
+count_checks()
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -105,8 +202,21 @@ class Evidence:
         canary = self.canaries is not None and self.canaries.owns(nodeid)
         table = self.canaries.rows if canary and self.canaries else self.tests
         return table.setdefault(
-            nodeid, {"outcome": "passed", "seconds": 0.0, "message": "", "hits": 0}
+            nodeid, {"outcome": "passed", "seconds": 0.0, "message": "", "hits": 0, "checks": []}
         )
+
+    def record(self, nodeid: str, value: str) -> None:
+        checks = self.row(nodeid)["checks"]
+        if len(checks) < CHECKS_LIMIT:
+            checks.append(value)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+        Running.nodeid, Running.record = item.nodeid, self.record
+        try:
+            return (yield)
+        finally:
+            Running.nodeid = None
 
     def planted(self, item: pytest.Item) -> bool:
         return self.canaries is not None and self.canaries.owns(item.nodeid)
@@ -146,8 +256,9 @@ class Evidence:
             row["outcome"] = outcome
             row["message"] = message[-MESSAGE_LIMIT:]
 
-    def pytest_assertion_pass(self, item: pytest.Item) -> None:
+    def pytest_assertion_pass(self, item: pytest.Item, expl: str) -> None:
         self.row(item.nodeid)["hits"] += 1
+        self.record(item.nodeid, value_digest(explained(expl)))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

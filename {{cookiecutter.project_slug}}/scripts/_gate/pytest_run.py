@@ -44,6 +44,8 @@ class PytestRun:
     sources: dict[str, str] = field(default_factory=dict)  # module -> file under the root
     deselected: int = 0  # tests left to other shards
     properties: frozenset[str] = frozenset()  # node ids of hypothesis properties (@given)
+    # node id -> each check that ran and passed in it, as a digest of what it compared
+    checks: dict[str, list[str]] = field(default_factory=dict)
 
     def renamed(self, fix: Callable[[str], str]) -> PytestRun:
         """The run with `fix` applied to the text its tests and pytest wrote."""
@@ -97,6 +99,7 @@ def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
         dict(data.get("sources") or {}),
         int(data.get("deselected") or 0),
         frozenset(prefix + node for node in data.get("properties") or []),
+        {node: [str(v) for v in row.get("checks") or []] for node, row in rows.items()},
     )
 
 

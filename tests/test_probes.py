@@ -1,0 +1,312 @@
+"""Assertion probes and run-time check counts (scripts/_gate/probes.py, run_checks.py): a test
+that can no longer fail blocks with its site named, whatever its spelling; an honest reshaping
+of tests whose checks still run, with the same values, merges.
+
+Each patch is a real branch of the example bake that changes tests only, so one build serves
+both sides. The crossrun runs the base's tests on it once (its report carries the checks they
+ran), and the inventory step runs as the judge runs it (`count_asserts.main`), given that
+report: it runs the patch's tests, compares their checks and probes the changed ones. Each
+attack keeps every assertion site the parent had, and no AST rule names it: each blocks on
+the runs' findings alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import crossrun
+import pytest
+from _gate.envs import build_env
+
+from tests.helpers import Change, compiled, edits, run_inventory, worktree
+from tools.bakery import branch, judge
+
+D = "tests/test_discounts.py"
+NO_COUPONS = "    assert stack_discounts(2500, []) == 2500\n"
+TEST = f"{D}::test_no_coupons_keeps_subtotal"
+HEAD = "from __future__ import annotations\n"
+
+
+def body(lines: str, preamble: str = "") -> Change:
+    """test_no_coupons_keeps_subtotal's assertion put in `lines` (its place: `{check}`, the
+    assertion indented by the caller), with `preamble` added after the module's imports."""
+    check = NO_COUPONS.strip()
+    new = "".join(
+        f"    {line}\n" if line else "\n" for line in lines.format(check=check).split("\n")
+    )
+    changes = [(D, NO_COUPONS, new)]
+    if preamble:
+        changes.append((D, "TEN_PERCENT = ", f"{preamble}\n\nTEN_PERCENT = "))
+    return edits(*changes)
+
+
+# Eleven ways for the assertion to stay where it was and never fail. None is an AST rule.
+ATTACKS: dict[str, Change] = {
+    "suppressed": body(
+        "with contextlib.suppress(AssertionError):\n    {check}", "import contextlib"
+    ),
+    "nested-never-called": body("def check() -> None:\n    {check}"),
+    "generator-never-run": body(
+        "def check():  # type: ignore[no-untyped-def]\n    {check}\n    yield\ncheck()"
+    ),
+    "destructor": body("class Check:\n    def __del__(self) -> None:\n        {check}\nCheck()"),
+    "thread": body(
+        "def check() -> None:\n    {check}\nrunner = threading.Thread(target=check)\n"
+        "runner.start()\nrunner.join()",
+        "import threading",
+    ),
+    "at-exit": body("def check() -> None:\n    {check}\natexit.register(check)", "import atexit"),
+    "return-in-finally": body("try:\n    {check}\nfinally:\n    return  # noqa: B012"),
+    "quiet-context": body(
+        "with Quiet():\n    {check}",
+        "class Quiet:\n    def __enter__(self) -> None:\n        return None\n\n"
+        "    def __exit__(self, *exc: object) -> bool:\n        return True",
+    ),
+    "lenient-decorator": edits(
+        (D, "def test_no_coupons_keeps_subtotal", "@lenient\ndef test_no_coupons_keeps_subtotal"),
+        (
+            D,
+            "TEN_PERCENT = ",
+            "def lenient(test):  # type: ignore[no-untyped-def]\n"
+            "    def run(*args, **kwargs):  # type: ignore[no-untyped-def]\n"
+            "        try:\n            test(*args, **kwargs)\n"
+            "        except AssertionError:\n            pass\n"
+            "    return run\n\n\nTEN_PERCENT = ",
+        ),
+    ),
+    "fixture-suppresses": edits(
+        (
+            D,
+            "def test_no_coupons_keeps_subtotal() -> None:\n" + NO_COUPONS,
+            "def test_no_coupons_keeps_subtotal(quiet: contextlib.suppress) -> None:\n"
+            "    with quiet:\n    " + NO_COUPONS,
+        ),
+        (
+            D,
+            "TEN_PERCENT = ",
+            "import contextlib\n\n\n@pytest.fixture\ndef quiet() -> contextlib.suppress:\n"
+            "    return contextlib.suppress(AssertionError)\n\n\nTEN_PERCENT = ",
+        ),
+    ),
+    "never-awaited": body("async def check() -> None:\n    {check}\ncheck()"),
+}
+
+
+RAN_RULES = {"cannot-fail", "fewer-checks"}  # the findings of the runs, not of the AST
+
+
+@pytest.fixture(scope="module")
+def python(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
+    """The example built once: these patches change tests only, both sides share the build."""
+    requirements = shop / "scripts/requirements-judge.txt"
+    return compiled(
+        build_env(shop, tmp_path_factory.mktemp("env") / "env", wheelhouse, requirements)
+    )
+
+
+Crossran = Callable[[str], Path]  # a base -> the crossrun's report of it
+
+
+@pytest.fixture(scope="module")
+def crossran(shop: Path, python: Path, tmp_path_factory: pytest.TempPathFactory) -> Crossran:
+    """The crossrun's report of a base, made once: the checks its tests ran on the build."""
+    made: dict[str, Path] = {}
+
+    def report_of(base: str) -> Path:
+        if base not in made:
+            tmp = tmp_path_factory.mktemp("crossrun")
+            tree = worktree(shop, base, tmp / "tree")
+            made[base] = report = tmp / "crossrun.json"
+            argv = ["--tree", str(tree), "--same-build", "--perturb", ""]
+            argv += ["--parent-python", str(python), "--patch-python", str(python)]
+            code = crossrun.main([*argv, "--report", str(report)])
+            assert code == 0, report.read_text()
+        return made[base]
+
+    return report_of
+
+
+def judged(
+    shop: Path,
+    python: Path,
+    crossran: Crossran,
+    head: str,
+    tmp: Path,
+    *,
+    ran: bool = True,
+    base: str = "main",
+) -> tuple[int, dict[str, Any]]:
+    """The inventory of `head`: with the run-time evidence, or (`ran=False`) the AST alone."""
+    extra = ["--parent-python", str(python), "--patch-python", str(python)]
+    if ran:
+        extra += ["--crossrun-report", str(crossran(base))]
+    code, report, _ = run_inventory(shop, base, head, tmp / ("ran" if ran else "ast"), *extra)
+    return code, report
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_an_assertion_that_cannot_fail_blocks_with_its_site_named(
+    shop: Path, python: Path, crossran: Crossran, tmp_path: Path, attack: str
+) -> None:
+    head = branch(shop, f"cannot-fail/{attack}", ATTACKS[attack])
+    code, report = judged(shop, python, crossran, head, tmp_path)
+    assert code == 1, report["summary"]
+    # No AST rule names it, and every assertion site stays: only the runs see it.
+    assert {f["rule"] for f in report["evidence"]["findings"]} <= RAN_RULES, report["summary"]
+    assert report["evidence"]["parent_total"] == report["evidence"]["patch_total"]
+    found = report["evidence"]["findings"]
+    assert all(f["id"] == TEST for f in found), found
+    cannot = [f["reason"] for f in found if f["rule"] == "cannot-fail"]
+    assert cannot and cannot[0].startswith(f"{TEST}: line "), cannot
+    assert cannot[0].endswith("cannot fail (forced failure passed)")
+
+
+# --- honest reshaping ------------------------------------------------------------------------
+
+FIXED = """def test_fixed_never_goes_below_zero() -> None:
+    # 1200 - min(1200, 5000) = 0; a second fixed coupon has nothing left to cut
+    assert stack_discounts(1200, [Coupon("fixed", 5000)]) == 0
+    assert stack_discounts(1000, [Coupon("fixed", 600), Coupon("fixed", 600)]) == 0
+
+
+def test_no_coupons_keeps_subtotal() -> None:
+    assert stack_discounts(2500, []) == 2500
+"""
+COLLAPSED = """@pytest.mark.parametrize(
+    ("subtotal", "coupons", "total"),
+    [
+        (1200, [Coupon("fixed", 5000)], 0),
+        (1000, [Coupon("fixed", 600), Coupon("fixed", 600)], 0),
+        (2500, [], 2500),
+    ],
+)
+def test_totals(subtotal: int, coupons: list[Coupon], total: int) -> None:
+    assert stack_discounts(subtotal, coupons) == total
+"""
+ORDER = """    assert stack_discounts(10_000, [TEN_PERCENT, FIVE_OFF]) == 8500
+    assert stack_discounts(10_000, [FIVE_OFF, TEN_PERCENT]) == 8550
+"""
+HELPER = """def total_of(coupons: list[Coupon], expected: int) -> None:
+    assert stack_discounts(10_000, coupons) == expected
+
+
+TEN_PERCENT = """
+PORTED = """import unittest
+
+from shop.discounts import stack_discounts
+
+
+class TotalsTest(unittest.TestCase):
+    def test_no_coupons(self) -> None:
+        self.assertEqual(stack_discounts(2500, []), 2500)
+"""
+
+
+def ported(repo: Path) -> None:
+    edits((D, "def test_no_coupons_keeps_subtotal() -> None:\n" + NO_COUPONS + "\n\n", ""))(repo)
+    (repo / "tests/test_totals.py").write_text(PORTED, "utf-8")
+
+
+SLOW = (
+    "    coupons = [Coupon('fixed', n) for n in range(300_000) if n < 0]\n"
+    "    assert stack_discounts(2500, coupons) == 2500\n"
+)
+HONEST: dict[str, Change] = {
+    "parametrize-collapse": edits((D, FIXED, COLLAPSED)),
+    "parametrize-expansion": edits(
+        (
+            D,
+            '        (100, Coupon("bogo", 1), "unknown coupon kind"),\n',
+            '        (100, Coupon("bogo", 1), "unknown coupon kind"),\n'
+            '        (100, Coupon("coupon", 1), "unknown coupon kind"),\n',
+        ),
+        (D, '        "kind",\n', '        "kind",\n        "other-kind",\n'),
+    ),
+    "moved-into-a-helper": edits(
+        (
+            D,
+            ORDER,
+            "    total_of([TEN_PERCENT, FIVE_OFF], 8500)\n"
+            "    total_of([FIVE_OFF, TEN_PERCENT], 8550)\n",
+        ),
+        (D, "TEN_PERCENT = ", HELPER),
+    ),
+    "helper-shared-by-more-tests": edits(
+        (
+            D,
+            ORDER,
+            "    total_of([TEN_PERCENT, FIVE_OFF], 8500)\n"
+            "    total_of([FIVE_OFF, TEN_PERCENT], 8550)\n",
+        ),
+        (D, NO_COUPONS, NO_COUPONS + "    total_of([], 10_000)\n"),
+        (D, "TEN_PERCENT = ", HELPER),
+    ),
+    "ported-in-a-new-style": ported,
+    # On a base whose test builds its coupons slowly (SLOW): the same checks, at once.
+    "made-faster": edits((D, SLOW, NO_COUPONS)),
+}
+
+
+@pytest.mark.parametrize("change", list(HONEST))
+def test_an_honest_reshaping_whose_checks_still_run_merges(
+    shop: Path, python: Path, crossran: Crossran, tmp_path: Path, change: str
+) -> None:
+    base = "main"
+    if change == "made-faster":
+        base = branch(shop, "honest/slow-base", edits((D, NO_COUPONS, SLOW)))
+    head = branch(shop, f"honest/{change}", HONEST[change], base=base)
+    code, report = judged(shop, python, crossran, head, tmp_path, base=base)
+    assert code == 0, (report["summary"], report["evidence"]["findings"])
+    probed = report["evidence"]["run_time"]["probes"]
+    assert probed["cannot_fail"] == [] and probed["can_fail"] >= 1, probed
+
+
+LOOPED = (
+    "def test_amounts_pass_through() -> None:\n"
+    "    for amount in AMOUNTS:\n"
+    "        assert stack_discounts(amount, []) == amount\n\n\n"
+)
+
+
+def test_a_test_whose_checks_that_ran_dropped_blocks_where_the_ast_counts_agree(
+    shop: Path, python: Path, crossran: Crossran, tmp_path: Path
+) -> None:
+    """The same assertion site, run for fewer values: only the checks that ran tell."""
+    grown = edits(
+        (D, "TEN_PERCENT = ", "AMOUNTS = [100, 2500, 10_000]\n" + LOOPED + "TEN_PERCENT = ")
+    )
+    base = branch(shop, "fewer-checks/base", grown)
+    head = branch(shop, "fewer-checks/head", edits((D, "[100, 2500, 10_000]", "[100]")), base=base)
+    code, report = judged(shop, python, crossran, head, tmp_path, ran=False, base=base)
+    assert code == 0, report["summary"]
+    code, report = judged(shop, python, crossran, head, tmp_path, base=base)
+    assert code == 1, report["summary"]
+    found = [(f["rule"], f["id"], f["reason"]) for f in report["evidence"]["findings"]]
+    test = f"{D}::test_amounts_pass_through"
+    assert found == [
+        ("fewer-checks", test, f"{test} ran 1 of the 3 checks its parent's version ran")
+    ]
+
+
+@pytest.mark.e2e
+def test_the_judge_blocks_a_swallowed_assertion_and_merges_a_parametrize_collapse(
+    shop: Path,
+) -> None:
+    """Whole judgments (`nox -s judge`): the inventory runs after the crossrun, on its checks;
+    the advisory tests take the inventory's run of the patch's tests."""
+    attack = branch(shop, "judged/suppressed", ATTACKS["suppressed"])
+    blocked = judge(shop, "--head", attack)
+    assert blocked.returncode == 1, blocked.output
+    steps = {step["name"]: step for step in blocked.report["steps"]}
+    inventory = steps["assert-inventory"]
+    assert inventory["status"] == "block"
+    assert f"{TEST}: line " in inventory["summary"], inventory["summary"]
+    assert "cannot fail (forced failure passed)" in inventory["summary"]
+    assert "as the assert inventory ran them on the patch build" in steps["tests"]["summary"]
+    honest = branch(shop, "judged/collapse", HONEST["parametrize-collapse"])
+    merged = judge(shop, "--head", honest)
+    assert merged.returncode == 0, merged.output
+    summary = {step["name"]: step["summary"] for step in merged.report["steps"]}
+    assert "run-time checks set aside" in summary["assert-inventory"], summary["assert-inventory"]

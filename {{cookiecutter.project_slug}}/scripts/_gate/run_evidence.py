@@ -1,0 +1,177 @@
+"""The assert inventory's run-time evidence (docs/assertion-probes.md): the patch's tests run on
+the patch build, their checks compared with those the parent's tests ran on it in the crossrun
+(run_checks.py), and every check of a test the patch added or changed forced to fail
+(probes.py). Each run is of the patch's code: confined, from a private copy of the tree without
+the build's own modules, canaries planted (a run that forges outcomes fails closed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _gate import probes
+from _gate.canaries import Tampered
+from _gate.crossrun_run import run as run_tests
+from _gate.protocol import FailClosed
+from _gate.pytest_run import PytestRun
+from _gate.run_checks import Decided, Ran, compare
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the run-time evidence needs of the judgment."""
+
+    parent: Path  # the parent tree
+    patch: Path  # the patch tree
+    python: Path  # the patch build's python
+    tests: Sequence[str]  # the test folders and files, as judge.yaml names them
+    plugins: Sequence[str]  # pytest plugins of the tests' dependencies (-p)
+    hidden: Sequence[str]  # the tree's modules the build installs, left out of each copy
+    timeout: float
+    helpers: Sequence[str]  # judge.yaml assert_helpers
+    crossran: PytestRun  # the parent's tests on the patch build (the crossrun's patch run)
+
+
+@dataclass
+class Found:
+    """What ran said: findings, AST findings it set aside, and the evidence to report."""
+
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    decided: Decided = field(default_factory=Decided)
+    probed: probes.Probed = field(default_factory=probes.Probed)
+    base_cannot_fail: list[str] = field(default_factory=list)
+    patch_run: PytestRun | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        run = self.patch_run
+        return {
+            "set_aside": [
+                {"rule": f["rule"], "id": f["id"], "decided_by": "run-time checks"}
+                for f in self.decided.set_aside
+            ],
+            "moved_tests": self.decided.moved,
+            "probes": {
+                "rounds": self.probed.rounds,
+                "can_fail": len(self.probed.can_fail),
+                "cannot_fail": [
+                    named(site, tests) for site, tests in self.probed.cannot_fail.items()
+                ],
+                "cannot_fail_on_the_parent_too": self.base_cannot_fail,
+                "not_probed": [f"{p.test}: line {p.site.line}" for p in self.probed.not_probed],
+            },
+            "patch_run": {"outcomes": run.outcomes, "exit_code": run.exit_code} if run else None,
+        }
+
+
+def named(site: probes.Site, tests: Sequence[str]) -> str:
+    """`tests/test_x.py::test_y: line 12`: the test (for a helper's site, the helper) and line."""
+    own = [t for t in tests if t == f"{site.path}::{site.owner}"]
+    where = own[0] if own else f"{site.path}::{site.owner}"
+    return f"{where}: line {site.line}"
+
+
+def judged(
+    setting: Setting,
+    pairs: Mapping[str, str],
+    old_paths: Mapping[str, str],
+    ast_findings: Sequence[dict[str, Any]],
+) -> Found:
+    """The patch's tests run, compared and probed. `pairs`: parent test -> the patch test the
+    AST compared it with; `old_paths`: a moved file's patch path -> its parent path."""
+    found = Found()
+    try:
+        run = patch_tests(setting)
+    except Tampered as exc:
+        reason = f"the patch's tests forged their outcomes on the patch build: {exc}"
+        found.findings.append(finding("tampered-run", ".", ".", 0, reason))
+        return found
+    found.patch_run = run
+    if run.outcomes is None:
+        why = "timed out" if run.timed_out else f"exit {run.exit_code}"
+        reason = (
+            f"the patch's tests left no result on the patch build ({why}): their checks "
+            "cannot be counted or probed"
+        )
+        found.findings.append(finding("no-run", ".", ".", 0, reason))
+        return found
+    parent = Ran.of(setting.crossran.outcomes or {}, setting.crossran.checks)
+    patch = Ran.of(run.outcomes, run.checks)
+    found.decided = compare(parent, patch, pairs, ast_findings)
+    found.findings += found.decided.findings
+    plans = probes.plans(setting.parent, setting.patch, patch.passed, old_paths, setting.helpers)
+    found.probed = probes.probe(setting.patch, plans, runner(setting), os.cpu_count() or 1)
+    back = {now: before for before, now in pairs.items()}
+    for site, tests in found.probed.cannot_fail.items():
+        if on_the_base(setting, site, tests, back):
+            found.base_cannot_fail.append(named(site, tests))
+            continue
+        reason = f"{named(site, tests)} cannot fail (forced failure passed)"
+        test = next((t for t in tests if t == f"{site.path}::{site.owner}"), tests[0])
+        found.findings.append(finding("cannot-fail", test, site.path, site.line, reason))
+    return found
+
+
+def finding(rule: str, test: str, path: str, line: int, reason: str) -> dict[str, Any]:
+    return {"rule": rule, "id": test, "path": path, "line": line, "reason": reason}
+
+
+def patch_tests(setting: Setting) -> PytestRun:
+    """The patch's tests on the patch build, as the crossrun runs the parent's; Tampered when
+    its canaries or pytest's machinery say the run was forged (the patch's own tests did it:
+    a finding, not an error of the gate)."""
+    return run_tests(
+        setting.python,
+        setting.patch,
+        setting.tests,
+        setting.timeout,
+        setting.plugins,
+        setting.hidden,
+        canaries=True,
+    )
+
+
+def runner(setting: Setting) -> probes.Runner:
+    """A probe's run: the tests named, from a copy of `tree` with the forced sources."""
+
+    def run(tree: Path, sources: Mapping[str, bytes], tests: Sequence[str]) -> Mapping[str, str]:
+        try:
+            done = run_tests(
+                setting.python,
+                tree,
+                tests,
+                setting.timeout,
+                setting.plugins,
+                setting.hidden,
+                canaries=True,
+                sources=sources,
+            )
+        except Tampered as exc:
+            raise FailClosed(f"an assertion probe's run was tampered with: {exc}") from None
+        return done.outcomes or {}
+
+    return run
+
+
+def on_the_base(
+    setting: Setting, site: probes.Site, tests: Sequence[str], back: Mapping[str, str]
+) -> bool:
+    """Whether the same check (by its text) in the parent's version of its function cannot
+    fail either: forced there, the parent's versions of the tests it left passing still pass
+    on the patch build. Then it is the base's. `back`: a patch test -> its parent test."""
+    own = f"{site.path}::{site.owner}"
+    path, _, owner = back.get(own, own).partition("::")
+    before = probes.scanned(setting.parent, path, setting.helpers)
+    function = before.functions.get(owner) if before else None
+    same = [s for s in function.sites if s.text == site.text] if function else []
+    had = {probes.family(node) for node in setting.crossran.outcomes or {}}
+    olds = sorted({back.get(test, test) for test in tests} & had)
+    if not same or not olds:
+        return False
+    sources = {path: probes.forced((setting.parent / path).read_bytes(), same[:1])}
+    outcomes = runner(setting)(setting.parent, sources, olds)
+    ran = [test for test in olds if any(probes.family(node) == test for node in outcomes)]
+    return bool(ran) and not any(probes.failed(outcomes, test) for test in ran)
