@@ -152,7 +152,9 @@ def oracle_then_budget(
     oracle_args += ("--oracle-python", oracle_python, "--call-timeout", str(settings.call_timeout))
     builds = ("--parent-python", parent["python"], "--patch-python", patch["python"])
     oracle_report = tmp / "oracle.json"
-    ran = run(oracle.main, oracle_report, *oracle_args, *builds)
+    # No perturbed run: the flake keys on the first run of the patch build, which must be the
+    # oracle's own (a perturbed run's flake is retried there: test_perturb.py).
+    ran = run(oracle.main, oracle_report, *oracle_args, *builds, "--perturb", "")
     file = tmp / "quarantine.yaml"
     if quarantine_text is None:
         from_oracle_ref(repo, settings, "quarantine.yaml", file)

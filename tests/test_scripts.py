@@ -31,7 +31,7 @@ PACKAGE = sorted((SCRIPTS / "_gate").glob("*.py"))
 # the strength session's pytest runs.
 PLUGINS = {Path(name).stem for name in PLUGIN_FILES} - {"__init__"}
 THIRD_PARTY = {
-    "pytest_evidence.py": {"pytest"},
+    "pytest_evidence.py": {"pytest", "_pytest"},  # pytest's own way to show a value
     "tamper.py": {"pytest"},
     "subject.py": {"pytest", "hypothesis"},
     "strength_cassettes.py": {"pytest"},

@@ -155,7 +155,9 @@ class Scan:
         return "call" if "." not in bare and bare in own else ""
 
     def sites(self, node: ast.AST, owner: str, own: frozenset[str] | set[str]) -> Iterator[Site]:
-        """The checks under `node`, outermost first: a check inside another is not one more."""
+        """The checks under `node`, outermost first: a check inside another is not one more,
+        nor is one in the block of an expected-exception check (`with pytest.raises(...)`:
+        a test of an assertion helper expects its failure there)."""
         todo = list(ast.iter_child_nodes(node))
         while todo:
             child = todo.pop(0)
@@ -167,7 +169,19 @@ class Scan:
                 if kind:
                     yield self.site(owner, child, kind)
                     continue
+            if isinstance(child, (ast.With, ast.AsyncWith)) and self.expects_raise(child, own):
+                todo[:0] = [item.context_expr for item in child.items]
+                continue
             todo[:0] = list(ast.iter_child_nodes(child))
+
+    def expects_raise(
+        self, block: ast.With | ast.AsyncWith, own: frozenset[str] | set[str]
+    ) -> bool:
+        return any(
+            isinstance(item.context_expr, ast.Call)
+            and self.check_kind(item.context_expr, own) in NEVER
+            for item in block.items
+        )
 
     def site(self, owner: str, node: ast.AST, kind: str) -> Site:
         span = span_of(node)
@@ -293,21 +307,25 @@ def plans(
             }
         return scans[path]
 
+    def helper_sites(test: str, function: Function) -> Iterator[Site]:
+        """The sites of the changed helpers and fixtures the test names, but its own."""
+        path = test.split("::", 1)[0]
+        for where in (path, *conftests(patch, path)):
+            found = scan(where)
+            for name in sorted(changed[where]) if found else ():
+                named = name.rsplit("::", 1)[-1] in function.names
+                if found and named and f"{where}::{name}" != test:
+                    yield from found.functions[name].sites
+
     out: dict[str, list[Site]] = {}
     for test in sorted(set(tests)):
         path, _, key = test.partition("::")
         found = scan(path)
         function = found.functions.get(key) if found else None
-        if found is None or function is None:
+        if function is None:
             continue
         sites = list(function.sites) if key in changed[path] else []
-        for where in (path, *conftests(patch, path)):
-            other = scan(where)
-            for name in sorted(changed.get(where, ())) if other else ():
-                helper = other.functions[name] if other else None
-                named = name.rsplit("::", 1)[-1] in function.names
-                if helper is not None and (where, name) != (path, key) and named:
-                    sites += helper.sites
+        sites += helper_sites(test, function)
         if sites:
             out[test] = sites
     return out

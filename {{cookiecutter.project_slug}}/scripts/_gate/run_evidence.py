@@ -16,7 +16,6 @@ from typing import Any
 from _gate import probes
 from _gate.canaries import Tampered
 from _gate.crossrun_run import run as run_tests
-from _gate.protocol import FailClosed
 from _gate.pytest_run import PytestRun
 from _gate.run_checks import Decided, Ran, compare
 
@@ -57,9 +56,7 @@ class Found:
             "probes": {
                 "rounds": self.probed.rounds,
                 "can_fail": len(self.probed.can_fail),
-                "cannot_fail": [
-                    named(site, tests) for site, tests in self.probed.cannot_fail.items()
-                ],
+                "cannot_fail": [named(site) for site in self.probed.cannot_fail],
                 "cannot_fail_on_the_parent_too": self.base_cannot_fail,
                 "not_probed": [f"{p.test}: line {p.site.line}" for p in self.probed.not_probed],
             },
@@ -67,11 +64,9 @@ class Found:
         }
 
 
-def named(site: probes.Site, tests: Sequence[str]) -> str:
+def named(site: probes.Site) -> str:
     """`tests/test_x.py::test_y: line 12`: the test (for a helper's site, the helper) and line."""
-    own = [t for t in tests if t == f"{site.path}::{site.owner}"]
-    where = own[0] if own else f"{site.path}::{site.owner}"
-    return f"{where}: line {site.line}"
+    return f"{site.path}::{site.owner}: line {site.line}"
 
 
 def judged(
@@ -102,17 +97,33 @@ def judged(
     patch = Ran.of(run.outcomes, run.checks)
     found.decided = compare(parent, patch, pairs, ast_findings)
     found.findings += found.decided.findings
+    try:
+        probed(setting, patch, pairs, old_paths, found)
+    except Tampered as exc:
+        reason = f"an assertion probe's run of the patch's tests forged its outcomes: {exc}"
+        found.findings.append(finding("tampered-run", ".", ".", 0, reason))
+    return found
+
+
+def probed(
+    setting: Setting,
+    patch: Ran,
+    pairs: Mapping[str, str],
+    old_paths: Mapping[str, str],
+    found: Found,
+) -> None:
+    """Force the checks of the changed tests that passed; a check that cannot fail and is not
+    the base's is a finding."""
     plans = probes.plans(setting.parent, setting.patch, patch.passed, old_paths, setting.helpers)
     found.probed = probes.probe(setting.patch, plans, runner(setting), os.cpu_count() or 1)
     back = {now: before for before, now in pairs.items()}
     for site, tests in found.probed.cannot_fail.items():
         if on_the_base(setting, site, tests, back):
-            found.base_cannot_fail.append(named(site, tests))
+            found.base_cannot_fail.append(named(site))
             continue
-        reason = f"{named(site, tests)} cannot fail (forced failure passed)"
-        test = next((t for t in tests if t == f"{site.path}::{site.owner}"), tests[0])
-        found.findings.append(finding("cannot-fail", test, site.path, site.line, reason))
-    return found
+        reason = f"{named(site)} cannot fail (forced failure passed)"
+        owner = f"{site.path}::{site.owner}"  # a test, or the helper the tests name
+        found.findings.append(finding("cannot-fail", owner, site.path, site.line, reason))
 
 
 def finding(rule: str, test: str, path: str, line: int, reason: str) -> dict[str, Any]:
@@ -138,19 +149,16 @@ def runner(setting: Setting) -> probes.Runner:
     """A probe's run: the tests named, from a copy of `tree` with the forced sources."""
 
     def run(tree: Path, sources: Mapping[str, bytes], tests: Sequence[str]) -> Mapping[str, str]:
-        try:
-            done = run_tests(
-                setting.python,
-                tree,
-                tests,
-                setting.timeout,
-                setting.plugins,
-                setting.hidden,
-                canaries=True,
-                sources=sources,
-            )
-        except Tampered as exc:
-            raise FailClosed(f"an assertion probe's run was tampered with: {exc}") from None
+        done = run_tests(
+            setting.python,
+            tree,
+            tests,
+            setting.timeout,
+            setting.plugins,
+            setting.hidden,
+            canaries=True,
+            sources=sources,
+        )
         return done.outcomes or {}
 
     return run
