@@ -162,6 +162,7 @@ def step(envs: Built, base: str, head: str, tmp: Path, *extra: str) -> tuple[int
     argv = ["--tree", str(parent["tree"]), "--patch-tree", str(patch["tree"])]
     argv += ["--tests", "tests", "--report", str(report)]
     argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
+    argv += ["--perturb", ""]  # the perturbed run has tests of its own (test_perturb.py)
     code = crossrun.main([*argv, *extra])
     return code, json.loads(report.read_text("utf-8"))
 

@@ -82,6 +82,7 @@ def step(
     report = tmp / name
     argv = ["--tree", str(parent["tree"]), "--tests", "tests", "--report", str(report)]
     argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
+    argv += ["--perturb", ""]  # the perturbed run has tests of its own (test_perturb.py)
     code = crossrun.main([*argv, *extra])
     return code, json.loads(report.read_text("utf-8"))
 
