@@ -131,11 +131,13 @@ def test_the_tests_own_dependencies_are_pinned_and_the_first_judge_merges(
     git(repo, "checkout", "-q", "-b", "no-op")
     git(repo, "commit", "-q", "--allow-empty", "-m", "nothing")
     git(repo, "checkout", "-q", "trunk")
-    adopted_history.nox(repo, wheelhouse, "-s", "judge", "--", "--head", "no-op", check=False)
+    adopted_history.nox(
+        repo, wheelhouse, "-s", "judge", "--", "--head", "no-op", "--fresh", check=False
+    )
     report = json.loads((repo / "reports/judge-report.json").read_text())
     steps = {step["name"]: step for step in report["steps"]}
     assert report["verdict"] == "merge", [s["summary"] for s in report["steps"]]
-    assert steps["crossrun"]["evidence"]["parent_passing"] == 1
+    assert steps["crossrun"]["evidence"]["parent_passing"] == 1  # --fresh: it ran
 
 
 @pytest.mark.e2e

@@ -21,17 +21,11 @@ import pytest
 
 from tests.test_adopt import history_rows, identity, wheelhouse
 from tools import adopt
-from tools.bakery import TEMPLATE, git
+from tools.bakery import git
+from tools.slices import YAMLLINT, YAMLLINT_CASES, YAMLLINT_START
 
 __all__ = ["identity", "wheelhouse"]  # the fixtures of test_adopt.py, used here as there
 
-SLICE = TEMPLATE / "tests" / "data" / "yamllint-slice.bundle"
-# A linter's cases: problems found (exit 1, on purpose: --yes), a clean file, its version.
-CASES = [
-    "--yes --stdin 'key: value\nlist: [ 1,2 ]\nkey: again\n' -- -f parsable -",
-    "--stdin 'key: value\n' -- -d relaxed -f parsable -",
-    "--version",
-]
 # A reviewer's verdicts, from each diff: the CI and build edits touch .github/workflows, which
 # a code owner must look at. The non-printable commit turns a crash (ReaderError, which a
 # parent test asserts) into a syntax error and edits that test: the behaviour a maintainer's
@@ -57,7 +51,7 @@ VERDICTS = [
 def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adoption(
     tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rows = history_rows(SLICE, "main~10", tmp_path, wheelhouse, CASES)
+    rows = history_rows(YAMLLINT, YAMLLINT_START, tmp_path, wheelhouse, YAMLLINT_CASES)
     printed = capsys.readouterr().out
     assert "a no-op patch merges on it" in printed  # adopt judged its own work first
     repo = tmp_path / "repo"

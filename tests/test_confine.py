@@ -18,6 +18,8 @@ from _gate.sandbox import Sandbox, Server, probe_sandbox, run_confined
 
 from tests.helpers import SCRIPTS, running
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 LEVELS = ("namespaces", "subreaper")
 
 

@@ -22,6 +22,8 @@ import pytest
 from tests.helpers import Change, bake_with, edits, inventory, rule_ids
 from tools.bakery import branch
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 HELPER = "src/shop/testing.py"
 RATES = "tests/test_rates.py"
 HELPER_TEXT = """\

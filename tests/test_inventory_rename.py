@@ -17,6 +17,8 @@ import pytest
 from tests.helpers import UNITTEST_STYLE, Change, D, U, bake_with, edits, inventory, rule_ids
 from tools.bakery import branch
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 NO_COUPONS = (
     "def test_no_coupons_keeps_subtotal() -> None:\n    assert stack_discounts(2500, []) == 2500\n"
 )

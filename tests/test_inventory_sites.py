@@ -15,6 +15,8 @@ import pytest
 from tests.helpers import Change, bake_with, edits, inventory
 from tools.bakery import branch, git
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 S = "tests/test_sites.py"
 H = "tests/helpers.py"
 DEEPER = "tests/deep.py"

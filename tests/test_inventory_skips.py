@@ -21,6 +21,8 @@ import pytest
 from tests.helpers import C, Change, D, U, collected_by, edits, inventory
 from tools.bakery import branch, git
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 H = "tests/test_highlight.py"
 # A setUp skip already on the parent, shared through a base class, and a setUp that only
 # builds what its tests use.

@@ -13,6 +13,8 @@ import pytest
 from tests.helpers import run_inventory
 from tools.bakery import branch, edit, git
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 SUITE = Path(sysconfig.get_path("stdlib")) / "test" / "test_bool.py"
 FILE = "tests/test_bool.py"
 CONFIG = """\

@@ -12,6 +12,8 @@ from preconditions import main
 
 from tests.helpers import SCRIPTS
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 MATRIX = SCRIPTS.parent / "oracles/MATRIX.md"
 CASE: dict[str, object] = {"id": "no-args", "argv": [], "compare": ["exit_code", "stdout.raw"]}
 PROPERTY = "def test_total_is_never_negative() -> None:\n    assert abs(-1) >= 0\n"

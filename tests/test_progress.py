@@ -12,6 +12,8 @@ from _gate.protocol import Progress
 
 from tests.helpers import finish
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 # A step module, as judge.run_inline imports it by its script's name.
 INLINE_STEP = """
 import time

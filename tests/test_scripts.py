@@ -15,6 +15,8 @@ from write_set import classify
 
 from tests.helpers import SCRIPTS
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("_"))
 # Renamed step scripts, kept as one-line shims that import their new name.
 SHIMS = {

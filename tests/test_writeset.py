@@ -15,6 +15,8 @@ import write_set as write_set_step
 
 from tools.bakery import git
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 CASES = "oracle/cases.yaml"
 
 

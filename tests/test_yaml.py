@@ -20,6 +20,8 @@ import write_set
 from _gate.config import load_config, load_yaml
 from _gate.protocol import FailClosed
 
+pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
+
 CASE = "  - id: one\n    argv: []\n    compare: [exit_code]\n"
 
 

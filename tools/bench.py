@@ -36,6 +36,13 @@ unconfined (`sandbox: best-effort`, the launcher capped at `none`). The five are
 five rounds, and each is the median of its five. Build provenance (issue 23), the check the
 build step makes of both wheels against their trees, is timed alone on the bake's build
 (twice, as for parent and patch, the median of five) against the judge with the crossrun.
+
+Project: the gate adopted into a real project's pinned history (tools/slices.py: yamllint, a
+unittest-style suite of about 430 tests), its next commits judged in order as they landed
+(tools/adopted_history.py): two docs-only commits (their builds are the parent's) and two that
+change code, each judgment's seconds against the project's own test command in a ready
+environment (the project installed from the same wheelhouse), timed once after each judgment;
+the medians of each pair against the median of the four.
 """
 
 from __future__ import annotations
@@ -57,7 +64,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from tools import adopted_history
 from tools.bakery import TEMPLATE, bake, edit
+from tools.slices import YAMLLINT, YAMLLINT_CASES, YAMLLINT_START, YAMLLINT_TESTS
 
 # The gate's own modules, exactly as a bake ships them.
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
@@ -438,6 +447,30 @@ def strength_seconds(repo: Path, scratch: Path) -> tuple[float, float]:
     return gate, alone
 
 
+def project_seconds(work: Path) -> tuple[float, float, float]:
+    """Median seconds of the judge of a docs-only commit and of a code commit of the adopted
+    yamllint slice, and of its own test command in a ready environment."""
+    judges = Path(os.environ.get("ORACLE_WHEELHOUSE", TEMPLATE / ".cache" / "wheelhouse"))
+    wheelhouse = judges.parent / "wheelhouse-adopted"  # as the suite's adoptions fill it
+    repo, commits = adopted_history.prepare(
+        YAMLLINT, YAMLLINT_START, work, wheelhouse, YAMLLINT_CASES
+    )
+    env = work / "ready"
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+    python = bin_dir(env) / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links"]
+    own = [str(python), *YAMLLINT_TESTS]
+    judged: dict[bool, list[float]] = {True: [], False: []}  # same build -> seconds
+    alone = []
+    for commit in commits[:4]:  # code, README, README, code
+        row = adopted_history.judge(repo, commit, wheelhouse)
+        judged[row.same_build].append(row.seconds)
+        subprocess.run([*pip, str(wheelhouse), str(repo)], check=True)
+        alone.append(timed(lambda: subprocess.run(own, cwd=repo, check=True, capture_output=True)))
+    docs, code = (statistics.median(judged[same]) for same in (True, False))
+    return docs, code, statistics.median(alone)
+
+
 def scratch(tmp: Path, name: str) -> Path:
     """A folder of its own for one benchmark: each makes worktrees named parent and patch."""
     path = tmp / name
@@ -450,7 +483,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=1000, help="cassette cases to replay")
     parser.add_argument(
         "--only",
-        choices=("replay", "oracle", "inventory", "inventory-bake", "judge", "strength"),
+        choices=(
+            "replay",
+            "oracle",
+            "inventory",
+            "inventory-bake",
+            "judge",
+            "project",
+            "strength",
+        ),
         help="run one benchmark",
     )
     args = parser.parse_args(argv)
@@ -521,6 +562,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             checked = provenance_seconds(repo, command)
             shown = f"provenance / judge = {checked / with_crossrun:6.3f}  (<= 0.05)"
             print(f"  build provenance   {checked:8.2f} s   {shown}")
+        if args.only in (None, "project"):
+            docs, code, alone = project_seconds(scratch(tmp, "project"))
+            print("the gate adopted into yamllint's history, each commit judged as it landed")
+            print(f"  own unittest run   {alone:8.2f} s   (ready environment)")
+            for label, seconds, target in (("docs-only", docs, 1.5), ("code", code, 2.5)):
+                shown = f"judge / own tests = {seconds / alone:5.2f}  (<= {target})"
+                print(f"  {label + ' commit':18} {seconds:8.2f} s   {shown}")
         if args.only in (None, "strength"):
             repo = bake(tmp / "bake-strength")
             gate, alone = strength_seconds(repo, scratch(tmp, "strength"))

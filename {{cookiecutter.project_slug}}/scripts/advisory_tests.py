@@ -9,7 +9,9 @@ inventory saw collected: a missing result, or an exit status the results contrad
 With `--reuse` (the judge sets it when the patch left its test folders and pytest
 configuration as the base has them, and gives the crossrun's outcome in memory; by hand,
 `--crossrun-report FILE` names that outcome) the tests are the very ones the crossrun already
-ran on the patch build, so their outcomes are taken from it instead of running them again.
+ran on the patch build, so their outcomes are taken from it instead of running them again;
+where the crossrun ran nothing (the patch's build is the parent's too: a docs- or CI-only
+patch), neither do they, as a CI path filter skips tests for such a change.
 When the patch changed them, the assert inventory ran them on the patch build (to count their
 checks), and the judge takes their outcomes from that run.
 The outcomes are also written as JUnit XML beside the report (reports/tests.xml for
@@ -40,6 +42,7 @@ from _gate.protocol import (
 )
 from _gate.pytest_run import PytestRun, run_pytest
 from _gate.reports import named
+from _gate.reuse import REUSED
 from _gate.steps import report_file
 
 
@@ -128,7 +131,10 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
     if not folders:
         return Outcome(PASS, f"none of {', '.join(entries)} in the patch", {"outcomes": {}})
     reuse = args.reuse or args.crossrun_report is not None
-    result = crossran(earlier.get("crossrun")) if reuse else None
+    crossrun = earlier.get("crossrun")
+    if reuse and crossrun is not None and crossrun.evidence.get("ran") is False:
+        return not_run(args.report.with_suffix(".xml"))
+    result = crossran(crossrun) if reuse else None
     source = "; unchanged from the base, as the crossrun ran them on the patch build"
     if result is None and (result := inventoried(earlier.get("assert-inventory"))):
         source = "; as the assert inventory ran them on the patch build"
@@ -156,6 +162,18 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
     return Outcome(
         PASS, f"patch tests: {shown}{note} (advisory, never part of the verdict)", evidence
     )
+
+
+def not_run(junit: Path) -> Outcome:
+    """The crossrun ran nothing (the patch's build and tests are the parent's): neither do
+    these tests, as a CI path filter skips them for a docs-only change."""
+    write_junit(junit, {})
+    summary = (
+        f"patch tests: not run, {REUSED}: the patch's build and tests are the parent's "
+        "(advisory, never part of the verdict)"
+    )
+    evidence = {"junit": junit.name, "outcomes": {}, "run": REUSED, "suspicious": []}
+    return Outcome(PASS, summary, evidence)
 
 
 def patch_tests(python: Path, tree: Path, folders: Sequence[str], timeout: float) -> PytestRun:

@@ -42,7 +42,9 @@ either mode, naming the build and what was wrong. With `--mode advisory` the
 step reports and never decides. With `--shard I/N` both runs hold only the tests of that shard
 and only the rows naming them are checked (scripts/_gate/shard.py); whether any parent test passes
 at all is then the merge's to check (`parent_passing` in the evidence).
-With `--same-build` the patch's run is the parent's; with `--cache` and `--parent-build`
+With `--same-build` the patch's run is the parent's, and where `--patch-tree` also holds the
+base's tests and pytest configuration byte for byte (a docs- or CI-only patch) neither side
+runs: the step passes, `reused (no input changed)`; with `--cache` and `--parent-build`
 the parent's run is kept between judgments under a digest of its inputs (scripts/_gate/reuse.py).
 With `--perturb` naming `clock` (the default), the tests run once more under the shifted clock,
 parent against patch: a test the parent passes there and the patch fails blocks, naming the
@@ -67,11 +69,12 @@ from _gate.allowlist import CROSSRUN as FIELD
 from _gate.allowlist import Row, allow_command, load_allowlist, other_base_note, split_by_base
 from _gate.canaries import Tampered
 from _gate.config import Config, tree_tests
-from _gate.context import Judgment
+from _gate.context import PYTEST_CONFIG, Judgment
 from _gate.coupling import changed_file, moved_name
 from _gate.crossrun_run import copied
 from _gate.crossrun_run import run as run_tests
 from _gate.entry import run_main
+from _gate.git import tracked
 from _gate.perturb import Perturbation, add_perturb_args, clock_env
 from _gate.perturb import argv as perturb_argv
 from _gate.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
@@ -88,6 +91,7 @@ from _gate.protocol import (
 )
 from _gate.pytest_run import PytestRun
 from _gate.reuse import (
+    REUSED,
     add_cache_args,
     add_same_build_arg,
     cache_key,
@@ -361,6 +365,8 @@ def execute(args: argparse.Namespace) -> Outcome:
     if not folders:
         why = f"none of {', '.join(entries)} on the base: no parent test to cross-run"
         return Outcome(PASS, why, {})
+    if args.same_build and args.shard.whole and same_tests(args.tree, args.patch_tree, folders):
+        return unchanged(args)
     pythons = {"parent": args.parent_python, "patch": args.patch_python}
     if args.same_build:  # one build's code: the parent's run is the patch's (_gate/reuse.py)
         pythons.pop("patch")
@@ -426,6 +432,37 @@ def execute(args: argparse.Namespace) -> Outcome:
     outcome.evidence["plugins"] = list(plugins)
     outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
     return outcome
+
+
+def same_tests(tree: Path, patch_tree: Path | None, folders: Sequence[str]) -> bool:
+    """Whether the head tree holds the base's test folders and files, and the files at the
+    root that configure pytest, byte for byte (no --patch-tree: it cannot tell)."""
+    if patch_tree is None:
+        return False
+    entries = [entry.rstrip("/") for entry in (*folders, *PYTEST_CONFIG)]
+
+    def tests_of(root: Path) -> list[str]:
+        return [
+            rel
+            for rel in tracked(root)
+            if any(rel == entry or rel.startswith(f"{entry}/") for entry in entries)
+        ]
+
+    names = tests_of(tree)
+    return names == tests_of(patch_tree) and files_digest(tree, names) == files_digest(
+        patch_tree, names
+    )
+
+
+def unchanged(args: argparse.Namespace) -> Outcome:
+    """A patch whose build and tests are the parent's: both runs would run the same tests on
+    the same files, so neither runs. The build step's digests are the evidence."""
+    summary = (
+        "nothing ran: the patch's build is the parent's, file for file, and its tests are the "
+        f"parent's, so no run of them can tell the two apart: {REUSED}"
+    )
+    evidence = {"mode": args.mode, "ran": False, "parent_run": REUSED, "patch_run": REUSED}
+    return decide(args, PASS, summary, evidence)
 
 
 def perturbed_runner(

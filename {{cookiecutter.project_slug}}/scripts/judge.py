@@ -24,7 +24,9 @@ when set), and the verdict word to $ORACLE_VERDICT_FILE when set. Reports name t
 With `--shard I/N` (one CI runner of N) record, replay, oracle and crossrun judge only the cases
 and tests of shard I (scripts/_gate/shard.py); preconditions, build and flake budget run on every
 shard, the other steps on shard 1 only. scripts/merge_shards.py combines the N report folders
-into one verdict.
+into one verdict. Evidence whose inputs did not change is reused (scripts/_gate/reuse.py:
+a patch whose build is the parent's, parent runs kept between judgments); `--fresh` runs both
+sides of every step and keeps nothing, as `adopt` does to see each step run on a new project.
 Exit codes: 0 merge, 1 block, 2 fail closed: verdict `needs-review` when the patch touches a
 protected path or moves internals parent tests reach into (a code owner reviews it, then the
 judge runs again with ORACLE_REVIEW=1), `error` when the gate could not judge.
@@ -124,6 +126,7 @@ class Judge:
     inline: bool = False
     tmp: Path = Path()
     confinement: str = ""  # how the patch's code ran: the launcher's level, or "unconfined"
+    fresh: bool = False  # --fresh: every step runs both sides; nothing kept, nothing reused
     steps: list[dict[str, Any]] = field(default_factory=list)
     outcomes: dict[str, Report] = field(default_factory=dict)  # name -> all its evidence
     names: dict[str, str] = field(default_factory=dict)  # folder -> its name in reports
@@ -406,12 +409,13 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     judge.append(Report("build", STATUS[PASS], PASS, judge.shorten(done_line), evidence), seconds)
     oracle_python, oracle_seal = built.pop("oracle", (None, None))
     # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
-    cache = cache_folder(j.repo) if judge.confinement != "unconfined" else None
+    kept = judge.confinement != "unconfined" and not judge.fresh
+    cache = cache_folder(j.repo) if kept else None
     return Builds(
         **built,
         oracle=oracle_python,
         oracle_seal=oracle_seal,
-        same=evidence["same"],
+        same=evidence["same"] and not judge.fresh,
         parent_build=evidence["parent_build"],
         cache=cache,
     )
@@ -639,13 +643,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", type=Path, default=Path("."), help="the repository (default .)")
     p.add_argument("--reports", type=Path, default=Path("reports"), help="report folder")
     p.add_argument("--wheelhouse", type=Path, default=WHEELHOUSE, help="local wheelhouse")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run both sides of every step, reusing and keeping nothing (docs/reuse.md)",
+    )
     add_shard_arg(p)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    run = Judge(repo=args.repo, reports=args.reports.resolve(), shard=args.shard)
+    run = Judge(repo=args.repo, reports=args.reports.resolve(), shard=args.shard, fresh=args.fresh)
     run.reports.mkdir(parents=True, exist_ok=True)
     matrix = b""
     with kept(PATH_NAMES):  # the names of this judgment's folders stay with it

@@ -7,7 +7,9 @@ environments hold the same bytes, the environment's own path and the README copi
 METADATA aside (seal.build_digest). A docs- or CI-only patch, or one that changes only tests,
 builds that way; a version from git metadata (hatch-vcs, setuptools-scm) never does, since
 every commit has its own. A step given `--same-build` runs the parent's side only and reports
-the patch's as `reused (no input changed)`; by hand, without the flag, it runs both.
+the patch's as `reused (no input changed)`; by hand, without the flag, it runs both. The
+crossrun, which runs the base's tests on both builds, runs neither side when the patch also
+left those tests and pytest's configuration as they were (crossrun.py `same_tests`).
 
 **The parent's side, between judgments.** What a step ran on the parent's build alone (the
 crossrun's parent run, the oracle's) depends on its inputs, not on the commit: the files it
