@@ -472,10 +472,10 @@ def first_case(repo: Path, wheelhouse: Path) -> str:
 
 
 def checked(repo: Path, branch: str, wheelhouse: Path) -> list[str]:
-    """The adopted gate judging a no-op patch on its branch, in a clone, every step running
-    both sides (`--fresh`: a no-op patch builds as its parent, and a step that reuses the
-    parent's side for it would not show whether it can run here): each step that did not
-    pass, with its one line (empty: it merges)."""
+    """The adopted gate judging a no-op patch on its branch, in a clone, skipping no step's
+    run (`--fresh`: a no-op patch builds as its parent, and a crossrun that reused nothing for
+    it would not show whether the project's tests run here): each step that did not pass,
+    with its one line (empty: it merges)."""
     with tempfile.TemporaryDirectory(prefix="oracle-adopt-check-") as name:
         clone = Path(name) / "repo"
         git(repo.parent, "clone", "--quiet", "--shared", "--branch", branch, str(repo), str(clone))

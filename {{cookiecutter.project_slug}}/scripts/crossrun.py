@@ -42,9 +42,10 @@ either mode, naming the build and what was wrong. With `--mode advisory` the
 step reports and never decides. With `--shard I/N` both runs hold only the tests of that shard
 and only the rows naming them are checked (scripts/_gate/shard.py); whether any parent test passes
 at all is then the merge's to check (`parent_passing` in the evidence).
-With `--same-build` the patch's run is the parent's, and where `--patch-tree` also holds the
-base's tests and pytest configuration byte for byte (a docs- or CI-only patch) neither side
-runs: the step passes, `reused (no input changed)`; with `--cache` and `--parent-build`
+With `--same-build` the patch's run is the parent's, and where reuse is on (`--cache`) and
+`--patch-tree` also holds the base's tests and pytest configuration byte for byte (a docs- or
+CI-only patch) neither side runs: the step passes, `reused (no input changed)`; with `--cache`
+and `--parent-build`
 the parent's run is kept between judgments under a digest of its inputs (scripts/_gate/reuse.py).
 With `--perturb` naming `clock` (the default), the tests run once more under the shifted clock,
 parent against patch: a test the parent passes there and the patch fails blocks, naming the
@@ -365,7 +366,8 @@ def execute(args: argparse.Namespace) -> Outcome:
     if not folders:
         why = f"none of {', '.join(entries)} on the base: no parent test to cross-run"
         return Outcome(PASS, why, {})
-    if args.same_build and args.shard.whole and same_tests(args.tree, args.patch_tree, folders):
+    reusing = args.same_build and args.cache is not None and args.shard.whole
+    if reusing and same_tests(args.tree, args.patch_tree, folders):
         return unchanged(args)
     pythons = {"parent": args.parent_python, "patch": args.patch_python}
     if args.same_build:  # one build's code: the parent's run is the patch's (_gate/reuse.py)

@@ -25,8 +25,9 @@ With `--shard I/N` (one CI runner of N) record, replay, oracle and crossrun judg
 and tests of shard I (scripts/_gate/shard.py); preconditions, build and flake budget run on every
 shard, the other steps on shard 1 only. scripts/merge_shards.py combines the N report folders
 into one verdict. Evidence whose inputs did not change is reused (scripts/_gate/reuse.py:
-a patch whose build is the parent's, parent runs kept between judgments); `--fresh` runs both
-sides of every step and keeps nothing, as `adopt` does to see each step run on a new project.
+a patch whose build is the parent's, parent runs kept between judgments); `--fresh` keeps and
+reuses nothing between judgments and skips no step's run, as `adopt` does to see each step
+run on a new project.
 Exit codes: 0 merge, 1 block, 2 fail closed: verdict `needs-review` when the patch touches a
 protected path or moves internals parent tests reach into (a code owner reviews it, then the
 judge runs again with ORACLE_REVIEW=1), `error` when the gate could not judge.
@@ -126,7 +127,7 @@ class Judge:
     inline: bool = False
     tmp: Path = Path()
     confinement: str = ""  # how the patch's code ran: the launcher's level, or "unconfined"
-    fresh: bool = False  # --fresh: every step runs both sides; nothing kept, nothing reused
+    fresh: bool = False  # --fresh: nothing kept or reused between judgments, no run skipped
     steps: list[dict[str, Any]] = field(default_factory=list)
     outcomes: dict[str, Report] = field(default_factory=dict)  # name -> all its evidence
     names: dict[str, str] = field(default_factory=dict)  # folder -> its name in reports
@@ -415,7 +416,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         **built,
         oracle=oracle_python,
         oracle_seal=oracle_seal,
-        same=evidence["same"] and not judge.fresh,
+        same=evidence["same"],
         parent_build=evidence["parent_build"],
         cache=cache,
     )
@@ -646,7 +647,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fresh",
         action="store_true",
-        help="run both sides of every step, reusing and keeping nothing (docs/reuse.md)",
+        help="keep and reuse nothing between judgments, skip no step's run (docs/reuse.md)",
     )
     add_shard_arg(p)
     return p
