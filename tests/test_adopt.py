@@ -11,7 +11,6 @@ tests in a root `test.py` of unittest classes: the layout pytest does not collec
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -41,9 +40,8 @@ def identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def wheelhouse() -> Path:
-    """The adopted projects' own wheelhouse (their backends and dependencies), kept between
-    runs beside the judges' one."""
-    return Path(os.environ["ORACLE_WHEELHOUSE"]).parent / "wheelhouse-adopted"
+    """The adopted projects' own wheelhouse, kept between runs beside the judges' one."""
+    return adopted_history.adopted_wheelhouse()
 
 
 def history_rows(

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tools import adopt
+from tools.bakery import TEMPLATE
 
 BASE = "base"
 # Sessions keep their environments between calls, as a user's `nox -r` does: the judge's
@@ -54,6 +55,13 @@ class Judged:
     why: str
     seconds: float = 0.0
     same_build: bool = False  # the patch built as the parent did: its runs were the parent's
+
+
+def adopted_wheelhouse() -> Path:
+    """The adopted projects' own wheelhouse (their backends and dependencies), kept between
+    runs beside the judges' one ($ORACLE_WHEELHOUSE, else this checkout's .cache/wheelhouse)."""
+    judges = os.environ.get("ORACLE_WHEELHOUSE") or TEMPLATE / ".cache" / "wheelhouse"
+    return Path(judges).parent / "wheelhouse-adopted"
 
 
 def nox(repo: Path, wheelhouse: Path, *args: str, check: bool = True) -> None:

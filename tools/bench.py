@@ -450,8 +450,7 @@ def strength_seconds(repo: Path, scratch: Path) -> tuple[float, float]:
 def project_seconds(work: Path) -> tuple[float, float, float]:
     """Median seconds of the judge of a docs-only commit and of a code commit of the adopted
     yamllint slice, and of its own test command in a ready environment."""
-    judges = Path(os.environ.get("ORACLE_WHEELHOUSE", TEMPLATE / ".cache" / "wheelhouse"))
-    wheelhouse = judges.parent / "wheelhouse-adopted"  # as the suite's adoptions fill it
+    wheelhouse = adopted_history.adopted_wheelhouse()  # as the suite's adoptions fill it
     repo, commits = adopted_history.prepare(
         YAMLLINT, YAMLLINT_START, work, wheelhouse, YAMLLINT_CASES
     )

@@ -45,8 +45,8 @@ at all is then the merge's to check (`parent_passing` in the evidence).
 With `--same-build` the patch's run is the parent's, and where reuse is on (`--cache`) and
 `--patch-tree` also holds the base's tests and pytest configuration byte for byte (a docs- or
 CI-only patch) neither side runs: the step passes, `reused (no input changed)`; with `--cache`
-and `--parent-build`
-the parent's run is kept between judgments under a digest of its inputs (scripts/_gate/reuse.py).
+and `--parent-build` the parent's run is kept between judgments under a digest of its inputs
+(scripts/_gate/reuse.py).
 With `--perturb` naming `clock` (the default), the tests run once more under the shifted clock,
 parent against patch: a test the parent passes there and the patch fails blocks, naming the
 perturbation (scripts/_gate/perturbed_tests.py).
@@ -70,7 +70,7 @@ from _gate.allowlist import CROSSRUN as FIELD
 from _gate.allowlist import Row, allow_command, load_allowlist, other_base_note, split_by_base
 from _gate.canaries import Tampered
 from _gate.config import Config, tree_tests
-from _gate.context import PYTEST_CONFIG, Judgment
+from _gate.context import Judgment, test_input
 from _gate.coupling import changed_file, moved_name
 from _gate.crossrun_run import copied
 from _gate.crossrun_run import run as run_tests
@@ -441,19 +441,9 @@ def same_tests(tree: Path, patch_tree: Path | None, folders: Sequence[str]) -> b
     root that configure pytest, byte for byte (no --patch-tree: it cannot tell)."""
     if patch_tree is None:
         return False
-    entries = [entry.rstrip("/") for entry in (*folders, *PYTEST_CONFIG)]
-
-    def tests_of(root: Path) -> list[str]:
-        return [
-            rel
-            for rel in tracked(root)
-            if any(rel == entry or rel.startswith(f"{entry}/") for entry in entries)
-        ]
-
-    names = tests_of(tree)
-    return names == tests_of(patch_tree) and files_digest(tree, names) == files_digest(
-        patch_tree, names
-    )
+    names = [rel for rel in tracked(tree) if test_input(rel, folders)]
+    theirs = [rel for rel in tracked(patch_tree) if test_input(rel, folders)]
+    return names == theirs and files_digest(tree, names) == files_digest(patch_tree, names)
 
 
 def unchanged(args: argparse.Namespace) -> Outcome:

@@ -34,15 +34,15 @@ Change = tuple[str, tuple[str, ...]]  # (git status letter and score, its path o
 PYTEST_CONFIG = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 
 
+def test_input(name: str, tests: Sequence[str]) -> bool:
+    """Whether the file `name` is in a test folder or file of `tests`, or configures pytest."""
+    entries = [entry.rstrip("/") for entry in (*tests, *PYTEST_CONFIG)]
+    return any(name == entry or name.startswith(f"{entry}/") for entry in entries)
+
+
 def touches_tests(changes: Sequence[Change], tests: Sequence[str]) -> bool:
     """Whether the diff touches a test folder or file of `tests`, or pytest's configuration."""
-    entries = [entry.rstrip("/") for entry in (*tests, *PYTEST_CONFIG)]
-    return any(
-        name == entry or name.startswith(f"{entry}/")
-        for _, names in changes
-        for name in names
-        for entry in entries
-    )
+    return any(test_input(name, tests) for _, names in changes for name in names)
 
 
 def review_requested() -> bool:
