@@ -4,6 +4,7 @@ do at each level this kernel reaches, and the one way the gate starts such a pro
 from __future__ import annotations
 
 import ast
+import os
 import socket
 import sys
 import textwrap
@@ -105,6 +106,28 @@ def test_a_command_that_exits_with_its_children_leaves_no_survivor(
     """
     done = run_confined(python(code), writable=[tmp_path], timeout=60, env=tmp_env(tmp_path))
     assert (done.exit_code, done.stdout.head.strip()) == (0, b"6"), done.stderr.tail()
+
+
+def test_forked_processes_each_get_their_own_answers_from_the_launcher(tmp_path: Path) -> None:
+    """mutmut forks a worker per mutant from a process that has already run confined jobs:
+    each fork's jobs get their own status and output, never a sibling's."""
+    echo = [sys.executable, "-I", "-c", "import sys; print(sys.argv[1])"]
+    assert run_confined([*echo, "parent"], writable=[tmp_path], timeout=60).exit_code == 0
+    children = []
+    for child in range(3):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports by its exit status
+            code = 0
+            try:
+                for turn in range(10):
+                    said = f"{child}-{turn}"
+                    done = run_confined([*echo, said], writable=[tmp_path], timeout=60)
+                    code = code or int(done.stdout.head.strip() != said.encode())
+            except BaseException:
+                code = 3
+            os._exit(code)
+        children.append(pid)
+    assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children] == [0, 0, 0]
 
 
 def tmp_env(tmp: Path) -> dict[str, str]:

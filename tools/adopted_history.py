@@ -1,7 +1,7 @@
 """Adopt the gate at a commit of a real project, then judge its next commits as they landed.
 
-    python -m tools.adopted_history SOURCE --start REF [--count N] [--case CASE ...]
-        [--fixtures DIR] [--work DIR] [--wheelhouse DIR] [--json FILE]
+    python -m tools.adopted_history SOURCE --start REF [--count N] [--commit REV ...]
+        [--case CASE ...] [--fixtures DIR] [--work DIR] [--wheelhouse DIR] [--json FILE]
 
 SOURCE is a git repository or bundle of a Python project with a console script. It is cloned
 into --work (no remote kept), reset to --start, and adopted there as a user would: `adopt`
@@ -15,8 +15,10 @@ Then each first-parent commit after --start (the first --count of them) is cherr
 onto the base as a branch, judged with `nox -s judge -- --head BRANCH` from the base's
 checkout, and merged into the base whatever the verdict, since upstream merged it. One line
 per commit: verdict, seconds the judgment took, then the first step that did not pass; a
-summary counts the verdicts. The --json rows also say which patches built as their parent did
-(`same_build`: their runs were the parent's, scripts/_gate/reuse.py).
+summary counts the verdicts. With --commit, only the commits named are judged; the others
+land on the base unjudged, in their order, so each judged one still has its upstream parent.
+The --json rows also say which patches built as their parent did (`same_build`: their runs
+were the parent's, scripts/_gate/reuse.py).
 
 Exit codes: 0 the run completed (whatever the verdicts), 2 the project could not be adopted or
 a case could not be added (one line says why).
@@ -111,24 +113,36 @@ def case_arguments(line: str) -> list[str]:
     return words if "--" in words else ["--", *words]
 
 
-def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
-    subject = adopt.git(repo, "log", "-1", "--format=%s", commit)
-    branch = f"upstream-{commit[:12]}"
-    adopt.git(repo, "checkout", "-q", "-b", branch, BASE)
-    mainline = (
-        ["-m", "1"]
-        if len(adopt.git(repo, "rev-list", "--parents", "-1", commit).split()) > 2
-        else []
-    )
+def applied(repo: Path, commit: str, branch: str) -> bool:
+    """Cherry-pick `commit` onto the base as `branch` (a merge by its first parent); False,
+    with the base checked out as it was, where it does not apply."""
+    adopt.git(repo, "checkout", "-q", "-B", branch, BASE)
+    parents = adopt.git(repo, "rev-list", "--parents", "-1", commit).split()
+    mainline = ["-m", "1"] if len(parents) > 2 else []
     try:
         adopt.git(repo, "cherry-pick", "--allow-empty", *mainline, commit)
     except adopt.AdoptError:
         subprocess.run(
             ["git", "cherry-pick", "--abort"], cwd=repo, capture_output=True, check=False
         )
+        return False
+    finally:
         adopt.git(repo, "checkout", "-q", BASE)
+    return True
+
+
+def landed(repo: Path, commit: str) -> None:
+    """Merge `commit` into the base unjudged, as upstream landed it."""
+    if not applied(repo, commit, "upstream"):
+        raise adopt.AdoptError(f"{commit[:12]} does not apply on the adopted base")
+    adopt.git(repo, "merge", "-q", "--ff-only", "upstream")
+
+
+def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
+    subject = adopt.git(repo, "log", "-1", "--format=%s", commit)
+    branch = f"upstream-{commit[:12]}"
+    if not applied(repo, commit, branch):
         return Judged(commit, subject, "not-applied", "does not apply on the adopted base")
-    adopt.git(repo, "checkout", "-q", BASE)
     path = repo / "reports/judge-report.json"
     path.unlink(missing_ok=True)  # the verdict read below is this judgment's, never the last
     start = time.perf_counter()
@@ -149,8 +163,12 @@ def run(args: argparse.Namespace) -> list[Judged]:
     repo, commits = prepare(
         args.source.resolve(), args.start, args.work, args.wheelhouse, args.case, args.fixtures
     )
+    picked = {adopt.git(repo, "rev-parse", f"{rev}^{{commit}}") for rev in args.commit}
     rows = []
     for commit in commits[: args.count] if args.count else commits:
+        if picked and commit not in picked:
+            landed(repo, commit)
+            continue
         row = judge(repo, commit, args.wheelhouse)
         line = f"{row.verdict:12} {row.seconds:6.1f} s {commit[:12]} {row.subject[:60]}"
         print(f"{line}  {row.why[:120]}", flush=True)
@@ -163,6 +181,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("source", type=Path, help="git repository or bundle")
     p.add_argument("--start", required=True, help="commit the gate is adopted at")
     p.add_argument("--count", type=int, help="judge only the first N commits after --start")
+    p.add_argument(
+        "--commit",
+        action="append",
+        default=[],
+        metavar="REV",
+        help="judge only this commit (repeat); the others land on the base unjudged",
+    )
     p.add_argument("--case", action="append", default=[], help="a case's arguments (repeat)")
     p.add_argument("--fixtures", type=Path, help="folders to add under fixtures/ (for --cwd)")
     p.add_argument("--work", type=Path, required=True, help="empty folder to work in")

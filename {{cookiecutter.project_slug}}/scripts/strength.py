@@ -82,6 +82,8 @@ NOT_REACHED = "could not find any test case for any mutant"
 # How mutmut 3 stops when --mutants matches none of its mutants (a shard whose functions have
 # none): no mutant to judge.
 NOTHING_MATCHES = "Filtered for specific mutants, but nothing matches"
+# mutmut's defaults: a mutant times out after (estimated + constant) x multiplier s.
+MUTMUT_TIMEOUT_CONSTANT, MUTMUT_TIMEOUT_MULTIPLIER = 1.0, 15.0
 NO_MUTANT = "-"  # a pattern that names no mutant: a shard that owns no function
 COPIED = ("oracle", "scripts", "fixtures")  # what the evidence reads, beside the code
 SURVIVORS_SHOWN = 10
@@ -92,16 +94,21 @@ copy the ones you want into oracle/cases.yaml (nothing edits the oracle for you)
 
 
 def mutmut_table(
-    config: Config, only: Sequence[str], selection: Sequence[str], options: Sequence[str]
+    config: Config,
+    only: Sequence[str],
+    selection: Sequence[str],
+    options: Sequence[str],
+    timeout_constant: float = MUTMUT_TIMEOUT_CONSTANT,
 ) -> str:
     """The [tool.mutmut] table of one run (JSON strings are TOML basic strings). mutmut runs
     the tests from its copy: the tests and what they read are copied beside the code."""
-    rows = {
+    rows: dict[str, object] = {
         "source_paths": list(config.strength_paths),
         "only_mutate": list(only),
         "also_copy": [*COPIED, *config.tests],
         "pytest_add_cli_args_test_selection": list(selection),
         "pytest_add_cli_args": ["-p", "no:cacheprovider", *options],
+        "timeout_constant": timeout_constant,
     }
     return "\n[tool.mutmut]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in rows.items())
 
@@ -143,6 +150,16 @@ def mutated_roots(copy: Path) -> str:
 
 
 MUTMUT_TIMEOUT = 6 * 3600.0  # seconds for one kind of evidence over every mutant
+
+
+def cassette_timeout_constant(cases: Sequence[Case], config: Config) -> float:
+    """mutmut's timeout_constant for the cassette tests. mutmut times a mutant out after
+    (estimated + constant) x 15 s of wall clock, estimated from its coverage pass, where the
+    cases run in process and take milliseconds; replayed, each starts the CLI and may take its
+    case_timeout, after which it fails (a kill) by itself. Under load the default (1 s) timed
+    out mutants that change nothing (a kill that is not one); this bound never ends a mutant
+    before its cases' own timeouts could."""
+    return round(len(cases) * config.case_timeout / MUTMUT_TIMEOUT_MULTIPLIER + 1, 1)
 
 
 def run_mutmut(
@@ -317,7 +334,10 @@ def measure(
         for kind, selection, options, extra in evidence_runs(tree, config, recorded):
             if kind not in args.kinds:
                 continue
-            table = mutmut_table(config, args.only, selection, options)
+            constant = MUTMUT_TIMEOUT_CONSTANT
+            if kind == "cassettes":
+                constant = cassette_timeout_constant(cases, config)
+            table = mutmut_table(config, args.only, selection, options, constant)
             copy = copy_tree(tree, tmp / kind, table)
             # Bytecode on: each mutant starts the console script again, and compiling the
             # mutated modules (every mutant of a file is in it) would dominate each start.

@@ -63,6 +63,17 @@ class Server:
             )
         return cls.sockets[cap]
 
+    @classmethod
+    def forget(cls) -> None:
+        """In a forked child (mutmut forks one per mutant): the parent's connection stays the
+        parent's, since two processes on one socket read each other's replies; the child
+        starts a server of its own on its first job."""
+        for sock in cls.sockets.values():
+            if sock is not None:
+                sock.close()
+        cls.lock = threading.Lock()
+        cls.sockets = {}
+
     @staticmethod
     def start() -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -74,6 +85,9 @@ class Server:
         )
         theirs.close()  # the server ends when this process does: its socket then reads EOF
         return ours
+
+
+os.register_at_fork(after_in_child=Server.forget)
 
 
 class Sandbox:
