@@ -16,8 +16,18 @@ import pytest
 from _gate.envs import build_env
 from _gate.reuse import CACHE_ENV
 
-from tests.helpers import BACKENDS, CLASS_STYLE, SCRIPTS, UNITTEST_STYLE, C, U, bake_with, compiled
-from tools.bakery import TEMPLATE, bake, git
+from tests.helpers import (
+    BACKENDS,
+    CLASS_STYLE,
+    PERTURBATIONS,
+    SCRIPTS,
+    UNITTEST_STYLE,
+    C,
+    U,
+    bake_with,
+    compiled,
+)
+from tools.bakery import TEMPLATE, bake, edit, git
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -65,9 +75,19 @@ def kept_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The default bake, shared by a module whose tests each judge their own branch."""
-    return bake(tmp_path_factory.mktemp("bake"))
+def shop(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default bake, shared by a module whose tests each judge their own branch.
+
+    Its base runs no perturbed run (oracle/judge.yaml `perturb: []`, as a user may set it)
+    unless the module is marked `perturbed`: the perturbed runs multiply each case's runs by
+    four, and they have tests of their own (test_perturb.py, marked; the honest bases of
+    test_confinement_attacks.py turn them on), as do the real projects' histories and the
+    README's steps, which judge with the baked default."""
+    repo = bake(tmp_path_factory.mktemp("bake"))
+    if request.node.get_closest_marker("perturbed") is None:
+        edit(repo / "oracle/judge.yaml", PERTURBATIONS, "perturb: []\n")
+        git(repo, "commit", "-q", "--amend", "--no-edit", "--no-verify", "oracle/judge.yaml")
+    return repo
 
 
 @pytest.fixture

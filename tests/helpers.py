@@ -33,6 +33,8 @@ from tools.bakery import TEMPLATE, bake, branch, edit, git
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 # Build backends beside flit_core, for the builds of tests/test_provenance.py.
 BACKENDS = TEMPLATE / "tests" / "data" / "requirements-backends.txt"
+# The baked oracle/judge.yaml's perturbed runs (the suite's `shop` runs none: conftest.py).
+PERTURBATIONS = "perturb: [env, clock, terminal, files]\n"
 Built = Callable[[str, str], dict[str, Path]]  # (ref, side) -> {"tree": ..., "python": ...}
 Step = dict[str, Any]  # one step as the judge records it, and the exit code of its script
 Main = Callable[[list[str]], int]  # a step script's main(argv)

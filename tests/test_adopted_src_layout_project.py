@@ -70,7 +70,7 @@ VERDICTS = [
 JUDGED = ("main~9", "main~7", "main~5")
 
 
-@pytest.mark.e2e(heavy=True)  # a dozen whole judges: started first
+@pytest.mark.e2e(heavy=True)  # an adoption and whole judges: started first
 def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged_right(
     tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

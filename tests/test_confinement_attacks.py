@@ -33,6 +33,7 @@ from _gate.confine import LEVEL_VARIABLE
 from _gate.context import REVIEW
 from _gate.sandbox import run_confined
 
+from tests.helpers import PERTURBATIONS
 from tools.bakery import Verdict, branch, edit, git, judge
 
 # The break: a preimage one cent too large for every discounted total above 10 euros.
@@ -606,6 +607,8 @@ def test_fixture_carts_round_trip_through_tmp_path(tmp_path: Path) -> None:
 
 
 def remembering(repo: Path) -> None:
+    # Every perturbed run on this base: the files a run touches are compared there.
+    edit(repo / "oracle/judge.yaml", "perturb: []\n", PERTURBATIONS)
     cli = repo / "src/shop/cli.py"
     edit(cli, "\n\ndef main(", REMEMBER)
     edit(

@@ -35,6 +35,8 @@ from _gate.perturb import TOUCHED, libfaketime
 from tests.helpers import Built, builder, built_cli, case_flags, compiled, reported
 from tools.bakery import branch, edit, git, judge
 
+pytestmark = pytest.mark.perturbed  # the perturbed runs themselves
+
 Report = tuple[int, dict[str, Any]]
 DISCOUNTS = "src/shop/discounts.py"
 HOOK = "    if subtotal_cents < 0:\n"
