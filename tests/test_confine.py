@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import os
 import socket
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -128,6 +129,21 @@ def test_forked_processes_each_get_their_own_answers_from_the_launcher(tmp_path:
             os._exit(code)
         children.append(pid)
     assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children] == [0, 0, 0]
+
+
+def test_the_launchers_status_folder_goes_with_the_process_that_made_it(tmp_path: Path) -> None:
+    code = f"""
+        import sys
+        from _gate.sandbox import Sandbox, run_confined
+        run_confined([sys.executable, "-c", ""], writable=[{str(tmp_path)!r}], timeout=60)
+        print(Sandbox.status_dir)
+    """
+    env = {**os.environ, "PYTHONPATH": str(SCRIPTS)}
+    command = [sys.executable, "-c", textwrap.dedent(code)]  # not isolated: PYTHONPATH holds
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    folder = Path(done.stdout.strip())
+    assert folder.name.startswith("oracle-confine-"), done.stdout
+    assert not folder.exists()
 
 
 def tmp_env(tmp: Path) -> dict[str, str]:

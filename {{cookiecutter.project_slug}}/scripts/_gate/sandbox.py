@@ -9,8 +9,10 @@ launcher of their own; either is watched like any group (process.py).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -67,12 +69,14 @@ class Server:
     def forget(cls) -> None:
         """In a forked child (mutmut forks one per mutant): the parent's connection stays the
         parent's, since two processes on one socket read each other's replies; the child
-        starts a server of its own on its first job."""
+        starts a server of its own on its first job, and keeps its statuses in a folder of
+        its own."""
         for sock in cls.sockets.values():
             if sock is not None:
                 sock.close()
         cls.lock = threading.Lock()
         cls.sockets = {}
+        Sandbox.status_dir = None
 
     @staticmethod
     def start() -> socket.socket:
@@ -104,11 +108,18 @@ def require_sandbox(required: bool) -> None:
 
 
 def status_file() -> Path:
-    """A fresh path for a launcher's status, in a folder no confined process may write."""
+    """A fresh path for a launcher's status, in a folder no confined process may write, which
+    goes when the process that made it ends."""
     if Sandbox.status_dir is None:
         Sandbox.status_dir = Path(tempfile.mkdtemp(prefix="oracle-confine-"))
+        atexit.register(remove_status_dir, Sandbox.status_dir, os.getpid())
     Sandbox.count += 1
     return Sandbox.status_dir / f"{os.getpid()}-{threading.get_ident()}-{Sandbox.count}"
+
+
+def remove_status_dir(folder: Path, owner: int) -> None:
+    if os.getpid() == owner:  # a forked child that exits leaves its parent's folder alone
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_confined(
