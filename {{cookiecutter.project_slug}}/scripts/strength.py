@@ -98,7 +98,7 @@ def mutmut_table(
     only: Sequence[str],
     selection: Sequence[str],
     options: Sequence[str],
-    timeout_constant: float = MUTMUT_TIMEOUT_CONSTANT,
+    timeout_constant: float,
 ) -> str:
     """The [tool.mutmut] table of one run (JSON strings are TOML basic strings). mutmut runs
     the tests from its copy: the tests and what they read are copied beside the code."""
@@ -152,13 +152,16 @@ def mutated_roots(copy: Path) -> str:
 MUTMUT_TIMEOUT = 6 * 3600.0  # seconds for one kind of evidence over every mutant
 
 
-def cassette_timeout_constant(cases: Sequence[Case], config: Config) -> float:
-    """mutmut's timeout_constant for the cassette tests. mutmut times a mutant out after
-    (estimated + constant) x 15 s of wall clock, estimated from its coverage pass, where the
-    cases run in process and take milliseconds; replayed, each starts the CLI and may take its
-    case_timeout, after which it fails (a kill) by itself. With the default (1 s: about 15 s a
+def timeout_constant(kind: str, cases: Sequence[Case], config: Config) -> float:
+    """mutmut's timeout_constant for one kind of evidence: its default, but for the cassette
+    tests. mutmut times a mutant out after (estimated + constant) x 15 s of wall clock,
+    estimated from its coverage pass, where the cases run in process and take milliseconds;
+    replayed, each starts the CLI and may take its case_timeout, after which it fails (a kill)
+    by itself. With the default (1 s: about 15 s a
     mutant), a loaded machine could time out a mutant whose cases were only slow, a kill that
     is not one; this bound never ends a mutant before its cases' own timeouts could."""
+    if kind != "cassettes":
+        return MUTMUT_TIMEOUT_CONSTANT
     return round(len(cases) * config.case_timeout / MUTMUT_TIMEOUT_MULTIPLIER + 1, 1)
 
 
@@ -334,9 +337,7 @@ def measure(
         for kind, selection, options, extra in evidence_runs(tree, config, recorded):
             if kind not in args.kinds:
                 continue
-            constant = MUTMUT_TIMEOUT_CONSTANT
-            if kind == "cassettes":
-                constant = cassette_timeout_constant(cases, config)
+            constant = timeout_constant(kind, cases, config)
             table = mutmut_table(config, args.only, selection, options, constant)
             copy = copy_tree(tree, tmp / kind, table)
             # Bytecode on: each mutant starts the console script again, and compiling the
