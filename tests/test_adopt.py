@@ -58,11 +58,19 @@ def history_rows(
     return rows
 
 
+# Three of the five commits after adoption, one of each kind: a workflow edit, a merge commit
+# (judged by its first parent) and a code change. The two others ("SemVer Table", a README
+# edit, and "By default, prefer unidecode if installed", a release) land on the base unjudged,
+# to keep the suite's time; judged by hand (`python -m tools.adopted_history`), both merge.
+JUDGED = ("master~11", "master~9", "master~8")
+
+
 @pytest.mark.e2e
 def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     tmp_path: Path, wheelhouse: Path
 ) -> None:
-    rows = history_rows(SLICE, "master~12", tmp_path, wheelhouse, CASES, "--count", "5")
+    picked = [f"--commit={rev}" for rev in JUDGED]
+    rows = history_rows(SLICE, "master~12", tmp_path, wheelhouse, CASES, "--count", "5", *picked)
     repo = tmp_path / "repo"
     judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
     assert 'command: "slugify"' in judge_yaml
@@ -78,14 +86,12 @@ def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     assert git(repo, "show", f"{adopt.BRANCH}~1:oracle/cases.yaml").rstrip().endswith("cases: []")
     verdicts = [(row["subject"], row["verdict"]) for row in rows]
     # A reviewer's verdicts, from each diff: "merge sandbox" bumps the CI matrix in
-    # .github/workflows and setup.cfg (a code owner must look); the rest touch the README,
-    # the changelog, the version, and the import order of two transliteration modules.
+    # .github/workflows and setup.cfg (a code owner must look); the merge commit edits the
+    # README, the next the import order of two transliteration modules.
     assert verdicts == [
         ("merge sandbox", "needs-review"),
-        ("SemVer Table", "merge"),
         ("Merge branch 'sandbox' into development", "merge"),
         ("Update import order for unidecode vs text_unidecode (#126)", "merge"),
-        ("By default, prefer unidecode if installed", "merge"),
     ]
     assert rows[0]["why"].startswith("write-set: ")
     assert ".github/workflows/ci.yml" in rows[0]["why"]
