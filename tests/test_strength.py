@@ -9,10 +9,14 @@ removed, one with a proposed case added. Storing the score and `strength_min` ru
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import hashlib
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +25,12 @@ import preconditions
 import pytest
 import strength
 import yaml
+from _gate.cases import load_cases
+from _gate.cassettes import record
 from _gate.git import SCORE_FILE
 from judge import Judge, Ran
 
-from tests.helpers import finish
+from tests.helpers import SCRIPTS, finish
 from tools.bakery import bake, edit, git
 
 SLICE = ("--only", "src/shop/orders.py", "--mutants", "shop.orders.x_put_order__mutmut_*")
@@ -252,3 +258,101 @@ def test_shards_split_the_mutants_and_merge_into_the_whole_measurement(
     argv = ["--merge", str(shards[0] / "s.json"), "--report", str(out)]
     assert strength.main(argv) == 2
     assert "the shards ['1/2'] are not 1..N" in json.loads(out.read_text("utf-8"))["summary"]
+
+
+# --- the cassette tests fork each case from mutmut's worker (scripts/_gate/strength_cassettes.py)
+
+# A package as mutmut leaves it: each function picks its mutant by $MUTANT_UNDER_TEST when
+# called. style() is called at import time and reads the case's environment; --where answers
+# with what started the process, which a fork of pytest does not share with a new interpreter.
+TALLY = """
+import os, sys
+def style():
+    if os.environ.get("MUTANT_UNDER_TEST") == "tally.x_style__mutmut_1":
+        return "quiet"
+    return os.environ.get("STYLE", "plain")
+STYLE = style()
+def main():
+    if sys.argv[1:] == ["--where"]:
+        print(os.path.basename(sys.modules["__main__"].__file__))
+    else:
+        print("style:", STYLE)
+"""
+# The worker imported the package unmutated before a mutant was picked, as mutmut's own
+# coverage pass leaves it.
+WORKER = """
+import os
+mutant = os.environ.pop("MUTANT_UNDER_TEST")
+import tally
+os.environ["MUTANT_UNDER_TEST"] = mutant
+"""
+TALLY_CASES = """
+cases:
+  - {id: styled, argv: [], env: {STYLE: loud}, compare: [exit_code, stdout.raw]}
+  - {id: where, argv: ["--where"], compare: [exit_code, stdout.raw]}
+"""
+
+
+@pytest.fixture
+def tally(tmp_path: Path) -> dict[str, Path]:
+    """The package mutated, its console script, its cases recorded out of process as
+    strength.py records them, and a copy of the gate's scripts with the worker's imports."""
+    mutated = tmp_path / "mutants"
+    (mutated / "tally").mkdir(parents=True)
+    (mutated / "tally/__init__.py").write_text(TALLY, "utf-8")
+    info = mutated / "tally-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tally\nVersion: 1.0\n", "utf-8")
+    (info / "entry_points.txt").write_text("[console_scripts]\ntally = tally:main\n", "utf-8")
+    command = tmp_path / "bin/tally"
+    command.parent.mkdir()
+    command.write_text(f"#!{sys.executable}\nimport sys, tally\nsys.exit(tally.main())\n")
+    command.chmod(0o755)
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(TALLY_CASES, "utf-8")
+    scripts = Path(shutil.copytree(SCRIPTS, tmp_path / "scripts"))
+    (scripts / "_gate/conftest.py").write_text(WORKER, "utf-8")
+    expected = {}
+    for case in load_cases(cases):
+        env = (*case.env, ("PYTHONPATH", str(mutated)))
+        recorded = record(command, [dataclasses.replace(case, env=env)], tmp_path, "")
+        expected[case.id] = recorded["cases"][case.id]["fields"]
+    recording = tmp_path / "recording.json"
+    found = {"command": str(command), "command_name": "tally", "cases": str(cases)}
+    found.update(fixtures=str(tmp_path), expected=expected)
+    recording.write_text(json.dumps(found), "utf-8")
+    return {"mutated": mutated, "scripts": scripts, "recording": recording}
+
+
+def cassette_tests(tally: dict[str, Path], mutant: str, scratch: Path) -> dict[str, str]:
+    """The cassette tests under `mutant` as mutmut's worker runs them: each test's outcome,
+    and how each case ran (`fork` or `process`) as the run's TMPDIR keeps it."""
+    scratch.mkdir()
+    env = {**os.environ, "MUTANT_UNDER_TEST": mutant, "TMPDIR": str(scratch)}
+    env.update(PYTHONPATH=str(tally["mutated"]), PYTHONDONTWRITEBYTECODE="1")
+    env.update(ORACLE_STRENGTH_RECORDING=str(tally["recording"]))
+    env.update(ORACLE_STRENGTH_MUTATED=str(tally["mutated"]))
+    test = tally["scripts"] / "_gate/strength_cassettes.py"
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", str(test)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False).stdout
+    found = {}
+    for line in out.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED") and "[" in rest:
+            found[rest.split("[")[1].split("]")[0]] = word
+    for mark in (scratch / "oracle-forked").iterdir():
+        found[mark.name] = mark.read_text("utf-8")
+    return found
+
+
+def test_a_cassette_test_forks_its_case_and_runs_it_as_a_new_process_would(
+    tally: dict[str, Path], tmp_path: Path
+) -> None:
+    styled, where = (hashlib.sha256(name.encode()).hexdigest() for name in ("styled", "where"))
+    unmutated = cassette_tests(tally, "", tmp_path / "unmutated")
+    # The fork imports the package afresh in the case's environment: it answers as recorded.
+    # Where it cannot (what started the process differs), the case runs out of process.
+    assert unmutated == {"styled": "PASSED", "where": "PASSED", styled: "fork", where: "process"}
+    # A mutant of code that runs at import time is seen in the fork: killed.
+    mutant = cassette_tests(tally, "tally.x_style__mutmut_1", tmp_path / "mutant")
+    assert (mutant["styled"], mutant["where"], mutant[styled]) == ("FAILED", "PASSED", "fork")

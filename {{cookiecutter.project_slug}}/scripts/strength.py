@@ -14,8 +14,9 @@ each mutant only the tests that reach its function, each in a process forked for
 cores. Three mutmut runs, each in a copy of the tree of its own, ask three kinds of evidence:
 
 - cassettes: a test per case of oracle/cases.yaml (scripts/_gate/strength_cassettes.py) that runs
-  the console script out of process, against the mutant, and compares the case's fields with
-  a recording of the unmutated build made first;
+  the console script's entry point against the mutant, in a child forked from mutmut's worker
+  (out of process where the fork does not answer as a new interpreter), and compares the
+  case's fields with a recording of the unmutated build made first;
 - properties: the tests of oracle/, calling the adapter in process (`--subject-inprocess`);
 - tests: the project's own tests (`tests:`), for comparison: a mutant only they kill is where
   the oracle is blind.

@@ -328,7 +328,7 @@ def case_env(case: Case, home: Path, bin_dir: Path) -> dict[str, str]:
     return env
 
 
-def _file_digests(root: Path, specs: Sequence[str]) -> dict[str, str]:
+def file_digests(root: Path, specs: Sequence[str]) -> dict[str, str]:
     globs = [s[len(FILES_SPEC) :] for s in specs if s.startswith(FILES_SPEC)]
     if not globs:
         return {}
@@ -412,7 +412,7 @@ def run_case(command: Path, case: Case, fixtures: Path, scratch: Scratch) -> Run
         env=env,
         stdin=case.stdin,
     )
-    files = _file_digests(work, case.compare)
+    files = file_digests(work, case.compare)
     scratch.keep((home, work), case)
     return Run(done.exit_code, done.timed_out, done.stdout, done.stderr, files, done.seconds)
 
@@ -555,7 +555,7 @@ def run_perturbed(
             stdin=case.stdin,
         )
         moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
-        files = _file_digests(stage.work, case.compare)
+        files = file_digests(stage.work, case.compare)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         for made in stage.elsewhere:

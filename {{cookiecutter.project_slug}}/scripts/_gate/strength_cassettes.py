@@ -1,30 +1,53 @@
 """The cassettes as pytest tests, for mutmut: one test per recorded case (scripts/strength.py).
 
-Each test replays its case against the console script of this environment, out of process,
-with $MUTANT_UNDER_TEST (mutmut sets it in the worker it forks for a mutant) and the mutated
-source first on PYTHONPATH, and compares the case's fields with the recording of the unmutated
-build (record_cassettes.record: the fields stable over its runs). mutmut learns which functions
-each test reaches in a pass of its own, in process, with $MUTANT_UNDER_TEST=stats; calls made
-in a subprocess are not seen there, so in that pass the case runs in this process, through the
-console script's entry point.
+Each test replays its case against the mutant ($MUTANT_UNDER_TEST, which mutmut sets in the
+worker it forks for a mutant) and compares the fields the recording of the unmutated build
+holds stable (record_cassettes.record). A case runs in a child forked from this worker, not in
+a new interpreter: the child takes the case's environment, working directory, stdin and
+argv, imports the mutated package afresh (its import-time code runs under the mutant, as in a
+new process) and calls the console script's entry point. A fork costs milliseconds where a
+new interpreter costs tens of them, for every case of every mutant. The fork is held to the
+recording: once per mutmut run the unmutated code answers each case forked, and a case whose
+forked answer is not the recorded one (a CLI that depends on what a fresh interpreter sets
+up) runs out of process, as the judge runs it, for every mutant. mutmut learns which
+functions each test reaches in a pass of its own, in process, with $MUTANT_UNDER_TEST=stats;
+there the case runs in this process, through the entry point, for the calls to be seen.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import io
 import json
 import os
 import shutil
+import signal
 import sys
-from importlib.metadata import entry_points
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TextIO
 
 import pytest
 
-from _gate.cases import Case, Scratch, holds, load_cases, observe, run_case
+from _gate.cases import (
+    Case,
+    Run,
+    Scratch,
+    case_env,
+    file_digests,
+    holds,
+    load_cases,
+    observe,
+    run_case,
+)
+from _gate.process import OUTPUT_CAP, Stream
 
 RECORDING: dict[str, Any] = json.loads(
     Path(os.environ["ORACLE_STRENGTH_RECORDING"]).read_text("utf-8")
@@ -32,10 +55,16 @@ RECORDING: dict[str, Any] = json.loads(
 CASES = {case.id: case for case in load_cases(Path(RECORDING["cases"]))}
 
 
+@functools.cache
+def console_script() -> EntryPoint:
+    (script,) = entry_points(group="console_scripts", name=RECORDING["command_name"])
+    return script
+
+
 def reach(case: Case, tmp: Path) -> None:
     """Run the case in this process, for mutmut's coverage pass: what it reaches, not what
     it answers, so every exit and exception is the case's own business."""
-    (script,) = entry_points(group="console_scripts", name=RECORDING["command_name"])
+    script = console_script()
     work = tmp / "work"
     if case.cwd:
         shutil.copytree(Path(RECORDING["fixtures"]) / case.cwd, work)
@@ -56,6 +85,134 @@ def reach(case: Case, tmp: Path) -> None:
         os.chdir(saved[2])
 
 
+def exit_status(code: object) -> int:
+    """The status `sys.exit(code)` ends a process with, as the interpreter reports it."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def fresh_imports(roots: list[str]) -> None:
+    """Forget every module imported from the mutated code, and put it first on sys.path as
+    PYTHONPATH would: the next import runs its module-level code under the mutant."""
+    folders = tuple(os.path.join(os.path.abspath(root), "") for root in roots)
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        if where and os.path.abspath(where).startswith(folders):
+            del sys.modules[name]
+    sys.path[:0] = roots
+
+
+def stdio(fd: int, errors: str = "strict") -> TextIO:
+    """One of the child's standard streams (0, 1, 2), open until it exits."""
+    if fd == 0:
+        return open(fd, encoding="utf-8", errors=errors, closefd=False)
+    return open(fd, "w", encoding="utf-8", errors=errors, closefd=False)
+
+
+def child(case: Case, env: dict[str, str], work: Path, files: tuple[Path, Path, Path]) -> NoReturn:
+    """In the forked child: the case's process, then its exit status; never returns."""
+    status = 70  # EX_SOFTWARE: the child's own setup failed
+    with contextlib.suppress(BaseException):
+        os.setpgid(0, 0)
+        fresh_imports(env["PYTHONPATH"].split(os.pathsep))  # before chdir: paths may be relative
+        os.chdir(work)
+        os.environ.clear()
+        os.environ.update(env)
+        time.tzset()
+        for fd, flags in enumerate((os.O_RDONLY, os.O_WRONLY, os.O_WRONLY)):
+            opened = os.open(files[fd], flags)
+            os.dup2(opened, fd)
+            os.close(opened)
+        sys.stdin, sys.stdout, sys.stderr = stdio(0), stdio(1), stdio(2, "backslashreplace")
+        sys.argv = [RECORDING["command_name"], *case.argv]
+        main: Callable[[], object] = console_script().load()
+        try:
+            status = exit_status(main())
+        except SystemExit as exc:
+            status = exit_status(exc.code)
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+    os._exit(status)
+
+
+def captured(path: Path) -> Stream:
+    data = path.read_bytes()
+    return Stream(data[:OUTPUT_CAP], hashlib.sha256(data).hexdigest(), len(data))
+
+
+def forked(case: Case, env: dict[str, str], tmp: Path) -> Run:
+    """One run of `case` in a child of this process (see the module's docstring): killed
+    with its process group at the case's timeout."""
+    tmp.mkdir()
+    home, work = tmp / "home", tmp / "work"
+    home.mkdir()
+    (tmp / "tmp").mkdir()
+    if case.cwd:
+        shutil.copytree(Path(RECORDING["fixtures"]) / case.cwd, work, symlinks=True)
+    else:
+        work.mkdir()
+    env = {**case_env(case, home, Path(RECORDING["command"]).parent), **env}
+    env.setdefault("TMPDIR", str(tmp / "tmp"))
+    files = (tmp / "stdin", tmp / "stdout", tmp / "stderr")
+    files[0].write_bytes(case.stdin)
+    files[1].touch()
+    files[2].touch()
+    console_script()  # found once, in the worker: each child only imports it
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        child(case, env, work, files)
+    timed_out, status = False, 0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() - started > case.timeout:
+            timed_out = True
+            os.killpg(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            break
+        time.sleep(0.001)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)  # what it left running
+    seconds = time.monotonic() - started
+    code = os.waitstatus_to_exitcode(status)
+    streams = captured(files[1]), captured(files[2])
+    return Run(code, timed_out, *streams, file_digests(work, case.compare), seconds)
+
+
+def out_of_process(case: Case, env: tuple[tuple[str, str], ...], tmp: Path) -> Run:
+    """The case as the judge runs it: the console script in a new interpreter."""
+    tmp.mkdir()
+    replayed = dataclasses.replace(case, env=(*case.env, *env))
+    command, fixtures = Path(RECORDING["command"]), Path(RECORDING["fixtures"])
+    return run_case(command, replayed, fixtures, Scratch(tmp))
+
+
+def forks_as_recorded(case: Case, mutated: str, tmp: Path) -> bool:
+    """Whether the unmutated code, forked, gives the recorded answer to `case`: found once per
+    mutmut run and kept in its TMPDIR, which the worker of every mutant shares."""
+    tmpdir = Path(os.environ.get("TMPDIR") or tempfile.gettempdir())
+    mark = tmpdir / "oracle-forked" / hashlib.sha256(case.id.encode()).hexdigest()
+    with contextlib.suppress(OSError):
+        return mark.read_text("utf-8") == "fork"
+    unmutated = {"MUTANT_UNDER_TEST": "", "PYTHONPATH": mutated}
+    seen = json.loads(json.dumps(observe(case, forked(case, unmutated, tmp))))
+    same = all(seen.get(f) == value for f, value in RECORDING["expected"][case.id].items())
+    mark.parent.mkdir(exist_ok=True)
+    partial = mark.with_suffix(f".{os.getpid()}")
+    partial.write_text("fork" if same else "process", "utf-8")
+    os.replace(partial, mark)  # whole or not at all: workers side by side may write it
+    return same
+
+
 @pytest.mark.parametrize("case_id", sorted(RECORDING["expected"]))
 def test_case_answers_as_recorded(case_id: str, tmp_path: Path) -> None:
     case = CASES[case_id]
@@ -64,11 +221,11 @@ def test_case_answers_as_recorded(case_id: str, tmp_path: Path) -> None:
         reach(case, tmp_path)
         return
     mutated = os.environ["ORACLE_STRENGTH_MUTATED"]
-    env = (*case.env, ("MUTANT_UNDER_TEST", mutant), ("PYTHONPATH", mutated))
-    replayed = dataclasses.replace(case, env=env)
-    run = run_case(
-        Path(RECORDING["command"]), replayed, Path(RECORDING["fixtures"]), Scratch(tmp_path)
-    )
+    ours = {"MUTANT_UNDER_TEST": mutant, "PYTHONPATH": mutated}
+    if forks_as_recorded(case, mutated, tmp_path / "unmutated"):
+        run = forked(case, ours, tmp_path / "mutant")
+    else:  # the fork does not answer as a new interpreter does: run it as the judge does
+        run = out_of_process(case, tuple(ours.items()), tmp_path / "mutant")
     expected = RECORDING["expected"][case_id]  # the fields stable when recorded
     seen = json.loads(json.dumps(observe(case, run)))
     # As replay judges a field: a mutant that only adds to an additive field is not caught.
