@@ -2,8 +2,9 @@
 
 Real builds of the example and real judges: a patch whose build is the parent's runs each
 parent side once; a second judgment of a base reuses the parent runs an earlier one kept, a
-base with another test file or another build does not; a judgment that runs the patch's code
-unconfined keeps nothing. The honest changes each must still judge right.
+base with another test file or another build does not; the oracle's and the parent's
+environments are kept and used again while their files are as built; a judgment that runs the
+patch's code unconfined keeps nothing. The honest changes each must still judge right.
 """
 
 from __future__ import annotations
@@ -115,22 +116,43 @@ def test_a_second_judgment_of_a_base_reuses_the_parent_runs_it_kept_and_still_bl
     first = judge(shop, "--head", branch(shop, "kept-first", comment))
     assert first.report["verdict"] == "merge", first.output[-2000:]
     assert reused(first, "parent") == []
-    assert sorted(path.suffix for path in cache.iterdir()) == [".json", ".json"]
+    assert sorted(path.suffix for path in cache.glob("*.json")) == [".json", ".json"]
+    assert first.step("build")["summary"].startswith(ALL_FRESH)
+    # The oracle's and the parent's environments, each kept with its digest.
+    envs = sorted(path for path in (cache / "envs").iterdir() if path.is_dir())
+    assert [sorted(p.name for p in env.iterdir()) for env in envs] == [["digest.json", "env"]] * 2
 
     second = judge(shop, "--head", branch(shop, "kept-broken", breaks_the_rule))
     assert reused(second, "parent") == ["oracle", "crossrun"]
     assert second.report["verdict"] == "block", second.output[-2000:]
     assert second.step("crossrun")["evidence"]["failures"], second.step("crossrun")
+    assert second.step("build")["summary"].startswith(
+        "patch built into a fresh offline environment; the parent and oracle environments kept"
+    )
 
-    # A base with one more test is another input of the parent's runs: they run again.
+    # A base with one more test is another input of the parent's runs and build: they run
+    # again. A file planted in the kept oracle environment since it was built: not used.
     def one_more_test(repo: Path) -> None:
         (repo / "tests/test_more.py").write_text("def test_more() -> None:\n    assert 1\n")
 
+    for env in envs:
+        for site in env.glob("env/lib/python*/site-packages"):
+            (site / "planted.pth").write_text("import os\n", "utf-8")
     base = branch(shop, "kept-new-base", one_more_test)
     third = judge(shop, "--base", base, "--head", branch(shop, "kept-third", comment, base))
     assert third.report["verdict"] == "merge", third.output[-2000:]
     assert reused(third, "parent") == []
     assert "tests/test_more.py::test_more" in third.step("crossrun")["evidence"]["parent"]
+    built = third.step("build")["summary"]
+    assert built.startswith(ALL_FRESH)
+    assert "the oracle environment kept in the cache changed since it was built" in built
+
+
+ALL_FRESH = "parent, patch and oracle built into fresh offline environments; "
+
+
+def kept_files(cache: Path) -> dict[str, bytes]:
+    return {path.relative_to(cache).as_posix(): path.read_bytes() for path in cache.rglob("*.json")}
 
 
 @pytest.mark.e2e
@@ -139,8 +161,8 @@ def test_a_judgment_that_runs_the_patch_unconfined_keeps_nothing_and_reuses_noth
 ) -> None:
     kept = judge(shop, "--head", branch(shop, "unconfined-kept", comment))
     assert kept.report["verdict"] == "merge", kept.output[-2000:]
-    before = {path.name: path.read_bytes() for path in cache.iterdir()}
-    assert before
+    before = kept_files(cache)
+    assert any(name.startswith("envs/") for name in before) and len(before) > 2
 
     def best_effort(repo: Path) -> None:
         edit(repo / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")
@@ -151,4 +173,5 @@ def test_a_judgment_that_runs_the_patch_unconfined_keeps_nothing_and_reuses_noth
     assert free.report["confinement"] == "unconfined", free.output[-2000:]
     assert free.report["verdict"] == "merge", free.output[-2000:]
     assert reused(free, "parent") == []
-    assert {path.name: path.read_bytes() for path in cache.iterdir()} == before
+    assert free.step("build")["summary"].startswith(ALL_FRESH)
+    assert kept_files(cache) == before

@@ -25,7 +25,8 @@ With `--shard I/N` (one CI runner of N) record, replay, oracle and crossrun judg
 and tests of shard I (scripts/_gate/shard.py); preconditions, build and flake budget run on every
 shard, the other steps on shard 1 only. scripts/merge_shards.py combines the N report folders
 into one verdict. Evidence whose inputs did not change is reused (scripts/_gate/reuse.py:
-a patch whose build is the parent's, parent runs kept between judgments); `--fresh` keeps and
+a patch whose build is the parent's, parent runs and the parent's and oracle's environments
+kept between judgments, scripts/_gate/kept_envs.py); `--fresh` keeps and
 reuses nothing between judgments and skips no step's run, as `adopt` does to see each step
 run on a new project.
 Exit codes: 0 merge, 1 block, 2 fail closed: verdict `needs-review` when the patch touches a
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from _gate import kept_envs
 from _gate.config import committed_config, load_config
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
 from _gate.envs import WHEELHOUSE, build_env, compile_env, tools_env
@@ -87,7 +89,7 @@ from _gate.protocol import (
 )
 from _gate.provenance import compare, project_info, provenance, summary
 from _gate.reports import PATH_NAMES, named, write_report
-from _gate.reuse import cache_folder
+from _gate.reuse import REUSED, cache_folder
 from _gate.sandbox import Sandbox, probe_sandbox, require_sandbox, unconfinable
 from _gate.seal import Seal, build_digest, seal
 from _gate.shard import WHOLE, Shard, add_shard_arg
@@ -367,11 +369,26 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     run in it. The base not building is ours."""
     j, start = judge.j, time.monotonic()
     requirements = j.parent / "scripts" / "requirements-judge.txt"
+    envs.mkdir(exist_ok=True)  # the seal is written here, whether the environments are or not
+    # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
+    kept = judge.confinement != "unconfined" and not judge.fresh
+    cache = cache_folder(j.repo) if kept else None
+    came: dict[str, str] = {}  # how the parent's and the oracle's environments came
+
+    def parent_build() -> Path:
+        key = kept_envs.parent_key(j.repo, j.base, requirements)
+
+        def build(dest: Path) -> Path:
+            return build_env(j.parent, dest, wheelhouse, requirements)
+
+        python, came["parent"] = kept_envs.kept_env(cache, key, envs / "parent", build)
+        return python
+
     with ThreadPoolExecutor(max_workers=4) as pool:
         beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
         oracle = None
         if has_tests(j.parent / "oracle"):
-            oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements)
+            oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements, cache, came)
 
         def patch_build() -> Path | None:
             # The patch's build backend is the first of its code to run: it starts once the
@@ -381,7 +398,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             return build_env(j.patch, envs / "patch", wheelhouse, requirements)
 
         jobs: dict[str, Future[Any]] = {"oracle": oracle} if oracle is not None else {}
-        jobs["parent"] = pool.submit(build_env, j.parent, envs / "parent", wheelhouse, requirements)
+        jobs["parent"] = pool.submit(parent_build)
         jobs["patch"] = pool.submit(patch_build)
     for done in beside.result():
         judge.append(*done)
@@ -403,15 +420,11 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     except FailClosed as exc:
         judge.record("build", FAIL_CLOSED, str(exc), seconds)
         return None
-    built_envs = "parent, patch and oracle" if oracle is not None else "parent and patch"
-    done_line = f"{built_envs} built into fresh offline environments; {matched}"
+    done_line = f"{built_line(oracle is not None, came)}; {matched}"
     if evidence["same"]:
         done_line += "; the patch's build is the parent's, file for file"
     judge.append(Report("build", STATUS[PASS], PASS, judge.shorten(done_line), evidence), seconds)
     oracle_python, oracle_seal = built.pop("oracle", (None, None))
-    # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
-    kept = judge.confinement != "unconfined" and not judge.fresh
-    cache = cache_folder(j.repo) if kept else None
     return Builds(
         **built,
         oracle=oracle_python,
@@ -441,12 +454,42 @@ def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[
     return f"patch wheel {summary(sides['patch'], 'head:')}", evidence
 
 
-def sealed_tools_env(envs: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, Seal]:
+def built_line(oracle: bool, came: Mapping[str, str]) -> str:
+    """The build step's words for its environments: built fresh, or kept (_gate/kept_envs.py)."""
+    names = ["parent", "patch", *(["oracle"] if oracle else [])]
+    kept = [name for name in names if came.get(name) == kept_envs.KEPT]
+    fresh = [name for name in names if name not in kept]
+    if len(fresh) == 1:
+        line = f"{fresh[0]} built into a fresh offline environment"
+    else:
+        line = f"{', '.join(fresh[:-1])} and {fresh[-1]} built into fresh offline environments"
+    if kept:
+        plural = "s" if len(kept) > 1 else ""
+        line += f"; the {' and '.join(kept)} environment{plural} kept from an earlier judgment"
+        line += f" and checked file for file: {REUSED}"
+    for name in (name for name in names if came.get(name) == kept_envs.CHANGED):
+        line += (
+            f"; the {name} environment kept in the cache changed since it was built: not used "
+            "(delete its folder under envs/ there to keep a new one)"
+        )
+    return line
+
+
+def sealed_tools_env(
+    envs: Path, wheelhouse: Path, requirements: Path, cache: Path | None, came: dict[str, str]
+) -> tuple[Path, Seal]:
     """The oracle environment, compiled and sealed (its digest beside it, in envs/) before any
-    code of the patch runs: every trusted run checks it against that digest (_gate/seal.py)."""
-    python = tools_env(envs / "oracle", wheelhouse, requirements)[0]
-    compile_env(python)
-    return python, seal(envs / "oracle", envs / "oracle.digest.json")
+    code of the patch runs: every trusted run checks it against that digest (_gate/seal.py).
+    Kept between judgments where the cache allows (_gate/kept_envs.py)."""
+
+    def build(dest: Path) -> Path:
+        python = tools_env(dest, wheelhouse, requirements)[0]
+        compile_env(python)
+        return python
+
+    key = kept_envs.oracle_key(requirements)
+    python, came["oracle"] = kept_envs.kept_env(cache, key, envs / "oracle", build)
+    return python, seal(python.parent.parent, envs / "oracle.digest.json")
 
 
 def table(judge: Judge, lane: str) -> list[Step]:

@@ -1,0 +1,110 @@
+"""Environments kept between judgments (the baked docs/reuse.md): the oracle's and the parent's.
+
+Building an environment is most of the build step, and two of the three a judgment builds do
+not depend on the patch. The oracle environment holds the pinned tools only: it depends on
+scripts/requirements-judge.txt, the gate's code and the interpreter. The parent's holds those
+and the build of the base commit: its tree and the git metadata a version may be read from.
+Each is built once per set of those inputs and kept in the folder of kept runs (reuse.py),
+under its rule: only when the patch's code runs confined, never for a judgment that runs it
+unconfined or with --fresh. The patch's environment is always built fresh.
+
+A kept environment is held to what it held when built: its digest (seal.digest: every file,
+bytecode included) is taken again before each use and compared with the one taken then. An
+environment that differs is not used, and the judgment builds a fresh one of its own (the
+kept one is left for whoever changed it to see; delete the folder to build it again). One
+lock per key: a second judgment waits for the first's build instead of building it twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from _gate.envs import BUILD_PASS_THROUGH, bin_dir
+from _gate.git import git
+from _gate.reuse import cache_key
+from _gate.seal import Digest, digest
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: nothing is kept
+    fcntl = None  # type: ignore[assignment]
+
+Build = Callable[[Path], Path]  # builds an environment at the folder given; returns its python
+
+
+def oracle_key(requirements: Path) -> str:
+    """What the oracle environment depends on, beside the gate's code and the interpreter."""
+    return cache_key("oracle-env", requirements=file_sha256(requirements))
+
+
+def parent_key(repo: Path, commit: str, requirements: Path) -> str:
+    """What the parent's environment depends on: the commit (its tree), the tags a version may
+    be read from (`git describe`), the pins, and the variables a build backend sees."""
+    described = git(repo, "describe", "--tags", "--long", "--always", "--abbrev=40", commit)
+    variables = {key: os.environ.get(key) for key in BUILD_PASS_THROUGH}
+    return cache_key(
+        "parent-env",
+        commit=commit,
+        described=described,
+        requirements=file_sha256(requirements),
+        variables=variables,
+    )
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+KEPT, BUILT, CHANGED = "kept", "built", "changed"  # how kept_env came by an environment
+
+
+def kept_env(folder: Path | None, key: str, fresh: Path, build: Build) -> tuple[Path, str]:
+    """The python of the environment `build` makes, and how it came: KEPT (built by an
+    earlier judgment under `key` in `folder`, its files as built), BUILT (by this one, and
+    kept when there is a folder), or CHANGED (the kept one changed since it was built: built
+    at `fresh` instead, as when nothing is kept)."""
+    if folder is None or fcntl is None:
+        return build(fresh), BUILT
+    home = kept_home(folder, key)
+    with locked(home.with_suffix(".lock")):
+        env, sums = home / "env", home / "digest.json"
+        was = read_digest(sums)
+        if was is not None:
+            if was == digest(env):
+                return bin_dir(env) / "python", KEPT
+            return build(fresh), CHANGED  # not ours to trust any more, nor to delete
+        shutil.rmtree(home, ignore_errors=True)  # a build that did not finish
+        python = build(env)
+        partial = sums.with_suffix(f".{os.getpid()}")
+        partial.write_text(json.dumps(digest(env)), "utf-8")
+        os.replace(partial, sums)
+        return python, BUILT
+
+
+def kept_home(folder: Path, key: str) -> Path:
+    """A short folder name: an installer writes a script's interpreter path into its first
+    line only while it fits a shebang (127 bytes), and wraps it in /bin/sh past that; two
+    builds whose scripts differ so would not be the same build (seal.build_digest)."""
+    return folder / "envs" / key[:16]
+
+
+def read_digest(path: Path) -> Digest | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
