@@ -106,7 +106,7 @@ def attack_patch(name: str) -> Callable[[Path], None]:
 def sealed(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
     """The oracle environment as the judge builds it: the tools, compiled, then sealed."""
     envs = tmp_path_factory.mktemp("envs")
-    sealed_tools_env(envs, wheelhouse, SCRIPTS / "requirements-judge.txt")
+    sealed_tools_env(envs, wheelhouse, SCRIPTS / "requirements-judge.txt", None, {})
     return envs / "oracle"
 
 

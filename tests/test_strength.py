@@ -319,8 +319,7 @@ def tally(tmp_path: Path) -> dict[str, Path]:
         expected[case.id] = recorded["cases"][case.id]["fields"]
     recording = tmp_path / "recording.json"
     found = {"command": str(command), "command_name": "tally", "cases": str(cases)}
-    found.update(fixtures=str(tmp_path), expected=expected)
-    recording.write_text(json.dumps(found), "utf-8")
+    recording.write_text(json.dumps({**found, "fixtures": str(tmp_path), "expected": expected}))
     return {"mutated": mutated, "scripts": scripts, "recording": recording}
 
 
