@@ -319,8 +319,10 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 # terminal.py (the terminal perturbation's relay) forks and execs a case's command: the
 # launcher starts the relay itself, inside the job, and the command it starts cannot reach the
 # relay, the launcher or the judge (test_a_confined_command_cannot_reach_its_launcher_or_the_
-# judge[terminal]).
+# judge[terminal]), strength_cassettes.py forks a case from mutmut's worker, which strength.py
+# runs through the launcher (a mutant's code runs confined with the whole mutmut run).
 SPAWNERS = {
+    "_gate/strength_cassettes.py",
     "_gate/confine.py",
     "_gate/process.py",
     "_gate/sandbox.py",

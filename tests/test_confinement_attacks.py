@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 from _gate.confine import LEVEL_VARIABLE
 from _gate.context import REVIEW
+from _gate.reuse import CACHE_ENV
 from _gate.sandbox import run_confined
 
 from tests.helpers import PERTURBATIONS
@@ -86,6 +87,16 @@ def named(code: str, **names: object) -> str:
     return "".join(f"{key} = {value!r}\n" for key, value in names.items()) + code
 
 
+# Where planted code looks for the oracle environment: beside the build's own (the judge's
+# envs/ folder), and kept between judgments in the cache folder (_gate/kept_envs.py), which
+# judge_twice() sets beside the markers' folders: an attacker who read the gate knows both.
+SITES = "lib/python*/site-packages"
+
+
+def targets(markers: Path) -> dict[str, str]:
+    return {"SITES": SITES, "KEPT": str(markers.parent / "cache")}
+
+
 def best_effort(repo: Path) -> None:
     edit(repo / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")
 
@@ -98,7 +109,8 @@ def judge_twice(shop: Path, tmp_path: Path, name: str, attack: Attack) -> tuple[
     """The attack judged confined (base main) and unconfined (a best-effort base of its own,
     so what it forges there, cassettes included, is that base's only). Both as after a code
     owner's review (ORACLE_REVIEW=1): an in-tree backend is build configuration, needs-review
-    on its own, and what is judged here is what the patch's code does when it runs."""
+    on its own, and what is judged here is what the patch's code does when it runs. Both keep
+    their runs and environments in a cache folder of this test's own (targets())."""
     held, loose = tmp_path / "confined", tmp_path / "unconfined"
     for folder in (held, loose):
         folder.mkdir()
@@ -106,7 +118,7 @@ def judge_twice(shop: Path, tmp_path: Path, name: str, attack: Attack) -> tuple[
     head = branch(shop, f"{name}-confined", attack(held))
     base = branch(shop, f"{name}-best-effort", best_effort)
     free = branch(shop, f"{name}-unconfined", attack(loose), base=base)
-    reviewed = {REVIEW: "1"}
+    reviewed = {REVIEW: "1", CACHE_ENV: str(tmp_path / "cache")}
     confined = judge(shop, "--head", head, env=reviewed)
     unconfined = judge(
         shop, "--base", base, "--head", free, env={**reviewed, LEVEL_VARIABLE: "none"}
@@ -292,7 +304,8 @@ from pathlib import Path as _Path
 
 if _Path(_sys.argv[0]).name == "worker.py":
     _oracle = _Path(_sys.executable).parents[2] / "oracle"
-    for _site in _oracle.glob("lib/python*/site-packages"):
+    _sites = [*_oracle.glob(SITES), *_Path(KEPT).glob("envs/*/env/" + SITES)]
+    for _site in _sites:
         for _name, _text in PLANTS:
             try:
                 (_site / _name).write_text(_text)
@@ -309,7 +322,8 @@ def worker_plants(markers: Path) -> Callable[[Path], None]:
 
     def change(repo: Path) -> None:
         breaks_the_rules(repo)
-        append(repo / "src/shop/__init__.py", named(PLANT_IN_WORKER, PLANTS=plants))
+        planted = named(PLANT_IN_WORKER, PLANTS=plants, **targets(markers))
+        append(repo / "src/shop/__init__.py", planted)
 
     return change
 
@@ -355,27 +369,32 @@ import time
 from pathlib import Path
 
 
-def plant():
+def inits():
     oracle = Path(sys.executable).parents[2] / "oracle"
+    beside = oracle.glob(SITES + "/pytest/__init__.py")
+    return sorted([*beside, *Path(KEPT).glob("envs/*/env/" + SITES + "/pytest/__init__.py")])
+
+
+def plant():
     deadline = time.monotonic() + 120
-    while not (found := sorted(oracle.glob("lib/python*/site-packages/pytest/__init__.py"))):
+    while not (found := inits()):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"no oracle environment beside {sys.executable}")
+            raise RuntimeError(f"no oracle environment beside {sys.executable} nor kept")
         time.sleep(0.1)
     time.sleep(1.0)  # its installer may still be writing
-    pytest_init = found[0]
     refused = []
-    for target, text, mode in (
-        (pytest_init.parent.parent / "zz_backend.pth", PTH, "w"),
-        (pytest_init, PYTEST_TAIL, "a"),
-    ):
-        if mode == "a" and PYTEST_TAIL in pytest_init.read_text():
-            continue  # each hook of the build imports this backend again
-        try:
-            with open(target, mode) as out:
-                out.write(text)
-        except OSError as exc:
-            refused.append(f"{target.name}: {exc.strerror}")
+    for pytest_init in found:
+        for target, text, mode in (
+            (pytest_init.parent.parent / "zz_backend.pth", PTH, "w"),
+            (pytest_init, PYTEST_TAIL, "a"),
+        ):
+            if mode == "a" and PYTEST_TAIL in pytest_init.read_text():
+                continue  # each hook of the build imports this backend again
+            try:
+                with open(target, mode) as out:
+                    out.write(text)
+            except OSError as exc:
+                refused.append(f"{target.name}: {exc.strerror}")
     if refused:
         raise PermissionError("PLANT REFUSED: " + "; ".join(refused))
 
@@ -406,6 +425,7 @@ def backend_plants(markers: Path) -> Callable[[Path], None]:
         BACKEND,
         PTH=pth(forger(markers, "backend-pth")),
         PYTEST_TAIL="\n" + forger(markers, "backend-pytest"),
+        **targets(markers),
     )
 
     def change(repo: Path) -> None:
@@ -424,7 +444,8 @@ def test_a_build_backend_cannot_plant_in_the_oracle_environment(shop: Path, tmp_
     # Confined, the build refuses both writes and the patch does not build.
     assert_confined_and_not_merged(confined)
     assert confined.verdict.step("build")["status"] == "block", shown(confined.verdict)
-    assert "the patch does not build" in confined.verdict.step("build")["summary"]
+    built = confined.verdict.step("build")["summary"]
+    assert "the patch does not build" in built and "PLANT REFUSED" in built, built
 
 
 # The patch's backend writes only where a build may: the environment it installs into. It

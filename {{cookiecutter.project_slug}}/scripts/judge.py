@@ -53,7 +53,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from _gate import kept_envs
 from _gate.config import committed_config, load_config
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
 from _gate.envs import WHEELHOUSE, build_env, compile_env, tools_env
@@ -70,6 +69,7 @@ from _gate.git import (
     show_file,
     uncommitted,
 )
+from _gate.kept_envs import CHANGED, KEPT, kept_env, oracle_env_key, parent_env_key
 from _gate.oracle_run import has_tests
 from _gate.process import exits_within, share_cores
 from _gate.protocol import (
@@ -376,12 +376,12 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     came: dict[str, str] = {}  # how the parent's and the oracle's environments came
 
     def parent_build() -> Path:
-        key = kept_envs.parent_key(j.repo, j.base, requirements)
+        key = parent_env_key(j.repo, j.base, requirements)
 
         def build(dest: Path) -> Path:
             return build_env(j.parent, dest, wheelhouse, requirements)
 
-        python, came["parent"] = kept_envs.kept_env(cache, key, envs / "parent", build)
+        python, came["parent"] = kept_env(cache, key, envs / "parent", build)
         return python
 
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -457,7 +457,7 @@ def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[
 def built_line(oracle: bool, came: Mapping[str, str]) -> str:
     """The build step's words for its environments: built fresh, or kept (_gate/kept_envs.py)."""
     names = ["parent", "patch", *(["oracle"] if oracle else [])]
-    kept = [name for name in names if came.get(name) == kept_envs.KEPT]
+    kept = [name for name in names if came.get(name) == KEPT]
     fresh = [name for name in names if name not in kept]
     if len(fresh) == 1:
         line = f"{fresh[0]} built into a fresh offline environment"
@@ -467,7 +467,7 @@ def built_line(oracle: bool, came: Mapping[str, str]) -> str:
         plural = "s" if len(kept) > 1 else ""
         line += f"; the {' and '.join(kept)} environment{plural} kept from an earlier judgment"
         line += f" and checked file for file: {REUSED}"
-    for name in (name for name in names if came.get(name) == kept_envs.CHANGED):
+    for name in (name for name in names if came.get(name) == CHANGED):
         line += (
             f"; the {name} environment kept in the cache changed since it was built: not used "
             "(delete its folder under envs/ there to keep a new one)"
@@ -487,8 +487,8 @@ def sealed_tools_env(
         compile_env(python)
         return python
 
-    key = kept_envs.oracle_key(requirements)
-    python, came["oracle"] = kept_envs.kept_env(cache, key, envs / "oracle", build)
+    key = oracle_env_key(requirements)
+    python, came["oracle"] = kept_env(cache, key, envs / "oracle", build)
     return python, seal(python.parent.parent, envs / "oracle.digest.json")
 
 

@@ -38,12 +38,12 @@ except ImportError:  # not POSIX: nothing is kept
 Build = Callable[[Path], Path]  # builds an environment at the folder given; returns its python
 
 
-def oracle_key(requirements: Path) -> str:
+def oracle_env_key(requirements: Path) -> str:
     """What the oracle environment depends on, beside the gate's code and the interpreter."""
     return cache_key("oracle-env", requirements=file_sha256(requirements))
 
 
-def parent_key(repo: Path, commit: str, requirements: Path) -> str:
+def parent_env_key(repo: Path, commit: str, requirements: Path) -> str:
     """What the parent's environment depends on: the commit (its tree), the tags a version may
     be read from (`git describe`), the pins, and the variables a build backend sees."""
     described = git(repo, "describe", "--tags", "--long", "--always", "--abbrev=40", commit)

@@ -56,15 +56,20 @@ CASES = {case.id: case for case in load_cases(Path(RECORDING["cases"]))}
 
 
 @functools.cache
-def console_script() -> EntryPoint:
-    (script,) = entry_points(group="console_scripts", name=RECORDING["command_name"])
-    return script
+def console_script() -> EntryPoint | None:
+    """The command's entry point; None when no one console script of that name is installed
+    (a command that is not one: its cases run out of process)."""
+    found = entry_points(group="console_scripts", name=RECORDING["command_name"])
+    return next(iter(found)) if len(found) == 1 else None
 
 
 def reach(case: Case, tmp: Path) -> None:
     """Run the case in this process, for mutmut's coverage pass: what it reaches, not what
     it answers, so every exit and exception is the case's own business."""
     script = console_script()
+    if script is None:
+        name = RECORDING["command_name"]
+        raise LookupError(f"no one console script named {name!r} is installed here to reach")
     work = tmp / "work"
     if case.cwd:
         shutil.copytree(Path(RECORDING["fixtures"]) / case.cwd, work)
@@ -129,7 +134,9 @@ def child(case: Case, env: dict[str, str], work: Path, files: tuple[Path, Path, 
             os.close(opened)
         sys.stdin, sys.stdout, sys.stderr = stdio(0), stdio(1), stdio(2, "backslashreplace")
         sys.argv = [RECORDING["command_name"], *case.argv]
-        main: Callable[[], object] = console_script().load()
+        script = console_script()
+        assert script is not None  # forked only where there is one
+        main: Callable[[], object] = script.load()
         try:
             status = exit_status(main())
         except SystemExit as exc:
@@ -203,6 +210,8 @@ def forks_as_recorded(case: Case, mutated: str, tmp: Path) -> bool:
     mark = tmpdir / "oracle-forked" / hashlib.sha256(case.id.encode()).hexdigest()
     with contextlib.suppress(OSError):
         return mark.read_text("utf-8") == "fork"
+    if console_script() is None:
+        return False
     unmutated = {"MUTANT_UNDER_TEST": "", "PYTHONPATH": mutated}
     seen = json.loads(json.dumps(observe(case, forked(case, unmutated, tmp))))
     same = all(seen.get(f) == value for f, value in RECORDING["expected"][case.id].items())
