@@ -32,10 +32,12 @@ runs go through the gate's run_group, which runs one per core at once, as in the
 crossrun (issue 9, after this target was set) runs the base's tests on both builds: the judge
 with it is compared with the irreducible work plus those two test runs, bare. The judge with
 every process of the patch's code confined (issue 22) is compared with the same judge
-unconfined (`sandbox: best-effort`, the launcher capped at `none`). The five are timed in turn,
-five rounds, and each is the median of its five. Build provenance (issue 23), the check the
-build step makes of both wheels against their trees, is timed alone on the bake's build
-(twice, as for parent and patch, the median of five) against the judge with the crossrun.
+unconfined (`sandbox: best-effort`, the launcher capped at `none`), both fresh: nothing is
+kept for an unconfined judgment, so the confined one runs with `--fresh` there. The seven are
+timed in turn, five rounds, and each is the median of its five. Build provenance (issue 23),
+the check the build step makes of both wheels against their trees, is timed alone on the
+bake's build (twice, as for parent and patch, the median of five) against the judge with the
+crossrun.
 
 Project: the gate adopted into a real project's pinned history (tools/slices.py: yamllint, a
 unittest-style suite of about 430 tests), its next commits judged in order as they landed
@@ -342,8 +344,9 @@ def bake_inventory_ratio(
 def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
     """Median wall seconds, warm, of the judge on a refactor with the crossrun and with it
     off, of the irreducible work, of it with the crossrun's test runs, and of the judge with
-    the crossrun unconfined (sandbox: best-effort, the launcher capped at none), and of it
-    with no perturbed run (perturb: []: replay, oracle and crossrun), over ROUNDS."""
+    the crossrun unconfined (sandbox: best-effort, the launcher capped at none), of it with
+    no perturbed run (perturb: []: replay, oracle and crossrun), and of the judge with
+    --fresh (nothing kept or reused, as unconfined), over ROUNDS."""
     wheelhouse = Path(os.environ.get("ORACLE_WHEELHOUSE", repo / ".oracle" / "wheelhouse"))
     git(repo, "checkout", "-q", "-b", "bench-off")
     edit(repo / "oracle/judge.yaml", "crossrun: block", "crossrun: off")
@@ -365,11 +368,11 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
     confined = {**os.environ, "JUDGE_OFFLINE": "1"}
     unconfined = {**confined, LEVEL_VARIABLE: "none"}
 
-    def judged(base: str) -> Callable[[], object]:
+    def judged(base: str, *extra: str) -> Callable[[], object]:
         env = unconfined if base == "bench-unconfined" else confined
 
         def run() -> None:
-            cmd = [sys.executable, str(repo / "scripts/judge.py"), "--repo", str(repo)]
+            cmd = [sys.executable, str(repo / "scripts/judge.py"), "--repo", str(repo), *extra]
             cmd += ["--base", base, "--head", heads[base], "--wheelhouse", str(wheelhouse)]
             cmd += ["--reports", str(scratch / "judge-reports")]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
@@ -387,6 +390,7 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
         lambda: irreducible(repo, wheelhouse, scratch, tests=True),
         judged("bench-unconfined"),
         judged("bench-unperturbed"),
+        judged("main", "--fresh"),
     )
     # Interleaved rounds, so that a machine that slows down or speeds up meanwhile weighs on
     # the judge and on the bare work alike; the median of each.
@@ -544,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             repo = bake(tmp / "bake-judge")
             command = build(repo, tmp / "judge")  # fills the wheelhouse
             timings = judge_seconds(repo, scratch(tmp, "trees-judge"))
-            with_crossrun, without, bare, tests, unconfined, unperturbed = timings
+            with_crossrun, without, bare, tests, unconfined, unperturbed, fresh = timings
             print(f"whole judge of a refactor of the example bake, warm, {os.cpu_count()} cores")
             print(f"  irreducible work   {bare:8.2f} s")
             ratio = without / bare
@@ -554,7 +558,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             ratio = with_crossrun / tests
             shown = f"judge / (irreducible, tests) = {ratio:5.2f}  (<= 1.3)"
             print(f"  crossrun block     {with_crossrun:8.2f} s   {shown}")
-            shown = f"confined / unconfined = {with_crossrun / unconfined:5.2f}  (<= 1.1)"
+            # Nothing is kept for an unconfined judgment: it is held to a confined one that
+            # keeps nothing either (--fresh), not to one that reuses kept environments.
+            print(f"  confined, --fresh  {fresh:8.2f} s   (nothing kept or reused)")
+            shown = f"confined / unconfined = {fresh / unconfined:5.2f}  (<= 1.1, both fresh)"
             print(f"  unconfined         {unconfined:8.2f} s   {shown}")
             shown = f"perturbed / unperturbed = {with_crossrun / unperturbed:5.2f}  (<= 1.5)"
             print(f"  no perturbed run   {unperturbed:8.2f} s   {shown}")
