@@ -28,6 +28,7 @@ import yaml
 from _gate.cases import load_cases
 from _gate.cassettes import record
 from _gate.git import SCORE_FILE
+from _gate.sandbox import probe_sandbox, run_confined
 from judge import Judge, Ran
 
 from tests.helpers import SCRIPTS, finish
@@ -264,7 +265,8 @@ def test_shards_split_the_mutants_and_merge_into_the_whole_measurement(
 
 # A package as mutmut leaves it: each function picks its mutant by $MUTANT_UNDER_TEST when
 # called. style() is called at import time and reads the case's environment; --where answers
-# with what started the process, which a fork of pytest does not share with a new interpreter.
+# with what started the process, which a fork of pytest does not share with a new interpreter;
+# --reach is the patch's code reaching for the judge that started it: its process, its files.
 TALLY = """
 import os, sys
 def style():
@@ -272,9 +274,22 @@ def style():
         return "quiet"
     return os.environ.get("STYLE", "plain")
 STYLE = style()
+def reach():
+    try:
+        os.kill(int(os.environ["JUDGE_PID"]), 0)
+        print("judge seen")
+    except OSError:
+        print("judge hidden")
+    try:
+        open(os.path.join(os.environ["JUDGE_DIR"], "reached"), "w").close()
+        print("judge's folder written")
+    except OSError:
+        print("judge's folder refused")
 def main():
     if sys.argv[1:] == ["--where"]:
         print(os.path.basename(sys.modules["__main__"].__file__))
+    elif sys.argv[1:] == ["--reach"]:
+        reach()
     else:
         print("style:", STYLE)
 """
@@ -290,13 +305,19 @@ TALLY_CASES = """
 cases:
   - {id: styled, argv: [], env: {STYLE: loud}, compare: [exit_code, stdout.raw]}
   - {id: where, argv: ["--where"], compare: [exit_code, stdout.raw]}
+  - id: reach
+    argv: ["--reach"]
+    env: {JUDGE_PID: "@pid@", JUDGE_DIR: "@dir@"}
+    compare: [exit_code, stdout.raw]
 """
+HIDDEN = "judge hidden\njudge's folder refused\n"
 
 
 @pytest.fixture
 def tally(tmp_path: Path) -> dict[str, Path]:
     """The package mutated, its console script, its cases recorded out of process as
-    strength.py records them, and a copy of the gate's scripts with the worker's imports."""
+    strength.py records them (the judge here is this test's process, and a folder of its
+    own), and a copy of the gate's scripts with the worker's imports."""
     mutated = tmp_path / "mutants"
     (mutated / "tally").mkdir(parents=True)
     (mutated / "tally/__init__.py").write_text(TALLY, "utf-8")
@@ -308,8 +329,11 @@ def tally(tmp_path: Path) -> dict[str, Path]:
     command.parent.mkdir()
     command.write_text(f"#!{sys.executable}\nimport sys, tally\nsys.exit(tally.main())\n")
     command.chmod(0o755)
+    judge_dir = tmp_path / "judge"
+    judge_dir.mkdir()
     cases = tmp_path / "cases.yaml"
-    cases.write_text(TALLY_CASES, "utf-8")
+    text = TALLY_CASES.replace("@pid@", str(os.getpid())).replace("@dir@", str(judge_dir))
+    cases.write_text(text, "utf-8")
     scripts = Path(shutil.copytree(SCRIPTS, tmp_path / "scripts"))
     (scripts / "_gate/conftest.py").write_text(WORKER, "utf-8")
     expected = {}
@@ -317,29 +341,41 @@ def tally(tmp_path: Path) -> dict[str, Path]:
         env = (*case.env, ("PYTHONPATH", str(mutated)))
         recorded = record(command, [dataclasses.replace(case, env=env)], tmp_path, "")
         expected[case.id] = recorded["cases"][case.id]["fields"]
-    recording = tmp_path / "recording.json"
-    found = {"command": str(command), "command_name": "tally", "cases": str(cases)}
-    recording.write_text(json.dumps({**found, "fixtures": str(tmp_path), "expected": expected}))
-    return {"mutated": mutated, "scripts": scripts, "recording": recording}
+    found: dict[str, Any] = {"command": str(command), "command_name": "tally"}
+    found |= {"cases": str(cases), "fixtures": str(tmp_path), "expected": expected}
+    # As strength.py writes it: the level its mutmut runs are confined at, or none.
+    recordings = {}
+    for name, level in (("confined", probe_sandbox().level), ("by-hand", "")):
+        recordings[name] = tmp_path / f"recording-{name}.json"
+        recordings[name].write_text(json.dumps({**found, "confined": level}), "utf-8")
+    return {"mutated": mutated, "scripts": scripts, "judge": judge_dir, **recordings}
 
 
-def cassette_tests(tally: dict[str, Path], mutant: str, scratch: Path) -> dict[str, str]:
-    """The cassette tests under `mutant` as mutmut's worker runs them: each test's outcome,
-    and how each case ran (`fork` or `process`) as the run's TMPDIR keeps it."""
+def cassette_tests(
+    tally: dict[str, Path], mutant: str, scratch: Path, confined: bool = True
+) -> dict[str, str]:
+    """The cassette tests under `mutant` as mutmut's worker runs them: confined by the
+    launcher, as strength.py starts mutmut, or by hand; each test's outcome, and how each
+    case ran (`fork` or `process`) as the run's TMPDIR keeps it."""
     scratch.mkdir()
     env = {**os.environ, "MUTANT_UNDER_TEST": mutant, "TMPDIR": str(scratch)}
     env.update(PYTHONPATH=str(tally["mutated"]), PYTHONDONTWRITEBYTECODE="1")
-    env.update(ORACLE_STRENGTH_RECORDING=str(tally["recording"]))
+    recording = tally["confined" if confined else "by-hand"]
+    env.update(ORACLE_STRENGTH_RECORDING=str(recording))
     env.update(ORACLE_STRENGTH_MUTATED=str(tally["mutated"]))
     test = tally["scripts"] / "_gate/strength_cassettes.py"
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", str(test)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False).stdout
+    if confined:
+        done = run_confined(cmd, writable=[], home=scratch, timeout=300, cwd=scratch, env=env)
+        out = done.stdout.head.decode("utf-8", "replace")
+    else:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False).stdout
     found = {}
     for line in out.splitlines():
         word, _, rest = line.partition(" ")
         if word in ("PASSED", "FAILED") and "[" in rest:
             found[rest.split("[")[1].split("]")[0]] = word
-    for mark in (scratch / "oracle-forked").iterdir():
+    for mark in (scratch / "oracle-forked").glob("*"):
         found[mark.name] = mark.read_text("utf-8")
     return found
 
@@ -347,11 +383,33 @@ def cassette_tests(tally: dict[str, Path], mutant: str, scratch: Path) -> dict[s
 def test_a_cassette_test_forks_its_case_and_runs_it_as_a_new_process_would(
     tally: dict[str, Path], tmp_path: Path
 ) -> None:
-    styled, where = (hashlib.sha256(name.encode()).hexdigest() for name in ("styled", "where"))
+    styled, where, reach = (hashlib.sha256(n.encode()).hexdigest() for n in TALLY_IDS)
     unmutated = cassette_tests(tally, "", tmp_path / "unmutated")
     # The fork imports the package afresh in the case's environment: it answers as recorded.
     # Where it cannot (what started the process differs), the case runs out of process.
-    assert unmutated == {"styled": "PASSED", "where": "PASSED", styled: "fork", where: "process"}
+    outcomes = {name: "PASSED" for name in TALLY_IDS}
+    assert unmutated == {**outcomes, styled: "fork", where: "process", reach: "fork"}
     # A mutant of code that runs at import time is seen in the fork: killed.
     mutant = cassette_tests(tally, "tally.x_style__mutmut_1", tmp_path / "mutant")
     assert (mutant["styled"], mutant["where"], mutant[styled]) == ("FAILED", "PASSED", "fork")
+
+
+TALLY_IDS = ("styled", "where", "reach")
+
+
+def test_a_forked_case_cannot_reach_the_judge_and_none_forks_outside_the_launcher(
+    tally: dict[str, Path], tmp_path: Path
+) -> None:
+    """The patch's code in a forked case runs in the confinement of the mutmut run the
+    launcher started: it neither sees the judge's process nor writes the judge's folder, and
+    answers as its confined recording did (a fork that reached further would not). Run by
+    hand, with no confinement recorded, no case forks: each runs out of process through the
+    launcher."""
+    recorded = json.loads(tally["confined"].read_text("utf-8"))["expected"]["reach"]
+    assert recorded == {"exit_code": 0, "stdout.raw": HIDDEN}
+    forked = cassette_tests(tally, "", tmp_path / "forked")
+    assert forked["reach"] == "PASSED"
+    assert forked[hashlib.sha256(b"reach").hexdigest()] == "fork"
+    by_hand = cassette_tests(tally, "", tmp_path / "by-hand", confined=False)
+    assert by_hand == {name: "PASSED" for name in TALLY_IDS}  # and no case forked
+    assert list(tally["judge"].iterdir()) == []

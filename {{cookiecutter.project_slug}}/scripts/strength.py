@@ -68,7 +68,7 @@ from _gate.protocol import (
     add_report_arg,
     read_report,
 )
-from _gate.sandbox import require_sandbox, run_confined
+from _gate.sandbox import probe_sandbox, require_sandbox, run_confined
 from _gate.shard import add_shard_arg
 
 KINDS = ("cassettes", "properties", "tests")
@@ -130,15 +130,19 @@ def copy_tree(tree: Path, dest: Path, table: str) -> Path:
 
 def recording(tree: Path, config: Config, command: Path, cases: Sequence[Case], tmp: Path) -> Path:
     """The cases recorded on the unmutated build, as the record step records them (only the
-    fields stable over its runs), for the cassette tests."""
+    fields stable over its runs), for the cassette tests; and the level the launcher confines
+    the mutmut runs at here: the cassette tests fork a case from mutmut's worker only inside
+    that confinement (scripts/_gate/strength_cassettes.py)."""
     fixtures = tree / "fixtures"
     cassette = record(command, cases, fixtures, "")["cases"]
+    level = probe_sandbox().level
     found = {
         "command": str(command),
         "command_name": config.command,
         "cases": str(tree / "oracle" / "cases.yaml"),
         "fixtures": str(fixtures),
         "expected": {case_id: row["fields"] for case_id, row in cassette.items()},
+        "confined": level if level != "none" else "",
     }
     path = tmp / "recording.json"
     path.write_text(json.dumps(found), "utf-8")

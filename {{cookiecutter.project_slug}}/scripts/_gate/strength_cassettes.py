@@ -1,17 +1,21 @@
 """The cassettes as pytest tests, for mutmut: one test per recorded case (scripts/strength.py).
 
 Each test replays its case against the mutant ($MUTANT_UNDER_TEST, which mutmut sets in the
-worker it forks for a mutant) and compares the fields the recording of the unmutated build
-holds stable (record_cassettes.record). A case runs in a child forked from this worker, not in
-a new interpreter: the child takes the case's environment, working directory, stdin and
-argv, imports the mutated package afresh (its import-time code runs under the mutant, as in a
-new process) and calls the console script's entry point. A fork costs milliseconds where a
-new interpreter costs tens of them, for every case of every mutant. The fork is held to the
-recording: once per mutmut run the unmutated code answers each case forked, and a case whose
-forked answer is not the recorded one (a CLI that depends on what a fresh interpreter sets
-up) runs out of process, as the judge runs it, for every mutant. mutmut learns which
-functions each test reaches in a pass of its own, in process, with $MUTANT_UNDER_TEST=stats;
-there the case runs in this process, through the entry point, for the calls to be seen.
+worker it forks for a mutant) and compares the fields the recording of the unmutated build holds
+stable (record_cassettes.record). A case runs in a child forked from this worker, not in a new
+interpreter. The child runs the mutant's code in the worker's confinement: strength.py starts
+each mutmut run through the launcher (confine.py), and its recording names the level the
+launcher reaches here; where it names none (no confinement, or the tests run by hand) every case
+runs out of process through the launcher, as the judge runs it. The child takes the case's
+environment, working directory, stdin and argv, imports the mutated package afresh (its
+import-time code runs under the mutant, as in a new process) and calls the console script's
+entry point. A fork costs milliseconds where a new interpreter costs tens of them, for every
+case of every mutant. The fork is held to the recording: once per mutmut run the unmutated code
+answers each case forked, and a case whose forked answer is not the recorded one (a CLI that
+depends on what a fresh interpreter sets up) runs out of process, as the judge runs it, for
+every mutant. mutmut learns which functions each test reaches in a pass of its own, in process,
+with $MUTANT_UNDER_TEST=stats; there the case runs in this process, through the entry point, for
+the calls to be seen.
 """
 
 from __future__ import annotations
@@ -231,7 +235,9 @@ def test_case_answers_as_recorded(case_id: str, tmp_path: Path) -> None:
         return
     mutated = os.environ["ORACLE_STRENGTH_MUTATED"]
     ours = {"MUTANT_UNDER_TEST": mutant, "PYTHONPATH": mutated}
-    if forks_as_recorded(case, mutated, tmp_path / "unmutated"):
+    # A fork runs the mutant's code in this process's confinement: only where strength.py
+    # found the launcher confining the mutmut run that started it.
+    if RECORDING.get("confined") and forks_as_recorded(case, mutated, tmp_path / "unmutated"):
         run = forked(case, ours, tmp_path / "mutant")
     else:  # the fork does not answer as a new interpreter does: run it as the judge does
         run = out_of_process(case, tuple(ours.items()), tmp_path / "mutant")
