@@ -375,8 +375,8 @@ def cassette_tests(
         word, _, rest = line.partition(" ")
         if word in ("PASSED", "FAILED") and "[" in rest:
             found[rest.split("[")[1].split("]")[0]] = word
-    for mark in (scratch / "oracle-forked").glob("*"):
-        found[mark.name] = mark.read_text("utf-8")
+    for mark in (scratch / "oracle-forked").glob("[!.]*.json"):
+        found[mark.stem] = "fork" if json.loads(mark.read_text("utf-8"))["fork"] else "process"
     return found
 
 

@@ -381,8 +381,9 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         def build(dest: Path) -> Path:
             return build_env(j.parent, dest, wheelhouse, requirements)
 
-        python, came["parent"] = kept_env(cache, key, envs / "parent", build)
-        return python
+        built = kept_env(cache, key, envs / "parent", build)
+        came["parent"] = built.came
+        return built.python
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
@@ -487,9 +488,9 @@ def sealed_tools_env(
         compile_env(python)
         return python
 
-    key = oracle_env_key(requirements)
-    python, came["oracle"] = kept_env(cache, key, envs / "oracle", build)
-    return python, seal(python.parent.parent, envs / "oracle.digest.json")
+    built = kept_env(cache, oracle_env_key(requirements), envs / "oracle", build)
+    came["oracle"] = built.came
+    return built.python, seal(built.python.parent.parent, envs / "oracle.digest.json", built.files)
 
 
 def table(judge: Judge, lane: str) -> list[Step]:

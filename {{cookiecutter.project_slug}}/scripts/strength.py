@@ -161,10 +161,10 @@ def timeout_constant(kind: str, cases: Sequence[Case], config: Config) -> float:
     """mutmut's timeout_constant for one kind of evidence: its default, but for the cassette
     tests. mutmut times a mutant out after (estimated + constant) x 15 s of wall clock,
     estimated from its coverage pass, where the cases run in process and take milliseconds;
-    replayed, each starts the CLI and may take its case_timeout, after which it fails (a kill)
-    by itself. With the default (1 s: about 15 s a
-    mutant), a loaded machine could time out a mutant whose cases were only slow, a kill that
-    is not one; this bound never ends a mutant before its cases' own timeouts could."""
+    replayed, each may take its case_timeout, after which it fails (a kill) by itself. With
+    the default (1 s: about 15 s a mutant), a loaded machine could time out a mutant whose
+    cases were only slow, a kill that is not one; this bound never ends a mutant before its
+    cases' own timeouts could."""
     if kind != "cassettes":
         return MUTMUT_TIMEOUT_CONSTANT
     return round(len(cases) * config.case_timeout / MUTMUT_TIMEOUT_MULTIPLIER + 1, 1)

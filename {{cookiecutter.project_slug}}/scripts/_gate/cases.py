@@ -398,12 +398,19 @@ def _untouched(path: Path) -> bool:
         return False
 
 
+def scratch_env(case: Case, home: Path, bin_dir: Path) -> dict[str, str]:
+    """case_env, with the TMPDIR beside the run's HOME unless the case sets one: the judge's
+    own is not writable to a confined case."""
+    env = case_env(case, home, bin_dir)
+    if "TMPDIR" not in dict(case.env):
+        env["TMPDIR"] = str(home.parent / "tmp")
+    return env
+
+
 def run_case(command: Path, case: Case, fixtures: Path, scratch: Scratch) -> Run:
     """Run one case in an empty HOME and working directory; kill its whole group on timeout."""
     home, work = scratch.folders(case, fixtures)
-    env = case_env(case, home, command.parent)
-    if "TMPDIR" not in dict(case.env):  # the judge's own is not writable to a confined case
-        env["TMPDIR"] = str(home.parent / "tmp")
+    env = scratch_env(case, home, command.parent)
     done = run_confined(
         [command, *case.argv],
         writable=scratch_folders(home, work),

@@ -18,16 +18,15 @@ lock per key: a second judgment waits for the first's build instead of building 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from _gate.envs import BUILD_PASS_THROUGH, bin_dir
 from _gate.git import git
-from _gate.reuse import cache_key
+from _gate.reuse import cache_key, files_digest, keep, kept
 from _gate.seal import Digest, digest
 
 try:
@@ -36,11 +35,19 @@ except ImportError:  # not POSIX: nothing is kept
     fcntl = None  # type: ignore[assignment]
 
 Build = Callable[[Path], Path]  # builds an environment at the folder given; returns its python
+KEPT, BUILT, CHANGED = "kept", "built", "changed"  # how kept_env came by an environment
+
+
+class Env(NamedTuple):
+    python: Path
+    came: str  # KEPT, BUILT or CHANGED
+    files: Digest | None  # its digest where kept_env took one (seal.seal takes it as is)
 
 
 def oracle_env_key(requirements: Path) -> str:
     """What the oracle environment depends on, beside the gate's code and the interpreter."""
-    return cache_key("oracle-env", requirements=file_sha256(requirements))
+    pins = files_digest(requirements.parent, [requirements.name])
+    return cache_key("oracle-env", requirements=pins)
 
 
 def parent_env_key(repo: Path, commit: str, requirements: Path) -> str:
@@ -52,39 +59,32 @@ def parent_env_key(repo: Path, commit: str, requirements: Path) -> str:
         "parent-env",
         commit=commit,
         described=described,
-        requirements=file_sha256(requirements),
+        requirements=files_digest(requirements.parent, [requirements.name]),
         variables=variables,
     )
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-KEPT, BUILT, CHANGED = "kept", "built", "changed"  # how kept_env came by an environment
-
-
-def kept_env(folder: Path | None, key: str, fresh: Path, build: Build) -> tuple[Path, str]:
-    """The python of the environment `build` makes, and how it came: KEPT (built by an
-    earlier judgment under `key` in `folder`, its files as built), BUILT (by this one, and
-    kept when there is a folder), or CHANGED (the kept one changed since it was built: built
-    at `fresh` instead, as when nothing is kept)."""
+def kept_env(folder: Path | None, key: str, fresh: Path, build: Build) -> Env:
+    """The environment `build` makes, and how it came: KEPT (built by an earlier judgment
+    under `key` in `folder`, its files as built), BUILT (by this one, and kept when there is
+    a folder), or CHANGED (the kept one changed since it was built: built at `fresh` instead,
+    as when nothing is kept)."""
     if folder is None or fcntl is None:
-        return build(fresh), BUILT
+        return Env(build(fresh), BUILT, None)
     home = kept_home(folder, key)
     with locked(home.with_suffix(".lock")):
-        env, sums = home / "env", home / "digest.json"
-        was = read_digest(sums)
+        env = home / "env"
+        was = kept(home, "digest")
         if was is not None:
-            if was == digest(env):
-                return bin_dir(env) / "python", KEPT
-            return build(fresh), CHANGED  # not ours to trust any more, nor to delete
+            now = digest(env)
+            if was == now:
+                return Env(bin_dir(env) / "python", KEPT, now)
+            return Env(build(fresh), CHANGED, None)  # not ours to trust any more, nor to delete
         shutil.rmtree(home, ignore_errors=True)  # a build that did not finish
         python = build(env)
-        partial = sums.with_suffix(f".{os.getpid()}")
-        partial.write_text(json.dumps(digest(env)), "utf-8")
-        os.replace(partial, sums)
-        return python, BUILT
+        files = digest(env)
+        keep(home, "digest", files)
+        return Env(python, BUILT, files)
 
 
 def kept_home(folder: Path, key: str) -> Path:
@@ -92,14 +92,6 @@ def kept_home(folder: Path, key: str) -> Path:
     line only while it fits a shebang (127 bytes), and wraps it in /bin/sh past that; two
     builds whose scripts differ so would not be the same build (seal.build_digest)."""
     return folder / "envs" / key[:16]
-
-
-def read_digest(path: Path) -> Digest | None:
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 @contextlib.contextmanager

@@ -124,9 +124,11 @@ def undescribed(metadata: bytes) -> bytes:
     return "\n".join(kept).encode("utf-8", "surrogateescape")
 
 
-def seal(env: Path, dest: Path) -> Seal:
-    """Digest `env` into `dest` (outside it); the seal names the file and its SHA-256."""
-    data = json.dumps({"env": str(env), "files": digest(env)}, indent=0).encode("utf-8")
+def seal(env: Path, dest: Path, files: Digest | None = None) -> Seal:
+    """Digest `env` into `dest` (outside it); the seal names the file and its SHA-256.
+    `files`: its digest, where the caller took it a moment ago (kept_envs.kept_env)."""
+    files = digest(env) if files is None else files
+    data = json.dumps({"env": str(env), "files": files}, indent=0).encode("utf-8")
     dest.write_bytes(data)
     return Seal(dest, hashlib.sha256(data).hexdigest())
 

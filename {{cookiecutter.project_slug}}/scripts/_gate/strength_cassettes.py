@@ -44,14 +44,15 @@ from _gate.cases import (
     Case,
     Run,
     Scratch,
-    case_env,
     file_digests,
     holds,
     load_cases,
     observe,
     run_case,
+    scratch_env,
 )
-from _gate.process import OUTPUT_CAP, Stream
+from _gate.process import OUTPUT_CAP, Sink, Stream
+from _gate.reuse import keep, kept
 
 RECORDING: dict[str, Any] = json.loads(
     Path(os.environ["ORACLE_STRENGTH_RECORDING"]).read_text("utf-8")
@@ -154,24 +155,19 @@ def child(case: Case, env: dict[str, str], work: Path, files: tuple[Path, Path, 
 
 
 def captured(path: Path) -> Stream:
-    data = path.read_bytes()
-    return Stream(data[:OUTPUT_CAP], hashlib.sha256(data).hexdigest(), len(data))
+    sink = Sink(OUTPUT_CAP)
+    sink.take(path.read_bytes())
+    return sink.stream()
 
 
 def forked(case: Case, env: dict[str, str], tmp: Path) -> Run:
-    """One run of `case` in a child of this process (see the module's docstring): killed
-    with its process group at the case's timeout."""
+    """One run of `case` in a child of this process (see the module's docstring), in the
+    folders and environment run_case gives it: killed with its process group at the case's
+    timeout."""
     tmp.mkdir()
-    home, work = tmp / "home", tmp / "work"
-    home.mkdir()
-    (tmp / "tmp").mkdir()
-    if case.cwd:
-        shutil.copytree(Path(RECORDING["fixtures"]) / case.cwd, work, symlinks=True)
-    else:
-        work.mkdir()
-    env = {**case_env(case, home, Path(RECORDING["command"]).parent), **env}
-    env.setdefault("TMPDIR", str(tmp / "tmp"))
-    files = (tmp / "stdin", tmp / "stdout", tmp / "stderr")
+    home, work = Scratch(tmp).folders(case, Path(RECORDING["fixtures"]))
+    env = {**scratch_env(case, home, Path(RECORDING["command"]).parent), **env}
+    files = (home.parent / "stdin", home.parent / "stdout", home.parent / "stderr")
     files[0].write_bytes(case.stdin)
     files[1].touch()
     files[2].touch()
@@ -210,19 +206,17 @@ def out_of_process(case: Case, env: tuple[tuple[str, str], ...], tmp: Path) -> R
 def forks_as_recorded(case: Case, mutated: str, tmp: Path) -> bool:
     """Whether the unmutated code, forked, gives the recorded answer to `case`: found once per
     mutmut run and kept in its TMPDIR, which the worker of every mutant shares."""
-    tmpdir = Path(os.environ.get("TMPDIR") or tempfile.gettempdir())
-    mark = tmpdir / "oracle-forked" / hashlib.sha256(case.id.encode()).hexdigest()
-    with contextlib.suppress(OSError):
-        return mark.read_text("utf-8") == "fork"
+    marks = Path(os.environ.get("TMPDIR") or tempfile.gettempdir()) / "oracle-forked"
+    key = hashlib.sha256(case.id.encode()).hexdigest()
+    found = kept(marks, key)
+    if found is not None:
+        return found.get("fork") is True
     if console_script() is None:
         return False
     unmutated = {"MUTANT_UNDER_TEST": "", "PYTHONPATH": mutated}
     seen = json.loads(json.dumps(observe(case, forked(case, unmutated, tmp))))
     same = all(seen.get(f) == value for f, value in RECORDING["expected"][case.id].items())
-    mark.parent.mkdir(exist_ok=True)
-    partial = mark.with_suffix(f".{os.getpid()}")
-    partial.write_text("fork" if same else "process", "utf-8")
-    os.replace(partial, mark)  # whole or not at all: workers side by side may write it
+    keep(marks, key, {"fork": same})  # whole or not at all: workers side by side may write it
     return same
 
 
