@@ -116,11 +116,12 @@ def test_a_second_judgment_of_a_base_reuses_the_parent_runs_it_kept_and_still_bl
     first = judge(shop, "--head", branch(shop, "kept-first", comment))
     assert first.report["verdict"] == "merge", first.output[-2000:]
     assert reused(first, "parent") == []
-    assert sorted(path.suffix for path in cache.glob("*.json")) == [".json", ".json"]
+    # The parent's oracle and crossrun runs, and the patch's crossrun run: a base's once it lands.
+    assert len(list(cache.glob("*.json"))) == 3
     assert first.step("build")["summary"].startswith(ALL_FRESH)
-    # The oracle's and the parent's environments, each kept with its digest.
+    # The oracle's, the parent's and the patch's environments, each kept with its digest.
     envs = sorted(path for path in (cache / "envs").iterdir() if path.is_dir())
-    assert [sorted(p.name for p in env.iterdir()) for env in envs] == [["digest.json", "env"]] * 2
+    assert [sorted(p.name for p in env.iterdir()) for env in envs] == [["digest.json", "env"]] * 3
 
     second = judge(shop, "--head", branch(shop, "kept-broken", breaks_the_rule))
     assert reused(second, "parent") == ["oracle", "crossrun"]
@@ -149,6 +150,70 @@ def test_a_second_judgment_of_a_base_reuses_the_parent_runs_it_kept_and_still_bl
 
 
 ALL_FRESH = "parent, patch and oracle built into fresh offline environments; "
+
+
+def promise_test(repo: Path) -> None:
+    """A base test of a file outside the tests, which no kept run's key holds."""
+    (repo / "docs").mkdir(exist_ok=True)
+    (repo / "docs/promise.txt").write_text("kept\n", "utf-8")
+    (repo / "tests/test_promise.py").write_text(
+        "from pathlib import Path\n\n\ndef test_promise() -> None:\n"
+        "    assert Path('docs/promise.txt').read_text('utf-8') == 'kept\\n'\n"
+    )
+
+
+def broken_promise(repo: Path) -> None:
+    (repo / "docs/promise.txt").write_text("broken\n", "utf-8")
+
+
+def another_comment(repo: Path) -> None:
+    rule = repo / RULE
+    rule.write_text("# Another comment in the code.\n" + rule.read_text("utf-8"), "utf-8")
+
+
+@pytest.mark.e2e
+def test_a_patch_that_lands_brings_its_environment_and_its_run_to_the_next_judgment(
+    shop: Path, cache: Path
+) -> None:
+    """The patch's environment and its run of the base's tests are kept under the keys they
+    have once it is a base: the next judgment's parent side is ready. A test the patch loses
+    that reads a file outside the tests (which no key holds) runs again on the parent now."""
+    base = branch(shop, "landing-base", promise_test)
+    landed = branch(shop, "landing-first", comment, base)
+    first = judge(shop, "--base", base, "--head", landed)
+    assert first.report["verdict"] == "merge", first.output[-2000:]
+    assert reused(first, "parent") == []
+
+    broken = branch(shop, "landing-broken", breaks_the_rule, landed)
+    second = judge(shop, "--base", landed, "--head", broken)
+    assert second.report["verdict"] == "block", second.output[-2000:]
+    # The oracle's run keys the whole tree (an oracle may read any file): the patch's run of
+    # it is no base's. The crossrun's keys the tests and pytest's configuration.
+    assert reused(second, "parent") == ["crossrun"]
+    assert second.step("crossrun")["evidence"]["failures"], second.step("crossrun")
+    assert second.step("build")["summary"].startswith(
+        "patch built into a fresh offline environment; the parent and oracle environments kept"
+    )
+
+    # The same judgment again (a CI re-run): every environment is kept, the patch's too.
+    again = judge(shop, "--base", landed, "--head", broken)
+    assert again.report["verdict"] == "block", again.output[-2000:]
+    assert again.step("build")["summary"].startswith(
+        "the parent, patch and oracle environments kept from an earlier judgment"
+    )
+
+    # The new base breaks its own test: its build is the one landed, its tests too, so the
+    # kept run says the test passed. The patch fails it: the parent, run now, does too.
+    moved = branch(shop, "landing-moved", broken_promise, landed)
+    third = judge(
+        shop, "--base", moved, "--head", branch(shop, "landing-next", another_comment, moved)
+    )
+    crossrun = third.step("crossrun")
+    assert third.report["verdict"] == "merge", third.output[-2000:]
+    assert reused(third, "parent") == ["crossrun"]
+    promise = "tests/test_promise.py::test_promise"
+    assert crossrun["evidence"]["parent_not_passing"] == [promise], crossrun
+    assert crossrun["evidence"]["patch"][promise] == "failed", crossrun
 
 
 def kept_files(cache: Path) -> dict[str, bytes]:

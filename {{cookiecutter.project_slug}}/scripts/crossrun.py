@@ -46,7 +46,10 @@ With `--same-build` the patch's run is the parent's, and where reuse is on (`--c
 `--patch-tree` also holds the base's tests and pytest configuration byte for byte (a docs- or
 CI-only patch) neither side runs: the step passes, `reused (no input changed)`; with `--cache`
 and `--parent-build` the parent's run is kept between judgments under a digest of its inputs
-(scripts/_gate/reuse.py).
+(scripts/_gate/reuse.py): the build, the tests and pytest's configuration; with
+`--patch-build` the patch's run is kept as the parent's run of a base that is the patch. A test
+lost against a kept run runs again on the parent's build now, since a test may read a file the
+key leaves out.
 With `--perturb` naming `clock` (the default), the tests run once more under the shifted clock,
 parent against patch: a test the parent passes there and the patch fails blocks, naming the
 perturbation (scripts/_gate/perturbed_tests.py).
@@ -60,8 +63,8 @@ import argparse
 import json
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -378,7 +381,7 @@ def execute(args: argparse.Namespace) -> Outcome:
     envs = environments(args, pythons, candidates)
     plugins = envs.get("patch", envs["parent"]).plugins
     hidden = sorted(frozenset().union(*(env.provided for env in envs.values())))
-    key = parent_key(args, folders, plugins, hidden)
+    key = parent_key(args, folders, plugins, hidden, args.parent_build)
     kept_parent = kept_run(args.cache, key, args.tree)
     how, unrunnable = planned(PERTURBED, args.perturb, args.perturb_required, args.same_build)
     under = perturbed_runner(args, folders, plugins, hidden)
@@ -399,11 +402,14 @@ def execute(args: argparse.Namespace) -> Outcome:
             if not (side == "parent" and kept_parent)
         }
         patch_under = pool.submit(under, PATCH, how, None) if how else None
-        results = {side: untampered(side, job) for side, job in jobs.items()}
+        results = {side: untampered(side, job.result) for side, job in jobs.items()}
     if kept_parent:
         results["parent"] = kept_parent
     else:
         keep_run(args.cache, key, args.tree, results["parent"])
+    if "patch" in results:  # the parent's run of the next judgment, should the patch land
+        later = parent_key(args, folders, plugins, hidden, args.patch_build)
+        keep_run(args.cache, later, args.tree, results["patch"])
     for side, result in results.items():
         shadowed = shadowing(pythons[side], result, folders)
         if shadowed:
@@ -415,6 +421,9 @@ def execute(args: argparse.Namespace) -> Outcome:
     parent = reference(results["parent"], args.shard)
     patch = results.get("patch", results["parent"])
     rows = lost_rows(parent, patch, allowed_ids(args)[0])
+    if kept_parent and rows:
+        parent = rechecked(args, parent, rows, plugins, hidden)
+        rows = lost_rows(parent, patch, allowed_ids(args)[0])
     moved = moved_internals(args, rows, plugins, hidden)
     found = None
     if how is not None and patch_under is not None:
@@ -487,22 +496,49 @@ def perturbed_runner(
 
 
 def parent_key(
-    args: argparse.Namespace, folders: Sequence[str], plugins: Sequence[str], hidden: Sequence[str]
+    args: argparse.Namespace,
+    folders: Sequence[str],
+    plugins: Sequence[str],
+    hidden: Sequence[str],
+    build: str,
 ) -> str:
-    """What the parent's run depends on (_gate/reuse.py): "" when nothing is kept."""
-    if args.cache is None or not args.parent_build:
+    """What a parent's run depends on (_gate/reuse.py): the build's digest, and of the tree
+    the files `same_tests` compares (the tests and pytest's configuration; a README is not
+    one); "" when nothing is kept. The patch's run is kept under its build's digest: the
+    parent's run of a judgment whose base it becomes."""
+    if args.cache is None or not build:
         return ""
-    tree = files_digest(args.tree, copied(args.tree, hidden))
+    names = [rel for rel in copied(args.tree, hidden) if test_input(rel, folders)]
     return cache_key(
         "crossrun",
-        tree=tree,
-        build=args.parent_build,
+        tree=files_digest(args.tree, names),
+        build=build,
         tests=list(folders),
         plugins=list(plugins),
         hidden=list(hidden),
         shard=str(args.shard),
         timeout=args.timeout,
     )
+
+
+def rechecked(
+    args: argparse.Namespace,
+    parent: dict[str, str],
+    rows: list[dict[str, Any]],
+    plugins: Sequence[str],
+    hidden: Sequence[str],
+) -> dict[str, str]:
+    """The reference with each test the patch lost run again on the parent's build now: a
+    kept run's key leaves out the files outside the tests (a README a test reads), so a test
+    the patch loses is the parent's only if the parent still passes it today."""
+    ids = [row["id"] for row in rows]
+    now = untampered(
+        "parent",
+        lambda: run_tests(
+            args.parent_python, args.tree, ids, args.timeout, plugins, hidden, canaries=True
+        ),
+    )
+    return {**parent, **{node: outcome_in(now, node) for node in ids}}
 
 
 def moved_internals(
@@ -537,11 +573,11 @@ def moved_internals(
     return {node: name for node, name in names.items() if node in passed}
 
 
-def untampered(side: str, job: Future[PytestRun]) -> PytestRun:
+def untampered(side: str, result: Callable[[], PytestRun]) -> PytestRun:
     """The run of one build, unless its canaries or pytest's machinery say it was forged: that
     fails closed in either mode, since no honest build does it."""
     try:
-        return job.result()
+        return result()
     except Tampered as exc:
         raise FailClosed(f"the {side} build's pytest run was tampered with: {exc}") from None
 

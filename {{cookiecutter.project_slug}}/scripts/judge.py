@@ -375,14 +375,16 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     cache = cache_folder(j.repo) if kept else None
     came: dict[str, str] = {}  # how the parent's and the oracle's environments came
 
-    def parent_build() -> Path:
-        key = parent_env_key(j.repo, j.base, requirements)
+    def side_build(side: str, commit: str, tree: Path) -> Path:
+        # Keyed as a base's: the patch's environment is the parent's of a judgment whose
+        # base it becomes (kept_envs.py).
+        key = parent_env_key(j.repo, commit, requirements)
 
         def build(dest: Path) -> Path:
-            return build_env(j.parent, dest, wheelhouse, requirements)
+            return build_env(tree, dest, wheelhouse, requirements)
 
-        built = kept_env(cache, key, envs / "parent", build)
-        came["parent"] = built.came
+        built = kept_env(cache, key, envs / side, build)
+        came[side] = built.came
         return built.python
 
     with ThreadPoolExecutor(max_workers=4) as pool:
@@ -396,10 +398,10 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             # oracle environment is built and sealed, and not at all when that failed.
             if oracle is not None and oracle.exception() is not None:
                 return None
-            return build_env(j.patch, envs / "patch", wheelhouse, requirements)
+            return side_build("patch", j.head, j.patch)
 
         jobs: dict[str, Future[Any]] = {"oracle": oracle} if oracle is not None else {}
-        jobs["parent"] = pool.submit(parent_build)
+        jobs["parent"] = pool.submit(side_build, "parent", j.base, j.parent)
         jobs["patch"] = pool.submit(patch_build)
     for done in beside.result():
         judge.append(*done)
@@ -432,6 +434,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         oracle_seal=oracle_seal,
         same=evidence["same"],
         parent_build=evidence["parent_build"],
+        patch_build=evidence["patch_build"],
         cache=cache,
     )
 
@@ -447,11 +450,12 @@ def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[
         sides[side] = provenance(tree, project_info(python.parent.parent), label)
     compare(sides["parent"], sides["patch"], j.patch, "head:")
     evidence: dict[str, Any] = {side: found.evidence() for side, found in sides.items()}
-    # The parent's digest keys its kept runs; the patch's is taken only where the wheels
-    # install the same files (_gate/reuse.py).
+    # Each build's digest keys the runs kept of it (_gate/reuse.py); two equal digests are
+    # one build.
     evidence["parent_build"] = build_digest(parent.parent.parent)
+    evidence["patch_build"] = build_digest(patch.parent.parent)
     same = sides["parent"].files == sides["patch"].files
-    evidence["same"] = same and build_digest(patch.parent.parent) == evidence["parent_build"]
+    evidence["same"] = same and evidence["patch_build"] == evidence["parent_build"]
     return f"patch wheel {summary(sides['patch'], 'head:')}", evidence
 
 
@@ -460,20 +464,29 @@ def built_line(oracle: bool, came: Mapping[str, str]) -> str:
     names = ["parent", "patch", *(["oracle"] if oracle else [])]
     kept = [name for name in names if came.get(name) == KEPT]
     fresh = [name for name in names if name not in kept]
-    if len(fresh) == 1:
-        line = f"{fresh[0]} built into a fresh offline environment"
-    else:
-        line = f"{', '.join(fresh[:-1])} and {fresh[-1]} built into fresh offline environments"
+    parts = []
+    if fresh:
+        many = "s" if len(fresh) > 1 else ""
+        where = "fresh offline environments" if many else "a fresh offline environment"
+        parts.append(f"{listed(fresh)} built into {where}")
     if kept:
-        plural = "s" if len(kept) > 1 else ""
-        line += f"; the {' and '.join(kept)} environment{plural} kept from an earlier judgment"
-        line += f" and checked file for file: {REUSED}"
-    for name in (name for name in names if came.get(name) == CHANGED):
-        line += (
-            f"; the {name} environment kept in the cache changed since it was built: not used "
-            "(delete its folder under envs/ there to keep a new one)"
+        many = "s" if len(kept) > 1 else ""
+        parts.append(
+            f"the {listed(kept)} environment{many} kept from an earlier judgment and checked "
+            f"file for file: {REUSED}"
         )
-    return line
+    parts += [
+        f"the {name} environment kept in the cache changed since it was built: not used "
+        "(delete its folder under envs/ there to keep a new one)"
+        for name in names
+        if came.get(name) == CHANGED
+    ]
+    return "; ".join(parts)
+
+
+def listed(names: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 def sealed_tools_env(

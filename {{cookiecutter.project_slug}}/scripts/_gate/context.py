@@ -67,6 +67,7 @@ class Builds:
     oracle_seal: Seal | None = None  # the oracle env's digest, taken when built (_gate/seal.py)
     same: bool = False  # the patch's build is the parent's, file for file (_gate/reuse.py)
     parent_build: str = ""  # the parent build's digest, which keys its kept runs
+    patch_build: str = ""  # the patch's: its runs are kept for a judgment whose base it becomes
     cache: Path | None = None  # where those are kept; None when the patch ran unconfined
 
     def same_build_args(self) -> list[str]:
@@ -77,7 +78,8 @@ class Builds:
         """Where a step keeps what it ran on the parent's build alone, and its key."""
         if self.cache is None:
             return []
-        return ["--cache", str(self.cache), "--parent-build", self.parent_build]
+        keys = ["--parent-build", self.parent_build, "--patch-build", self.patch_build]
+        return ["--cache", str(self.cache), *keys]
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,7 @@ def builds_from(built: dict[str, Any]) -> Builds:
         oracle_seal=Seal(Path(sealed["file"]), str(sealed["sha256"])) if sealed else None,
         same=bool(built["same"]),
         parent_build=str(built["parent_build"]),
+        patch_build=str(built["patch_build"]),
         cache=optional_path(built["cache"]),
     )
 

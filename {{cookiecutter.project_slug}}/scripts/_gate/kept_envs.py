@@ -6,7 +6,9 @@ scripts/requirements-judge.txt, the gate's code and the interpreter. The parent'
 and the build of the base commit: its tree and the git metadata a version may be read from.
 Each is built once per set of those inputs and kept in the folder of kept runs (reuse.py),
 under its rule: only when the patch's code runs confined, never for a judgment that runs it
-unconfined or with --fresh. The patch's environment is always built fresh.
+unconfined or with --fresh. The patch's environment is kept under the key it has as a base
+(`parent_env_key` of the head commit): the parent's of a judgment whose base it becomes, built
+by the same backend from the same commit as that judgment's own build would be.
 
 A kept environment is held to what it held when built: its digest (seal.digest: every file,
 bytecode included) is taken again before each use and compared with the one taken then. An

@@ -16,10 +16,11 @@ crossrun's parent run, the oracle's) depends on its inputs, not on the commit: t
 read, the build's digest, its settings, the gate's own code and the interpreter. It is kept in
 the cache folder (`.oracle/cache/` of the repository, or $ORACLE_CACHE) under a digest of
 those inputs, so a new base that changed none of them, or a second patch on the same base,
-reuses it. Only the judge writes there, and only when the patch's code runs confined (it
-cannot write outside its own temporary folders); a judgment that runs unconfined neither reads
-nor writes it. A flaky parent test keeps the outcome of the run that was kept; delete the
-folder to run everything again.
+reuses it. The crossrun keeps the patch's run too, under the patch build's digest: should the
+patch land, it is the parent's run of the next judgment. Only the judge writes there, and only
+when the patch's code runs confined (it cannot write outside its own temporary folders); a
+judgment that runs unconfined neither reads nor writes it. A flaky parent test keeps the
+outcome of the run that was kept; delete the folder to run everything again.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def add_same_build_arg(p: argparse.ArgumentParser) -> None:
 def add_cache_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", type=Path, help="folder of parent runs kept between judgments")
     p.add_argument("--parent-build", default="", help="the parent build's digest (their key)")
+    p.add_argument(
+        "--patch-build", default="", help="the patch build's digest: its runs, kept as a base's"
+    )
 
 
 def noted(outcome: Outcome, same_build: bool, kept_parent: bool = False) -> Outcome:
