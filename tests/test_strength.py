@@ -119,6 +119,25 @@ def test_strength_session_prints_the_score_and_the_mutants_the_oracle_misses(
     assert shown in proc.stdout
 
 
+def test_the_tests_run_on_the_mutants_the_oracle_missed_and_tell_the_same(
+    measured: Measured, tmp_path: Path
+) -> None:
+    """The project's tests count only where the cassettes and the properties missed: run on
+    those alone, they make the verdicts they make when run on every mutant."""
+    repo = measured[0]
+    # _read_cart: mutants the cassettes kill, mutants only the tests kill, and survivors.
+    cart = ("--only", "src/shop/cli.py", "--mutants", "shop.cli.x__read_cart__mutmut_*")
+    report = measure(repo, repo, tmp_path / "all", *cart, "--propose", "0")
+    alone = measure(repo, repo, tmp_path / "tests", *cart, "--kinds", "tests", "--propose", "0")
+
+    def only_tests(found: dict[str, Any]) -> set[str]:
+        return {row["mutant"] for row in found["missed"] if row["verdict"] == "only_tests"}
+
+    assert only_tests(report), "some mutant of _read_cart is killed by the project's tests alone"
+    assert report["totals"]["cassettes"] > 0 and report["totals"].get("survived", 0) > 0
+    assert only_tests(report) == only_tests(alone) & missed(report)
+
+
 def test_removing_a_case_drops_the_score_and_names_the_mutants_it_killed(
     measured: Measured, minus: tuple[Path, dict[str, Any]]
 ) -> None:
@@ -352,19 +371,24 @@ def tally(tmp_path: Path) -> dict[str, Path]:
 
 
 def cassette_tests(
-    tally: dict[str, Path], mutant: str, scratch: Path, confined: bool = True
+    tally: dict[str, Path],
+    mutant: str,
+    scratch: Path,
+    confined: bool = True,
+    options: tuple[str, ...] = (),
 ) -> dict[str, str]:
-    """The cassette tests under `mutant` as mutmut's worker runs them: confined by the
-    launcher, as strength.py starts mutmut, or by hand; each test's outcome, and how each
-    case ran (`fork` or `process`) as the run's TMPDIR keeps it."""
-    scratch.mkdir()
+    """The cassette tests under `mutant` as mutmut's worker runs them (with pytest's
+    `options`): confined by the launcher, as strength.py starts mutmut, or by hand; each test's
+    outcome, and how each case ran (`fork` or `process`) as the run's TMPDIR keeps it."""
+    scratch.mkdir(exist_ok=True)
     env = {**os.environ, "MUTANT_UNDER_TEST": mutant, "TMPDIR": str(scratch)}
-    env.update(PYTHONPATH=str(tally["mutated"]), PYTHONDONTWRITEBYTECODE="1")
+    paths = os.pathsep.join(str(path) for path in (tally["mutated"], tally["scripts"]))
+    env.update(PYTHONPATH=paths, PYTHONDONTWRITEBYTECODE="1")
     recording = tally["confined" if confined else "by-hand"]
     env.update(ORACLE_STRENGTH_RECORDING=str(recording))
     env.update(ORACLE_STRENGTH_MUTATED=str(tally["mutated"]))
     test = tally["scripts"] / "_gate/strength_cassettes.py"
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", str(test)]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *options, str(test)]
     if confined:
         done = run_confined(cmd, writable=[], home=scratch, timeout=300, cwd=scratch, env=env)
         out = done.stdout.head.decode("utf-8", "replace")
@@ -413,3 +437,23 @@ def test_a_forked_case_cannot_reach_the_judge_and_none_forks_outside_the_launche
     by_hand = cassette_tests(tally, "", tmp_path / "by-hand", confined=False)
     assert by_hand == {name: "PASSED" for name in TALLY_IDS}  # and no case forked
     assert list(tally["judge"].iterdir()) == []
+
+
+def test_a_mutant_runs_first_the_cases_that_killed_its_function_before(
+    tally: dict[str, Path], tmp_path: Path
+) -> None:
+    """mutmut stops a mutant at its first failing test (`-x`); the strength plugin runs first
+    the cases that killed a mutant of the same function earlier in the run (one TMPDIR)."""
+    mutmut = ("-x", "-p", "_gate.strength_plugin")
+    scratch = tmp_path / "run"
+    first = cassette_tests(tally, "tally.x_style__mutmut_1", scratch, options=mutmut)
+    assert (first["reach"], first["styled"]) == ("PASSED", "FAILED")  # in mutmut's order
+    assert "where" not in first  # -x: not run
+    again = cassette_tests(tally, "tally.x_style__mutmut_1", scratch, options=mutmut)
+    assert again["styled"] == "FAILED"
+    assert "reach" not in again and "where" not in again
+    # Another function's mutant, which no case kills: every case runs, first the one that
+    # killed a mutant of any function (pytest's summary lists them in the order they ran).
+    other = cassette_tests(tally, "tally.x_main__mutmut_1", scratch, options=mutmut)
+    assert list(other)[:3] == ["styled", "reach", "where"]
+    assert set(other.values()) >= {"PASSED"} and "FAILED" not in other.values()

@@ -19,7 +19,8 @@ cores. Three mutmut runs, each in a copy of the tree of its own, ask three kinds
   case's fields with a recording of the unmutated build made first;
 - properties: the tests of oracle/, calling the adapter in process (`--subject-inprocess`);
 - tests: the project's own tests (`tests:`), for comparison: a mutant only they kill is where
-  the oracle is blind.
+  the oracle is blind. They run after the others, on the mutants neither killed: the report
+  counts them only there.
 
 Writes reports/strength.json (score, counts per file and function, every mutant the oracle
 misses with its file, line and mutated code), reports/strength.md, and
@@ -207,7 +208,6 @@ def evidence_runs(
     tree: Path, config: Config, recording: Path | None
 ) -> list[tuple[str, list[str], list[str], dict[str, str]]]:
     """(kind, test selection, pytest options, environment) of each kind of evidence there is."""
-    scripts = str(tree / "scripts")
     runs: list[tuple[str, list[str], list[str], dict[str, str]]] = []
     if recording is not None:
         env = {"ORACLE_STRENGTH_RECORDING": str(recording)}
@@ -215,7 +215,7 @@ def evidence_runs(
     if has_tests(tree / "oracle"):
         options = ["-c", "oracle/pytest.ini", "-p", "_gate.subject", "--subject-inprocess"]
         options += ["--subject-adapter", "oracle/adapter.py"]
-        runs.append(("properties", ["oracle"], options, {"PYTHONPATH": scripts}))
+        runs.append(("properties", ["oracle"], options, {}))
     runs.append(("tests", list(config.tests), [], {}))
     return runs
 
@@ -237,6 +237,16 @@ def verdict(codes: dict[str, int | None]) -> tuple[str, list[str]]:
     if any(code in NOT_JUDGED for code in codes.values()):
         return "not_judged", killed
     return "survived", killed
+
+
+def missed_by_oracle(
+    results: dict[str, dict[str, int | None]], patterns: Sequence[str]
+) -> list[str]:
+    """The mutants `patterns` name (none: all) that no kind of the oracle's evidence killed:
+    the only ones whose verdict the project's tests can change."""
+    every = sorted(set().union(*results.values()))
+    named = [m for m in every if not patterns or any(fnmatch(m, p) for p in patterns)]
+    return [m for m in named if verdict({k: c.get(m) for k, c in results.items()})[0] != "oracle"]
 
 
 def tally(
@@ -342,15 +352,27 @@ def measure(
         for kind, selection, options, extra in evidence_runs(tree, config, recorded):
             if kind not in args.kinds:
                 continue
+            names = list(patterns)
+            if kind == "tests" and results:
+                # The tests count only where the oracle missed (tally): they run on those alone.
+                names = missed_by_oracle(results, patterns)
+                if not names:
+                    results[kind] = {}
+                    continue
             constant = timeout_constant(kind, cases, config)
-            table = mutmut_table(config, args.only, selection, options, constant)
+            plugin = ["-p", "_gate.strength_plugin", *options]
+            table = mutmut_table(config, args.only, selection, plugin, constant)
             copy = copy_tree(tree, tmp / kind, table)
             # Bytecode on: each mutant starts the console script again, and compiling the
             # mutated modules (every mutant of a file is in it) would dominate each start.
             env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-            env.update(extra, ORACLE_STRENGTH_MUTATED=mutated_roots(copy))
+            # The plugins, from mutmut's copy of the scripts: the cassette tests are collected
+            # there. Made now: Python skips for good a path folder missing when it starts.
+            plugins = copy / "mutants" / "scripts"
+            plugins.mkdir(parents=True)
+            env.update(extra, ORACLE_STRENGTH_MUTATED=mutated_roots(copy), PYTHONPATH=str(plugins))
             started = time.monotonic()
-            results[kind] = run_mutmut(copy, kind, args, patterns, env)
+            results[kind] = run_mutmut(copy, kind, args, names, env)
             seconds[kind] = round(time.monotonic() - started, 2)
         files = {
             mutant: meta.relative_to(copy / "mutants").as_posix().removesuffix(".meta")

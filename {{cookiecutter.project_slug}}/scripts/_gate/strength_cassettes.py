@@ -16,6 +16,8 @@ depends on what a fresh interpreter sets up) runs out of process, as the judge r
 every mutant. mutmut learns which functions each test reaches in a pass of its own, in process,
 with $MUTANT_UNDER_TEST=stats; there the case runs in this process, through the entry point, for
 the calls to be seen.
+A case that kills its mutant says so, and the strength plugin (strength_plugin.py) runs such
+cases first for the mutants after it.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from _gate.cases import (
 )
 from _gate.process import OUTPUT_CAP, Sink, Stream
 from _gate.reuse import keep, kept
+from _gate.strength_plugin import killed_by
 
 RECORDING: dict[str, Any] = json.loads(
     Path(os.environ["ORACLE_STRENGTH_RECORDING"]).read_text("utf-8")
@@ -239,4 +242,6 @@ def test_case_answers_as_recorded(case_id: str, tmp_path: Path) -> None:
     seen = json.loads(json.dumps(observe(case, run)))
     # As replay judges a field: a mutant that only adds to an additive field is not caught.
     changed = {f: seen.get(f) for f, value in expected.items() if not holds(f, value, seen.get(f))}
+    if changed:
+        killed_by(case_id, mutant)
     assert not changed, changed
