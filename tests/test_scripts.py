@@ -37,7 +37,7 @@ THIRD_PARTY = {
     "tamper.py": {"pytest"},
     "subject.py": {"pytest", "hypothesis"},
     "strength_cassettes.py": {"pytest"},
-    "strength_plugin.py": {"pytest"},
+    "strength_plugin.py": {"pytest", "hypothesis"},
 }
 
 

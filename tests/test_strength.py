@@ -457,3 +457,38 @@ def test_a_mutant_runs_first_the_cases_that_killed_its_function_before(
     other = cassette_tests(tally, "tally.x_main__mutmut_1", scratch, options=mutmut)
     assert list(other)[:3] == ["styled", "reach", "where"]
     assert set(other.values()) >= {"PASSED"} and "FAILED" not in other.values()
+
+
+PROPERTY = """
+from pathlib import Path
+from hypothesis import given, settings, strategies as st
+
+CALLS = Path(__file__).with_name("calls")
+
+
+@settings(max_examples=200, derandomize=True, database=None)
+@given(st.lists(st.integers()))
+def test_short_lists(values):
+    with CALLS.open("a") as calls:
+        calls.write(".")
+    assert sum(abs(value) for value in values) < 1000
+"""
+
+
+def test_a_failing_property_fails_as_before_without_shrinking_under_the_strength_plugin(
+    tmp_path: Path,
+) -> None:
+    """A mutant is killed or not by a property's first failing example: under the plugin the
+    property fails as it does without it, having run fewer examples (no shrinking)."""
+    test = tmp_path / "test_property.py"
+    test.write_text(PROPERTY, "utf-8")
+    env = {**os.environ, "PYTHONPATH": str(SCRIPTS)}
+
+    def examples(*plugin: str) -> int:
+        (tmp_path / "calls").unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, str(test)]
+        proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout + proc.stderr
+        return len((tmp_path / "calls").read_text("utf-8"))
+
+    assert examples("-p", "_gate.strength_plugin") < examples()
