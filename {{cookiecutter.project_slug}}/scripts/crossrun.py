@@ -530,7 +530,9 @@ def rechecked(
 ) -> dict[str, str]:
     """The reference with each test the patch lost run again on the parent's build now: a
     kept run's key leaves out the files outside the tests (a README a test reads), so a test
-    the patch loses is the parent's only if the parent still passes it today."""
+    the patch loses is the parent's only if the parent still passes it today. A test the run
+    now does not report (an id pytest cannot select, a timeout) keeps the kept outcome: it
+    still counts."""
     ids = [row["id"] for row in rows]
     now = untampered(
         "parent",
@@ -538,7 +540,8 @@ def rechecked(
             args.parent_python, args.tree, ids, args.timeout, plugins, hidden, canaries=True
         ),
     )
-    return {**parent, **{node: outcome_in(now, node) for node in ids}}
+    seen = now.outcomes or {}
+    return {**parent, **{node: seen[node] for node in ids if node in seen}}
 
 
 def moved_internals(

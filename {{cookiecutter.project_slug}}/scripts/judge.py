@@ -373,7 +373,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
     kept = judge.confinement != "unconfined" and not judge.fresh
     cache = cache_folder(j.repo) if kept else None
-    came: dict[str, str] = {}  # how the parent's and the oracle's environments came
+    came: dict[str, str] = {}  # how each environment came (kept_envs.py)
 
     def side_build(side: str, commit: str, tree: Path) -> Path:
         # Keyed as a base's: the patch's environment is the parent's of a judgment whose
