@@ -14,6 +14,7 @@ fails closed naming the file.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -158,6 +159,19 @@ def change_pytest(env: Path) -> str:
     return f"{SITE}/_pytest/reports.py changed"
 
 
+def rewrite_pytest_in_place(env: Path) -> str:
+    """The same bytes but one, its size and mtime as built: only the content (and the ctime,
+    which no unprivileged process can set back) tell it apart."""
+    module = env / SITE / "_pytest" / "reports.py"
+    before = module.stat()
+    data = module.read_bytes()
+    at = data.index(b"def ")
+    module.write_bytes(data[:at] + b"deg " + data[at + 4 :])
+    os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert module.stat().st_size == before.st_size
+    return f"{SITE}/_pytest/reports.py changed"
+
+
 def plant_pyc(env: Path) -> str:
     return f"{planted_pyc(env)} changed"
 
@@ -179,6 +193,7 @@ WRITES = {
     "pth": add_pth,
     "sitecustomize": add_sitecustomize,
     "pytest-module": change_pytest,
+    "same-size-mtime-back": rewrite_pytest_in_place,
     "pyc": plant_pyc,
     "removed": remove_file,
     "symlink": retarget_python,
@@ -195,6 +210,24 @@ def test_a_write_into_the_sealed_environment_fails_closed_naming_the_file(
     named = WRITES[kind](env)
     with pytest.raises(FailClosed) as raised:
         trusted.check()
+    assert str(raised.value) == f"{BUILT}: {named}; {BLAME}"
+
+
+def test_a_copy_of_the_sealed_environment_is_held_to_its_content_not_its_inodes(
+    sealed: Path, tmp_path: Path
+) -> None:
+    # A cache restored by copying: every inode and ctime differs from the seal's, so the check
+    # hashes every file again, and the copy, byte for byte as built, passes; one file changed
+    # in it does not.
+    built = seal(sealed, tmp_path / "oracle.digest.json")
+    copy = tmp_path / "restored" / "oracle"
+    shutil.copytree(sealed, copy, symlinks=True)
+    shutil.copy(built.file, tmp_path / "restored" / "oracle.digest.json")
+    restored = Seal(tmp_path / "restored" / "oracle.digest.json", built.sha256)
+    TrustedEnv(copy / "bin" / "python", restored).check()
+    named = rewrite_pytest_in_place(copy)
+    with pytest.raises(FailClosed) as raised:
+        TrustedEnv(copy / "bin" / "python", restored).check()
     assert str(raised.value) == f"{BUILT}: {named}; {BLAME}"
 
 

@@ -503,7 +503,7 @@ def sealed_tools_env(
 
     built = kept_env(cache, oracle_env_key(requirements), envs / "oracle", build)
     came["oracle"] = built.came
-    return built.python, seal(built.python.parent.parent, envs / "oracle.digest.json", built.files)
+    return built.python, seal(built.python.parent.parent, envs / "oracle.digest.json", built.sealed)
 
 
 def table(judge: Judge, lane: str) -> list[Step]:

@@ -10,9 +10,11 @@ unconfined or with --fresh. The patch's environment is kept under the key it has
 (`parent_env_key` of the head commit): the parent's of a judgment whose base it becomes, built
 by the same backend from the same commit as that judgment's own build would be.
 
-A kept environment is held to what it held when built: its digest (seal.digest: every file,
-bytecode included) is taken again before each use and compared with the one taken then. An
-environment that differs is not used, and the judgment builds a fresh one of its own (the
+A kept environment is held to what it held when built: before each use its entries' stats are
+compared with those kept with its digest (seal.digest: every file, bytecode included), and
+where one differs (a cache restored by copying) its digest is taken again and compared with
+the one taken then (seal.changes says why the stats suffice). An environment that differs is
+not used, and the judgment builds a fresh one of its own (the
 kept one is left for whoever changed it to see; delete the folder to build it again). One
 lock per key: a second judgment waits for the first's build instead of building it twice.
 """
@@ -29,7 +31,7 @@ from typing import NamedTuple
 from _gate.envs import BUILD_PASS_THROUGH, bin_dir
 from _gate.git import git
 from _gate.reuse import cache_key, files_digest, keep, kept
-from _gate.seal import Digest, digest
+from _gate.seal import Sealed, digest, stats, taken
 
 try:
     import fcntl
@@ -43,7 +45,7 @@ KEPT, BUILT, CHANGED = "kept", "built", "changed"  # how kept_env came by an env
 class Env(NamedTuple):
     python: Path
     came: str  # KEPT, BUILT or CHANGED
-    files: Digest | None  # its digest where kept_env took one (seal.seal takes it as is)
+    sealed: Sealed | None  # its digest and stats where kept_env took them (seal.seal's)
 
 
 def oracle_env_key(requirements: Path) -> str:
@@ -76,17 +78,19 @@ def kept_env(folder: Path | None, key: str, fresh: Path, build: Build) -> Env:
     home = kept_home(folder, key)
     with locked(home.with_suffix(".lock")):
         env = home / "env"
-        was = kept(home, "digest")
-        if was is not None:
-            now = digest(env)
-            if was == now:
-                return Env(bin_dir(env) / "python", KEPT, now)
-            return Env(build(fresh), CHANGED, None)  # not ours to trust any more, nor to delete
+        was = kept(home, "digest") or {}
+        if isinstance(was.get("files"), dict):
+            now = Sealed(was["files"], stats(env))
+            if now.stats != was.get("stats"):
+                if digest(env) != now.files:
+                    return Env(build(fresh), CHANGED, None)  # not ours to trust, nor to delete
+                keep(home, "digest", now._asdict())  # its content as built: its stats now
+            return Env(bin_dir(env) / "python", KEPT, now)
         shutil.rmtree(home, ignore_errors=True)  # a build that did not finish
         python = build(env)
-        files = digest(env)
-        keep(home, "digest", files)
-        return Env(python, BUILT, files)
+        sealed = taken(env)
+        keep(home, "digest", sealed._asdict())
+        return Env(python, BUILT, sealed)
 
 
 def kept_home(folder: Path, key: str) -> Path:

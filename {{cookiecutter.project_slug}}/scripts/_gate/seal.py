@@ -3,9 +3,16 @@ judge built it, and the check each trusted pytest run makes against it, before a
 
 The digest is every file under the environment (site-packages with its `.pth` files, any
 `sitecustomize`, the bytecode, bin/, pyvenv.cfg), by path relative to it: a SHA-256 of each
-regular file's bytes, a symlink's target, or the kind of anything else. Every file is hashed,
-with no mtime and size pre-filter: a few hundred files and 60 MB take about 0.1 s here, and
-code that writes into the environment can set an mtime back (`os.utime`).
+regular file's bytes, a symlink's target, or the kind of anything else. Beside it, the seal
+keeps what the kernel says of each entry when the digest was taken (`stats`: device, inode,
+mode, size, mtime and ctime, to the nanosecond). A check whose entries all still say so needs
+no file read: any write, chmod, rename or link changes an inode's ctime to the clock's time,
+and only a process that may set the system clock (root) can set a ctime back, as `os.utime`
+sets an mtime back. Where an entry says otherwise (a cache restored by copying, or a file
+touched), every file is hashed again and compared with the digest: content decides. The
+stats are only as good as their ctimes: nothing else may write the environment in the tick
+between its build and its seal (the judge builds and seals it before any code of the patch
+runs).
 
 Bytecode is in the digest, never left out. A `.pyc` under `__pycache__` is loaded whenever the
 source's mtime and size match its header, whatever its code; leaving `__pycache__` out would
@@ -32,10 +39,12 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from _gate.protocol import FailClosed
 
 Digest = dict[str, str]  # path relative to the environment (POSIX) -> what it holds
+Stats = dict[str, str]  # path relative to the environment (POSIX) -> its inode, as lstat says
 CHUNK = 1 << 20
 
 
@@ -64,24 +73,55 @@ def entry(path: str, mode: int) -> str:
     return f"special {stat.S_IFMT(mode):o}"
 
 
-def walk(env: Path) -> Iterator[tuple[str, str, int]]:
+def walk(env: Path) -> Iterator[tuple[str, str, os.stat_result]]:
     """Every entry under `env` but directories, symlinks not followed (bin/python is one): its
-    path relative to `env` (POSIX), its path, its mode."""
+    path relative to `env` (POSIX), its path, its lstat."""
     pending = [str(env)]
     while pending:
         folder = pending.pop()
         with os.scandir(folder) as entries:
             for item in entries:
-                mode = item.stat(follow_symlinks=False).st_mode
-                if stat.S_ISDIR(mode):
+                found = item.stat(follow_symlinks=False)
+                if stat.S_ISDIR(found.st_mode):
                     pending.append(item.path)
                     continue
-                yield os.path.relpath(item.path, env).replace(os.sep, "/"), item.path, mode
+                yield os.path.relpath(item.path, env).replace(os.sep, "/"), item.path, found
 
 
 def digest(env: Path) -> Digest:
     """What every entry under `env` holds, by its relative path."""
-    return dict(sorted((name, entry(path, mode)) for name, path, mode in walk(env)))
+    return dict(sorted((name, entry(path, found.st_mode)) for name, path, found in walk(env)))
+
+
+def stats(env: Path) -> Stats:
+    """What the kernel says of every entry under `env`, by its relative path: no file read."""
+    return {
+        name: f"{s.st_dev} {s.st_ino} {s.st_mode:o} {s.st_size} {s.st_mtime_ns} {s.st_ctime_ns}"
+        for name, _, s in walk(env)
+    }
+
+
+class Sealed(NamedTuple):
+    """An environment's digest, and its entries' stats taken just before it."""
+
+    files: Digest
+    stats: Stats
+
+
+def taken(env: Path) -> Sealed:
+    """The stats first: an environment whose entries still say what they said then held what
+    the digest read after (a file changed meanwhile says otherwise), so `changes` may trust
+    them; taken after, they could vouch for a file the digest read before it changed."""
+    found = stats(env)
+    return Sealed(digest(env), found)
+
+
+def changes(env: Path, want: Sealed) -> list[str]:
+    """What differs between `env` now and `want`: nothing, when every entry's stats are as
+    taken with the digest; else each path whose content differs from the digest."""
+    if stats(env) == want.stats:
+        return []
+    return differences(want.files, digest(env))
 
 
 # What an installer writes about the install itself, not what it installed: where from (a
@@ -99,19 +139,19 @@ def build_digest(env: Path) -> str:
     digest run the same code, so a step runs it once (_gate/reuse.py)."""
     own = os.fsencode(env)
     files: Digest = {}
-    for name, path, mode in walk(env):
+    for name, path, found in walk(env):
         parts = name.rsplit("/", 2)
         info = len(parts) > 1 and parts[-2].endswith(".dist-info")
         if info and parts[-1] in INSTALL_RECORDS:
             continue
-        if stat.S_ISREG(mode):
+        if stat.S_ISREG(found.st_mode):
             with open(path, "rb") as data:
                 held = data.read().replace(own, b"{env}")
             if info and parts[-1] == "METADATA":
                 held = undescribed(held)
             files[name] = hashlib.sha256(held).hexdigest()
         else:
-            files[name] = entry(path, mode)
+            files[name] = entry(path, found.st_mode)
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
 
 
@@ -124,23 +164,23 @@ def undescribed(metadata: bytes) -> bytes:
     return "\n".join(kept).encode("utf-8", "surrogateescape")
 
 
-def seal(env: Path, dest: Path, files: Digest | None = None) -> Seal:
+def seal(env: Path, dest: Path, sealed: Sealed | None = None) -> Seal:
     """Digest `env` into `dest` (outside it); the seal names the file and its SHA-256.
-    `files`: its digest, where the caller took it a moment ago (kept_envs.kept_env)."""
-    files = digest(env) if files is None else files
-    data = json.dumps({"env": str(env), "files": files}, indent=0).encode("utf-8")
+    `sealed`: its digest and stats, where the caller took them a moment ago (kept_envs)."""
+    files, found = taken(env) if sealed is None else sealed
+    data = json.dumps({"env": str(env), "files": files, "stats": found}, indent=0).encode("utf-8")
     dest.write_bytes(data)
     return Seal(dest, hashlib.sha256(data).hexdigest())
 
 
-def unsealed(seal: Seal) -> Digest:
-    """The digest a seal names, once its file is the one the judge wrote."""
+def unsealed(seal: Seal) -> Sealed:
+    """The digest and stats a seal names, once its file is the one the judge wrote."""
     try:
         data = seal.file.read_bytes()
         if hashlib.sha256(data).hexdigest() != seal.sha256:
             raise ValueError("its SHA-256 is not the one the judge took when it wrote it")
-        files = json.loads(data)["files"]
-        return {str(name): str(held) for name, held in files.items()}
+        doc = json.loads(data)
+        return Sealed(*({str(k): str(v) for k, v in doc[part].items()} for part in Sealed._fields))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise FailClosed(
             f"{seal.file}: the oracle environment's digest cannot be read ({exc}); it is the "
@@ -156,9 +196,9 @@ def differences(want: Mapping[str, str], got: Mapping[str, str]) -> list[str]:
     return [f"{name} {how[name]}" for name in sorted(how)]
 
 
-def compare(env: Path, want: Mapping[str, str], since: str, blame: str) -> None:
-    """Fail closed naming the first difference between `env` now and its digest `want`."""
-    found = differences(want, digest(env))
+def compare(env: Path, want: Sealed, since: str, blame: str) -> None:
+    """Fail closed naming the first difference between `env` now and its seal `want`."""
+    found = changes(env, want)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise FailClosed(f"oracle environment changed since {since}: {found[0]}{more}; {blame}")
@@ -173,13 +213,13 @@ class TrustedEnv:
         self.python = python
         self.env = python.parent.parent  # not resolved: bin/python links out of the venv
         self.seal = seal
-        self.want: Digest | None = None
+        self.want: Sealed | None = None
         self.lock = threading.Lock()  # the oracle runs parent and patch side by side
 
     def check(self) -> None:
         with self.lock:
             if self.want is None and self.seal is None:
-                self.want = digest(self.env)
+                self.want = taken(self.env)
                 return
             if self.want is None and self.seal is not None:
                 self.want = unsealed(self.seal)
