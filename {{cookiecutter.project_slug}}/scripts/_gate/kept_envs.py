@@ -13,10 +13,10 @@ by the same backend from the same commit as that judgment's own build would be.
 A kept environment is held to what it held when built: before each use its entries' stats are
 compared with those kept with its digest (seal.digest: every file, bytecode included), and
 where one differs (a cache restored by copying) its digest is taken again and compared with
-the one taken then (seal.changes says why the stats suffice). An environment that differs is
-not used, and the judgment builds a fresh one of its own (the
-kept one is left for whoever changed it to see; delete the folder to build it again). One
-lock per key: a second judgment waits for the first's build instead of building it twice.
+the one taken then (seal.py says why the stats suffice). An environment that differs is not
+used, and the judgment builds a fresh one of its own (the kept one is left for whoever changed
+it to see; delete the folder to build it again). One lock per key: a second judgment waits for
+the first's build instead of building it twice.
 """
 
 from __future__ import annotations

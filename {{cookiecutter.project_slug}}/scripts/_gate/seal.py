@@ -77,6 +77,7 @@ def walk(env: Path) -> Iterator[tuple[str, str, os.stat_result]]:
     """Every entry under `env` but directories, symlinks not followed (bin/python is one): its
     path relative to `env` (POSIX), its path, its lstat."""
     pending = [str(env)]
+    cut = len(pending[0]) + len(os.sep)  # scandir joins each folder and name with os.sep
     while pending:
         folder = pending.pop()
         with os.scandir(folder) as entries:
@@ -85,7 +86,7 @@ def walk(env: Path) -> Iterator[tuple[str, str, os.stat_result]]:
                 if stat.S_ISDIR(found.st_mode):
                     pending.append(item.path)
                     continue
-                yield os.path.relpath(item.path, env).replace(os.sep, "/"), item.path, found
+                yield item.path[cut:].replace(os.sep, "/"), item.path, found
 
 
 def digest(env: Path) -> Digest:
