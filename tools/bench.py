@@ -390,26 +390,22 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
 
         return run
 
-    judges = {
-        "main": judged("main"),
-        "bench-off": judged("bench-off"),
-        "bench-unconfined": judged("bench-unconfined"),
-        "bench-unperturbed": judged("bench-unperturbed"),
-        "fresh": judged("main", "--fresh"),
-    }
-    for warm in judges.values():  # warm: the cassette is recorded and the caches filled once
+    judges = [judged(base) for base in ("main", "bench-off", "bench-unconfined")]
+    judges += [judged("bench-unperturbed"), judged("main", "--fresh")]
+    for warm in judges:  # warm: the cassette is recorded and the caches filled once
         warm()
+    with_crossrun, off, unconfined_run, unperturbed, fresh = judges
     # The bare work a user cannot avoid (issue 28): the oracle and the project's tests, parent
     # and patch, in environments built beforehand.
     ready = bare_envs(repo, wheelhouse, scratch / "ready")
     runs = (
-        judges["main"],
-        judges["bench-off"],
+        with_crossrun,
+        off,
         lambda: irreducible(repo, wheelhouse, scratch),
         lambda: irreducible(repo, wheelhouse, scratch, tests=True),
-        judges["bench-unconfined"],
-        judges["bench-unperturbed"],
-        judges["fresh"],
+        unconfined_run,
+        unperturbed,
+        fresh,
         lambda: bare_runs(repo, scratch, ready, tests=True, invocations=False),
     )
     # Interleaved rounds, so that a machine that slows down or speeds up meanwhile weighs on

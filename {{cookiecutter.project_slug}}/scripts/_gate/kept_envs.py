@@ -31,7 +31,7 @@ from typing import NamedTuple
 from _gate.envs import BUILD_PASS_THROUGH, bin_dir
 from _gate.git import git
 from _gate.reuse import cache_key, files_digest, keep, kept
-from _gate.seal import Sealed, digest, stats, taken
+from _gate.seal import Sealed, changes, taken
 
 try:
     import fcntl
@@ -80,12 +80,13 @@ def kept_env(folder: Path | None, key: str, fresh: Path, build: Build) -> Env:
         env = home / "env"
         was = kept(home, "digest") or {}
         if isinstance(was.get("files"), dict):
-            now = Sealed(was["files"], stats(env))
-            if now.stats != was.get("stats"):
-                if digest(env) != now.files:
-                    return Env(build(fresh), CHANGED, None)  # not ours to trust, nor to delete
-                keep(home, "digest", now._asdict())  # its content as built: its stats now
-            return Env(bin_dir(env) / "python", KEPT, now)
+            built = Sealed(was["files"], was.get("stats") or {})
+            found, checked = changes(env, built)
+            if found:
+                return Env(build(fresh), CHANGED, None)  # not ours to trust, nor to delete
+            if checked != built:
+                keep(home, "digest", checked._asdict())  # its content as built: its stats now
+            return Env(bin_dir(env) / "python", KEPT, checked)
         shutil.rmtree(home, ignore_errors=True)  # a build that did not finish
         python = build(env)
         sealed = taken(env)

@@ -117,12 +117,15 @@ def taken(env: Path) -> Sealed:
     return Sealed(digest(env), found)
 
 
-def changes(env: Path, want: Sealed) -> list[str]:
+def changes(env: Path, want: Sealed) -> tuple[list[str], Sealed]:
     """What differs between `env` now and `want`: nothing, when every entry's stats are as
-    taken with the digest; else each path whose content differs from the digest."""
-    if stats(env) == want.stats:
-        return []
-    return differences(want.files, digest(env))
+    taken with the digest; else each path whose content differs from the digest. And the
+    seal to hold it to next: where the content is the digest's, with the stats taken before
+    it was read (a copied environment is hashed once, not at every check)."""
+    now = stats(env)
+    if now == want.stats:
+        return [], want
+    return differences(want.files, digest(env)), want._replace(stats=now)
 
 
 # What an installer writes about the install itself, not what it installed: where from (a
@@ -197,12 +200,14 @@ def differences(want: Mapping[str, str], got: Mapping[str, str]) -> list[str]:
     return [f"{name} {how[name]}" for name in sorted(how)]
 
 
-def compare(env: Path, want: Sealed, since: str, blame: str) -> None:
-    """Fail closed naming the first difference between `env` now and its seal `want`."""
-    found = changes(env, want)
+def compare(env: Path, want: Sealed, since: str, blame: str) -> Sealed:
+    """Fail closed naming the first difference between `env` now and its seal `want`; else
+    the seal to hold it to next (`changes`)."""
+    found, checked = changes(env, want)
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
         raise FailClosed(f"oracle environment changed since {since}: {found[0]}{more}; {blame}")
+    return checked
 
 
 class TrustedEnv:
@@ -229,7 +234,7 @@ class TrustedEnv:
             since, blame = "it was built", "the patch's code wrote into the trusted environment"
         else:
             since, blame = "this step's first run", "a run wrote into the trusted environment"
-        compare(self.env, self.want, since, blame)
+        self.want = compare(self.env, self.want, since, blame)
 
 
 def add_seal_args(p: argparse.ArgumentParser) -> None:
