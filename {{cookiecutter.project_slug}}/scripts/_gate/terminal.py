@@ -70,19 +70,19 @@ def child(slave: int, master: int, stdin_tty: bool, argv: Sequence[str]) -> None
 def relay(master: int, pid: int) -> int:
     """Copy the terminal's output to stdout until the command has ended and its output is
     drained; returns its wait status. This process keeps the terminal's other end open, so
-    reading never meets the end-of-file that would race with output still buffered there."""
-    status = None
+    reading never meets the end-of-file that would race with output still buffered there; the
+    command's end is a pidfd becoming readable, so it is seen at once (a poll's timeout cost
+    each run up to its length). A select on the terminal after the end sees every byte the
+    command wrote: polling a terminal flushes its buffers first (n_tty_poll)."""
+    ended = os.pidfd_open(pid)
     while True:
-        readable, _, _ = select.select([master], [], [], 0.0 if status is not None else 0.05)
-        if readable:
+        readable, _, _ = select.select([master, ended], [], [])
+        if master in readable:
             data = os.read(master, 65536)
             while data:
                 data = data[os.write(1, data) :]
-        elif status is not None:
-            return status
         else:
-            done, waited = os.waitpid(pid, os.WNOHANG)
-            status = waited if done else None
+            return os.waitpid(pid, 0)[1]
 
 
 def main(argv: Sequence[str]) -> int:
