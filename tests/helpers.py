@@ -11,7 +11,6 @@ import dataclasses
 import io
 import json
 import os
-import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -21,6 +20,7 @@ from typing import Any
 import count_asserts
 import fixtures_lock
 import write_set
+from _gate import bytecode
 from _gate.config import load_config
 from _gate.confine import LEVEL_VARIABLE
 from _gate.envs import bin_dir, build_env
@@ -79,11 +79,10 @@ def running(text: str, grace: float = 5.0) -> list[Path]:
 
 
 def compiled(python: Path) -> Path:
-    """`python`'s environment with its bytecode compiled, for a fixture whose environment runs
-    many pytest processes: the judge's fresh builds go without, and bytecode changes nothing
-    a run finds, only what each start costs (a third of a short run)."""
-    lib = python.parent.parent / "lib"
-    subprocess.run([str(python), "-m", "compileall", "-q", "-j", "0", str(lib)], check=True)
+    """`python`'s environment with its bytecode written as the judge writes it once a build
+    is done (_gate/bytecode.py), for a fixture whose environment runs many pytest processes:
+    bytecode changes nothing a run finds, only what each start costs."""
+    bytecode.write(python.parent.parent)
     return python
 
 
@@ -101,6 +100,10 @@ def builder(repo: Path, root: Path, wheelhouse: Path) -> Built:
                 git(repo, "worktree", "add", "-q", "--detach", str(tree), sha)
             requirements = tree / "scripts/requirements-judge.txt"
             python = build_env(tree, root / sha[:12] / side, wheelhouse, requirements)
+            # Bytecode as the judge writes it: the first build's compiled, the others' taken
+            # from it where a module is the same file.
+            first = next((d["python"].parent.parent for d in done.values()), None)
+            bytecode.write(python.parent.parent, first)
             done[sha, side] = {"tree": tree, "python": python}
         return done[sha, side]
 

@@ -53,9 +53,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from _gate import bytecode
 from _gate.config import committed_config, load_config
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
-from _gate.envs import WHEELHOUSE, build_env, compile_env, tools_env
+from _gate.envs import WHEELHOUSE, build_env, tools_env
 from _gate.git import (
     SCORE_FILE,
     add_worktree,
@@ -375,13 +376,15 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     cache = cache_folder(j.repo) if kept else None
     came: dict[str, str] = {}  # how each environment came (kept_envs.py)
 
-    def side_build(side: str, commit: str, tree: Path) -> Path:
+    def side_build(side: str, commit: str, tree: Path, donor: Callable[[], Path | None]) -> Path:
         # Keyed as a base's: the patch's environment is the parent's of a judgment whose
         # base it becomes (kept_envs.py).
         key = parent_env_key(j.repo, commit, requirements)
 
         def build(dest: Path) -> Path:
-            return build_env(tree, dest, wheelhouse, requirements)
+            python = build_env(tree, dest, wheelhouse, requirements)
+            bytecode.write(dest, donor())
+            return python
 
         built = kept_env(cache, key, envs / side, build)
         came[side] = built.came
@@ -398,10 +401,12 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             # oracle environment is built and sealed, and not at all when that failed.
             if oracle is not None and oracle.exception() is not None:
                 return None
-            return side_build("patch", j.head, j.patch)
+            return side_build("patch", j.head, j.patch, lambda: env_of(jobs["parent"]))
 
         jobs: dict[str, Future[Any]] = {"oracle": oracle} if oracle is not None else {}
-        jobs["parent"] = pool.submit(side_build, "parent", j.base, j.parent)
+        # Each build takes the bytecode of an environment built before it (_gate/bytecode.py):
+        # the parent's the oracle's, the patch's the parent's.
+        jobs["parent"] = pool.submit(side_build, "parent", j.base, j.parent, lambda: env_of(oracle))
         jobs["patch"] = pool.submit(patch_build)
     for done in beside.result():
         judge.append(*done)
@@ -437,6 +442,15 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         patch_build=evidence["patch_build"],
         cache=cache,
     )
+
+
+def env_of(job: Future[Any] | None) -> Path | None:
+    """The environment a build job made, once it is done (None: no such job, or it failed)."""
+    if job is None or job.exception() is not None:
+        return None
+    done = job.result()
+    python: Path = done[0] if isinstance(done, tuple) else done  # the oracle's comes sealed
+    return python.parent.parent
 
 
 def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[str, Any]]:
@@ -498,7 +512,7 @@ def sealed_tools_env(
 
     def build(dest: Path) -> Path:
         python = tools_env(dest, wheelhouse, requirements)[0]
-        compile_env(python)
+        bytecode.write(dest)
         return python
 
     built = kept_env(cache, oracle_env_key(requirements), envs / "oracle", build)

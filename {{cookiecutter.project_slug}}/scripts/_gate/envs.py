@@ -37,9 +37,8 @@ INSTALL_ENV = {"PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_
 # build on any machine has. Offline and cache settings go as flags, so nothing the judge
 # alone sets (JUDGE_OFFLINE, ORACLE_*, PIP_*, UV_*, CI's) tells the backend it is judged.
 BUILD_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SOURCE_DATE_EPOCH", "SYSTEMROOT")
-# No bytecode written into a build's environment while it is built and checked (as in many a
-# container image): a `.pyc` holds its source's mtime, so two builds of the same files would
-# differ in bytes, and the steps could not tell that they run the same code (seal.build_digest).
+# No bytecode written by the build itself: the judge writes it once the build is done, each
+# `.pyc` its own compile of the source beside it (_gate/bytecode.py, seal.build_digest).
 NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
@@ -175,11 +174,3 @@ def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
         f"{tree}: a runtime dependency is missing from the hash-pinned wheelhouse ({first}); "
         f"add it to {requirements.name} with hashes (uv pip compile --generate-hashes)"
     )
-
-
-def compile_env(python: Path) -> None:
-    """Compile every module of `python`'s environment, once, right after its build: trusted
-    runs then write no bytecode into it (and start faster), so its digest (seal.py) holds the
-    bytecode too and any `.pyc` that appears later is a difference."""
-    lib = python.parent.parent / "lib"
-    run_tool([str(python), "-m", "compileall", "-q", "-j", "0", str(lib)], "compileall")

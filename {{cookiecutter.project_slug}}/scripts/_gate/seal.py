@@ -17,7 +17,7 @@ runs).
 Bytecode is in the digest, never left out. A `.pyc` under `__pycache__` is loaded whenever the
 source's mtime and size match its header, whatever its code; leaving `__pycache__` out would
 let the patch plant one beside an untouched source. So the judge compiles the environment
-right after building it (envs.compile_env), before the digest, and trusted runs write no
+right after building it (_gate/bytecode.py), before the digest, and trusted runs write no
 bytecode (`PYTHONDONTWRITEBYTECODE=1` in pytest_run; the subject worker runs with `-B`): an
 honest run leaves the environment byte for byte as built, and any file added, removed or
 changed is a difference. A source whose mtime alone was changed only makes Python compile the
@@ -137,13 +137,17 @@ INSTALL_RECORDS = ("RECORD", "direct_url.json", "uv_cache.json")
 def build_digest(env: Path) -> str:
     """One SHA-256 for a build's environment, equal for two environments that hold the same
     files: every entry as `digest` takes it, but with the environment's own path in a file's
-    bytes written `{env}` (the scripts' shebangs, activate), the install records left out, and
-    a METADATA without its description (the README a backend copies in: documentation, which
-    no step's evidence reads; a README edit would otherwise be a new build). Two builds with one
-    digest run the same code, so a step runs it once (_gate/reuse.py)."""
+    bytes written `{env}` (the scripts' shebangs, activate), the install records left out, a
+    METADATA without its description (the README a backend copies in: documentation, which
+    no step's evidence reads; a README edit would otherwise be a new build), and `__pycache__`
+    left out (each `.pyc` there is the judge's compile of the source beside it:
+    _gate/bytecode.py). Two builds with one digest run the same code, so a step runs it once
+    (_gate/reuse.py)."""
     own = os.fsencode(env)
     files: Digest = {}
     for name, path, found in walk(env):
+        if "/__pycache__/" in name:
+            continue
         parts = name.rsplit("/", 2)
         info = len(parts) > 1 and parts[-2].endswith(".dist-info")
         if info and parts[-1] in INSTALL_RECORDS:

@@ -1,0 +1,226 @@
+"""Bytecode for a build's environment (_gate/bytecode.py), on real builds of a small package.
+
+A build's environment gets the bytecode of its donor where a module is the same file and its
+own compile where it is not; every `.pyc` is hash-checked, so it serves wherever its source
+is the same bytes. A `.pyc` never rides on its header's word: a forged one in the donor that
+claims the patch's source hash, or one a build backend leaves in the environment (by mtime,
+by hash, unchecked, for a tool's module or the package's own), is never what Python runs.
+"""
+
+from __future__ import annotations
+
+import importlib._bootstrap_external as external
+import importlib.util
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from _gate import bytecode
+from _gate.envs import build_env
+from _gate.seal import build_digest
+
+from tests.helpers import BACKENDS, SCRIPTS
+
+SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+
+PYPROJECT = """
+[build-system]
+requires = ["flit_core>=3.9,<5"]
+build-backend = {backend}
+{backend_path}
+
+[project]
+name = "tiny"
+version = "0.1.0"
+description = "a package whose environment gets bytecode"
+dependencies = ["PyYAML >= 6"]
+
+[tool.flit.module]
+name = "tiny"
+"""
+
+RULES = "def rate():\n    return 20\n"
+PATCHED = "def rate():\n    return 21\n"
+
+# A build backend that leaves bytecode of its own in the environment it installs into (the
+# backend runs with that environment's interpreter): for a tool's module and for the
+# package's, by the source's mtime and size, by its hash, and unchecked. Each holds code that
+# sets FORGED.
+PLANTING_BACKEND = """
+import importlib._bootstrap_external as external
+import importlib.util
+import pathlib
+import sysconfig
+from flit_core import buildapi
+from flit_core.buildapi import *
+
+def plant(source, how, data=None, optimization=""):
+    forged = compile("FORGED = True\\n", str(source), "exec")
+    if how == "mtime":
+        stat = source.stat()
+        pyc = external._code_to_timestamp_pyc(forged, int(stat.st_mtime), stat.st_size)
+    else:
+        digest = importlib.util.source_hash(source.read_bytes() if data is None else data)
+        pyc = external._code_to_hash_pyc(forged, digest, how == "checked")
+    cached = importlib.util.cache_from_source(str(source), optimization=optimization)
+    pathlib.Path(cached).parent.mkdir(parents=True, exist_ok=True)
+    pathlib.Path(cached).write_bytes(bytes(pyc))
+
+def build_wheel(*args, **kwargs):
+    site = pathlib.Path(sysconfig.get_paths()["purelib"])
+    plant(site / "iniconfig" / "__init__.py", "mtime")
+    plant(site / "_pytest" / "reports.py", "checked")
+    plant(site / "yaml" / "__init__.py", "unchecked")
+    plant(site / "packaging" / "__init__.py", "mtime", optimization=1)  # run under -O
+    # The package's own module, before the installer writes it: by the hash of its source.
+    plant(site / "tiny" / "rules.py", "checked", pathlib.Path("tiny/rules.py").read_bytes())
+    return buildapi.build_wheel(*args, **kwargs)
+"""
+
+
+def tiny(root: Path, rules: str = RULES, backend: str = "") -> Path:
+    """A small flat-layout package, built with flit or with `backend` (in-tree)."""
+    (root / "tiny").mkdir(parents=True)
+    (root / "tiny/__init__.py").write_text('"""tiny"""\n', "utf-8")
+    (root / "tiny/rules.py").write_text(rules, "utf-8")
+    if backend:
+        (root / "_backend").mkdir()
+        (root / "_backend/evil.py").write_text(backend, "utf-8")
+    path = 'backend-path = ["_backend"]' if backend else ""
+    named = '"evil"' if backend else '"flit_core.buildapi"'
+    (root / "pyproject.toml").write_text(PYPROJECT.format(backend=named, backend_path=path))
+    return root
+
+
+Builder = Callable[..., Path]
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Builder:
+    """Build a tiny tree into a fresh environment as the judge builds one; returns the
+    environment (its bytecode not yet written)."""
+    root = tmp_path_factory.mktemp("bytecode")
+    requirements = root / "requirements.txt"
+    pins = [SCRIPTS / "requirements-judge.txt", BACKENDS]
+    requirements.write_text("".join(p.read_text("utf-8") for p in pins), "utf-8")
+
+    def built(name: str, rules: str = RULES, backend: str = "") -> Path:
+        tree = tiny(root / name / "tree", rules, backend)
+        env = root / name / "env"
+        build_env(tree, env, wheelhouse, requirements)
+        return env
+
+    return built
+
+
+@pytest.fixture(scope="module")
+def parent(build: Builder) -> Path:
+    env = build("parent")
+    bytecode.write(env)
+    return env
+
+
+def run(env: Path, code: str) -> str:
+    done = subprocess.run(
+        [str(env / "bin/python"), "-c", code], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def pyc(env: Path, module: str) -> Path:
+    return Path(importlib.util.cache_from_source(str(env / SITE / module)))
+
+
+def hash_checked(env: Path, module: str) -> bool:
+    """The module's `.pyc` is hash-checked and holds its source's hash (PEP 552)."""
+    data = pyc(env, module).read_bytes()
+    flags = int.from_bytes(data[4:8], "little")
+    source = (env / SITE / module).read_bytes()
+    return flags == 0b11 and data[8:16] == importlib.util.source_hash(source)
+
+
+def test_every_module_gets_hash_checked_bytecode(parent: Path) -> None:
+    modules = [p.relative_to(parent / SITE).as_posix() for p in (parent / SITE).rglob("*.py")]
+    assert {"tiny/rules.py", "_pytest/reports.py", "hypothesis/core.py"} <= set(modules)
+    missing = [m for m in modules if not pyc(parent, m).is_file()]
+    # A few modules of the tools are templates or test data that do not compile.
+    assert len(missing) < len(modules) / 50, missing[:5]
+    assert all(hash_checked(parent, m) for m in modules if m not in missing)
+
+
+def test_a_patch_takes_the_parents_bytecode_for_the_same_files_only(
+    parent: Path, build: Builder
+) -> None:
+    patch = build("patch", PATCHED)
+    compiled = bytecode.write(patch, parent)
+    assert compiled == 1  # tiny/rules.py, the one module the patch changed
+    for module, same in (("_pytest/reports.py", True), ("tiny/rules.py", False)):
+        assert (pyc(patch, module).read_bytes() == pyc(parent, module).read_bytes()) is same
+    assert hash_checked(patch, "tiny/rules.py")
+    assert run(patch, "import tiny.rules; print(tiny.rules.rate())") == "21"
+    assert build_digest(patch) != build_digest(parent)
+
+
+def test_a_build_of_the_same_files_is_the_same_build_with_its_bytecode(
+    parent: Path, build: Builder
+) -> None:
+    same = build("same")
+    bytecode.write(same, parent)
+    assert build_digest(same) == build_digest(parent)
+    assert run(same, "import tiny.rules; print(tiny.rules.rate())") == "20"
+
+
+FORGED = {
+    "iniconfig": "iniconfig/__init__.py",
+    "_pytest.reports": "_pytest/reports.py",
+    "yaml": "yaml/__init__.py",
+    "tiny.rules": "tiny/rules.py",
+}
+
+
+def forged(env: Path, *flags: str) -> list[str]:
+    """The modules of FORGED (and `packaging`) that run the backend's code in `env`."""
+    names = [*FORGED, "packaging"]
+    found = f"(n for n in {names!r} if hasattr(importlib.import_module(n), 'FORGED'))"
+    code = f"import importlib; print(*{found})"
+    done = subprocess.run(
+        [str(env / "bin/python"), *flags, "-c", code], capture_output=True, text=True, check=True
+    )
+    return done.stdout.split()
+
+
+def forge_hash_pyc(donor: Path, module: str, claimed: bytes) -> None:
+    """The donor's `.pyc` of `module` replaced by one that sets FORGED and claims `claimed`'s
+    source hash: as a module whose SipHash collides with the patch's would have it."""
+    forged = compile("FORGED = True\n", str(donor / SITE / module), "exec")
+    digest = importlib.util.source_hash(claimed)
+    pyc(donor, module).write_bytes(bytes(external._code_to_hash_pyc(forged, digest, True)))  # type: ignore[attr-defined]
+
+
+def test_a_donor_pyc_that_claims_the_patchs_source_hash_is_not_taken(
+    parent: Path, build: Builder, tmp_path: Path
+) -> None:
+    donor = Path(shutil.copytree(parent, tmp_path / "donor", symlinks=True))
+    forge_hash_pyc(donor, "tiny/rules.py", PATCHED.encode())
+    patch = build("collide", PATCHED)
+    bytecode.write(patch, donor)
+    assert forged(patch) == []
+    assert run(patch, "import tiny.rules; print(tiny.rules.rate())") == "21"
+
+
+def test_bytecode_a_build_backend_leaves_in_the_environment_is_never_run(
+    parent: Path, build: Builder
+) -> None:
+    planted = build("planted", PATCHED, PLANTING_BACKEND)
+    # Before the judge writes its bytecode, Python runs what the backend left.
+    assert forged(planted) == [*FORGED]
+    assert forged(planted, "-O") == ["packaging"]  # -O reads only the .opt-1.pyc
+    bytecode.write(planted, parent)
+    assert forged(planted) == [] and forged(planted, "-O") == []
+    for module in ("iniconfig/__init__.py", "_pytest/reports.py", "yaml/__init__.py"):
+        assert pyc(planted, module).read_bytes() == pyc(parent, module).read_bytes()
+    assert not list((planted / SITE).rglob("*.opt-1.pyc"))
+    assert run(planted, "import tiny.rules; print(tiny.rules.rate())") == "21"
