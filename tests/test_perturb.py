@@ -215,6 +215,11 @@ def colour_and_zone(repo: Path) -> None:
     edit(repo / "src/shop/cli.py", "import json\n", "import json\nimport time\n")
 
 
+def readme(repo: Path) -> None:
+    with (repo / "README.md").open("a", encoding="utf-8") as text:
+        text.write("\nA line of docs.\n")
+
+
 def refactor(repo: Path) -> None:
     edit(
         repo / DISCOUNTS, "    remaining = subtotal_cents\n", "    remaining = subtotal_cents + 0\n"
@@ -404,11 +409,23 @@ def test_a_judgment_merges_a_base_that_honours_tz_and_blocks_a_date_bomb_in_each
 ) -> None:
     """Whole judgments (`nox -s judge`) on a base that colours its output on a terminal and
     names the local time zone: a refactor merges under every perturbation, and a date bomb
-    blocks in replay, the oracle and the crossrun alike, each naming the clock."""
+    blocks in replay, the oracle and the crossrun alike, each naming the clock. A docs-only
+    patch first: its build is the parent's, so it runs no perturbed run, but it records the
+    base under each perturbation for the refactor to find."""
     base = branch(shop, "judged/colourful", colour_and_zone)
+    docs = judge(
+        shop, "--base", base, "--head", branch(shop, "judged/colourful-docs", readme, base=base)
+    )
+    assert docs.returncode == 0, docs.output
+    assert (
+        "no perturbed run: no perturbation can tell a build from itself"
+        in docs.step("replay")["summary"]
+    )
+    assert docs.step("record")["summary"].startswith("recorded"), docs.step("record")
     honest = branch(shop, "judged/colourful-refactor", refactor, base=base)
     merged = judge(shop, "--base", base, "--head", honest)
     assert merged.returncode == 0, merged.output
+    assert not merged.step("record")["summary"].startswith("recorded"), merged.step("record")
     said = {step["name"]: step["summary"] for step in merged.report["steps"]}
     clock = ", clock" if CLOCK else ""
     assert f"perturbed: env{clock}, terminal, files" in said["replay"], said["replay"]

@@ -205,8 +205,11 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv = ["--command", str(j.command("parent")), "--repo", str(j.repo), "--base", j.base]
     argv += ["--reuse", "--out", str(out), *case_args(j)]
     argv += j.built.cache_args()
-    if j.built.same:  # replay runs no perturbed run on a build that is the parent's
-        argv += ["--perturb", ""]
+    # Replay runs no perturbed run on a build that is the parent's, and none is required; the
+    # recording of those this machine can run is made all the same where it is kept, for a
+    # code patch on a base of this build to find instead of recording on its critical path.
+    if j.built.same:
+        argv += ["--perturb-required", ""] + (["--perturb", ""] if j.built.cache is None else [])
     return execute(parser().parse_args(argv))
 
 
