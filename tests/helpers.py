@@ -20,7 +20,7 @@ from typing import Any
 import count_asserts
 import fixtures_lock
 import write_set
-from _gate import bytecode
+from _gate.bytecode import write_bytecode
 from _gate.config import load_config
 from _gate.confine import LEVEL_VARIABLE
 from _gate.envs import bin_dir, build_env
@@ -82,7 +82,7 @@ def compiled(python: Path) -> Path:
     """`python`'s environment with its bytecode written as the judge writes it once a build
     is done (_gate/bytecode.py), for a fixture whose environment runs many pytest processes:
     bytecode changes nothing a run finds, only what each start costs."""
-    bytecode.write(python.parent.parent)
+    write_bytecode(python.parent.parent)
     return python
 
 
@@ -103,7 +103,7 @@ def builder(repo: Path, root: Path, wheelhouse: Path) -> Built:
             # Bytecode as the judge writes it: the first build's compiled, the others' taken
             # from it where a module is the same file.
             first = next((d["python"].parent.parent for d in done.values()), None)
-            bytecode.write(python.parent.parent, first)
+            write_bytecode(python.parent.parent, first)
             done[sha, side] = {"tree": tree, "python": python}
         return done[sha, side]
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _gate import bytecode
+from _gate.bytecode import write_bytecode
 from _gate.envs import build_env
 from _gate.seal import build_digest
 
@@ -119,7 +119,7 @@ def build(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Builder
 @pytest.fixture(scope="module")
 def parent(build: Builder) -> Path:
     env = build("parent")
-    bytecode.write(env)
+    write_bytecode(env)
     return env
 
 
@@ -155,7 +155,7 @@ def test_a_patch_takes_the_parents_bytecode_for_the_same_files_only(
     parent: Path, build: Builder
 ) -> None:
     patch = build("patch", PATCHED)
-    compiled = bytecode.write(patch, parent)
+    compiled = write_bytecode(patch, parent)
     assert compiled == 1  # tiny/rules.py, the one module the patch changed
     for module, same in (("_pytest/reports.py", True), ("tiny/rules.py", False)):
         assert (pyc(patch, module).read_bytes() == pyc(parent, module).read_bytes()) is same
@@ -168,7 +168,7 @@ def test_a_build_of_the_same_files_is_the_same_build_with_its_bytecode(
     parent: Path, build: Builder
 ) -> None:
     same = build("same")
-    bytecode.write(same, parent)
+    write_bytecode(same, parent)
     assert build_digest(same) == build_digest(parent)
     assert run(same, "import tiny.rules; print(tiny.rules.rate())") == "20"
 
@@ -206,7 +206,7 @@ def test_a_donor_pyc_that_claims_the_patchs_source_hash_is_not_taken(
     donor = Path(shutil.copytree(parent, tmp_path / "donor", symlinks=True))
     forge_hash_pyc(donor, "tiny/rules.py", PATCHED.encode())
     patch = build("collide", PATCHED)
-    bytecode.write(patch, donor)
+    write_bytecode(patch, donor)
     assert forged(patch) == []
     assert run(patch, "import tiny.rules; print(tiny.rules.rate())") == "21"
 
@@ -218,7 +218,7 @@ def test_bytecode_a_build_backend_leaves_in_the_environment_is_never_run(
     # Before the judge writes its bytecode, Python runs what the backend left.
     assert forged(planted) == [*FORGED]
     assert forged(planted, "-O") == ["packaging"]  # -O reads only the .opt-1.pyc
-    bytecode.write(planted, parent)
+    write_bytecode(planted, parent)
     assert forged(planted) == [] and forged(planted, "-O") == []
     for module in ("iniconfig/__init__.py", "_pytest/reports.py", "yaml/__init__.py"):
         assert pyc(planted, module).read_bytes() == pyc(parent, module).read_bytes()

@@ -83,7 +83,7 @@ from tools.slices import YAMLLINT, YAMLLINT_CASES, YAMLLINT_START, YAMLLINT_TEST
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 ROUNDS = 5  # of the judge benchmark
 sys.path.insert(0, str(SCRIPTS))
-from _gate import bytecode  # noqa: E402
+from _gate.bytecode import write_bytecode  # noqa: E402
 from _gate.cases import Case, load_cases  # noqa: E402
 from _gate.cassettes import record  # noqa: E402
 from _gate.collect import collect  # noqa: E402
@@ -438,7 +438,7 @@ def bare_envs(repo: Path, wheelhouse: Path, envs: Path) -> tuple[Path, Path, Pat
             python = tools_env(envs / side, wheelhouse, requirements)[0]
         else:
             python = build_env(repo, envs / side, wheelhouse, requirements)
-        bytecode.write(python.parent.parent)
+        write_bytecode(python.parent.parent)
         return python
 
     with ThreadPoolExecutor(max_workers=3) as pool:

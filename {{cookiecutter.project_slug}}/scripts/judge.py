@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from _gate import bytecode
+from _gate.bytecode import write_bytecode
 from _gate.config import committed_config, load_config
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
 from _gate.envs import WHEELHOUSE, build_env, tools_env
@@ -383,7 +383,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
 
         def build(dest: Path) -> Path:
             python = build_env(tree, dest, wheelhouse, requirements)
-            bytecode.write(dest, donor())
+            write_bytecode(dest, donor())
             return python
 
         built = kept_env(cache, key, envs / side, build)
@@ -401,11 +401,19 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             # oracle environment is built and sealed, and not at all when that failed.
             if oracle is not None and oracle.exception() is not None:
                 return None
-            return side_build("patch", j.head, j.patch, lambda: env_of(jobs["parent"]))
+            return side_build("patch", j.head, j.patch, patch_donor)
+
+        def patch_donor() -> Path | None:
+            # Never waits: the parent's build may wait for the lock this build holds (a
+            # commit judged against itself keys both environments alike). The oracle's is
+            # built by now (the patch's build starts after it).
+            done = [job for job in (jobs["parent"], oracle) if job is not None and job.done()]
+            return next(filter(None, map(env_of, done)), None)
 
         jobs: dict[str, Future[Any]] = {"oracle": oracle} if oracle is not None else {}
         # Each build takes the bytecode of an environment built before it (_gate/bytecode.py):
-        # the parent's the oracle's, the patch's the parent's.
+        # the parent's the oracle's, the patch's the parent's (or the oracle's, where the
+        # parent's is not built yet).
         jobs["parent"] = pool.submit(side_build, "parent", j.base, j.parent, lambda: env_of(oracle))
         jobs["patch"] = pool.submit(patch_build)
     for done in beside.result():
@@ -512,7 +520,7 @@ def sealed_tools_env(
 
     def build(dest: Path) -> Path:
         python = tools_env(dest, wheelhouse, requirements)[0]
-        bytecode.write(dest)
+        write_bytecode(dest)
         return python
 
     built = kept_env(cache, oracle_env_key(requirements), envs / "oracle", build)

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from importlib.util import cache_from_source
 from pathlib import Path
 
-from _gate.process import run_group
+from _gate.sandbox import run_confined
 
 COMPILE_TIMEOUT = 600.0  # seconds for one environment's modules
 
@@ -40,7 +40,7 @@ def modules(env: Path) -> Iterator[Path]:
         yield from sorted(path for path in lib.rglob("*.py") if path.is_file())
 
 
-def write(env: Path, donor: Path | None = None) -> int:
+def write_bytecode(env: Path, donor: Path | None = None) -> int:
     """Bytecode for every module of `env`, hash-checked, copied from `donor` (another
     environment) where its source is the same file, compiled otherwise; returns how many
     modules were compiled. A module that does not compile gets none: it fails on import,
@@ -52,7 +52,7 @@ def write(env: Path, donor: Path | None = None) -> int:
             else:
                 cache.unlink(missing_ok=True)
     if donor is None:
-        compile_modules(env, libraries(env))  # every module: one folder per worker
+        compile_modules(env, libraries(env))  # every module
         return sum(1 for _ in modules(env))
     rest = [path for path in modules(env) if not copied(donor / path.relative_to(env), path)]
     if rest:
@@ -77,10 +77,12 @@ def copied(theirs: Path, ours: Path) -> bool:
 def compile_modules(env: Path, paths: list[Path]) -> None:
     """Compile the modules at `paths` (files, or folders of them) with the environment's
     interpreter, isolated and without site (no `.pth` of the environment runs), forced and
-    hash-checked, a folder to a core."""
-    cmd = [str(env / "bin" / "python"), "-I", "-S", "-m", "compileall", "-q", "-f", "-j", "0"]
+    hash-checked. Compiling runs none of a module's code, but the sources are the patch's:
+    confined like its build, writing the environment alone (one process: a pool of workers
+    would want /dev/shm)."""
+    cmd = [str(env / "bin" / "python"), "-I", "-S", "-m", "compileall", "-q", "-f"]
     cmd += ["--invalidation-mode", "checked-hash", "-i", "-"]
     listed = "".join(f"{path}\n" for path in paths).encode()
     # A module that does not compile (a template of a tool, Python 2 test data) makes the exit
     # code 1; it is left without bytecode, which costs time, never evidence.
-    run_group(cmd, timeout=COMPILE_TIMEOUT, stdin=listed)
+    run_confined(cmd, writable=[env], timeout=COMPILE_TIMEOUT, stdin=listed)
