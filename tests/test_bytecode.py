@@ -23,24 +23,9 @@ from _gate.envs import build_env
 from _gate.seal import build_digest
 
 from tests.helpers import BACKENDS, SCRIPTS
+from tests.test_provenance import tiny
 
 SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
-
-PYPROJECT = """
-[build-system]
-requires = ["flit_core>=3.9,<5"]
-build-backend = {backend}
-{backend_path}
-
-[project]
-name = "tiny"
-version = "0.1.0"
-description = "a package whose environment gets bytecode"
-dependencies = ["PyYAML >= 6"]
-
-[tool.flit.module]
-name = "tiny"
-"""
 
 RULES = "def rate():\n    return 20\n"
 PATCHED = "def rate():\n    return 21\n"
@@ -81,20 +66,6 @@ def build_wheel(*args, **kwargs):
 """
 
 
-def tiny(root: Path, rules: str = RULES, backend: str = "") -> Path:
-    """A small flat-layout package, built with flit or with `backend` (in-tree)."""
-    (root / "tiny").mkdir(parents=True)
-    (root / "tiny/__init__.py").write_text('"""tiny"""\n', "utf-8")
-    (root / "tiny/rules.py").write_text(rules, "utf-8")
-    if backend:
-        (root / "_backend").mkdir()
-        (root / "_backend/evil.py").write_text(backend, "utf-8")
-    path = 'backend-path = ["_backend"]' if backend else ""
-    named = '"evil"' if backend else '"flit_core.buildapi"'
-    (root / "pyproject.toml").write_text(PYPROJECT.format(backend=named, backend_path=path))
-    return root
-
-
 Builder = Callable[..., Path]
 
 
@@ -108,7 +79,8 @@ def build(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Builder
     requirements.write_text("".join(p.read_text("utf-8") for p in pins), "utf-8")
 
     def built(name: str, rules: str = RULES, backend: str = "") -> Path:
-        tree = tiny(root / name / "tree", rules, backend)
+        tree = tiny(root / name / "tree", backend=backend)
+        (tree / "tiny/rules.py").write_text(rules, "utf-8")
         env = root / name / "env"
         build_env(tree, env, wheelhouse, requirements)
         return env
