@@ -95,9 +95,9 @@ def parent(build: Builder) -> Path:
     return env
 
 
-def run(env: Path, code: str) -> str:
+def run(env: Path, code: str, *flags: str) -> str:
     done = subprocess.run(
-        [str(env / "bin/python"), "-c", code], capture_output=True, text=True, check=True
+        [str(env / "bin/python"), *flags, "-c", code], capture_output=True, text=True, check=True
     )
     return done.stdout.strip()
 
@@ -145,31 +145,22 @@ def test_a_build_of_the_same_files_is_the_same_build_with_its_bytecode(
     assert run(same, "import tiny.rules; print(tiny.rules.rate())") == "20"
 
 
-FORGED = {
-    "iniconfig": "iniconfig/__init__.py",
-    "_pytest.reports": "_pytest/reports.py",
-    "yaml": "yaml/__init__.py",
-    "tiny.rules": "tiny/rules.py",
-}
+FORGED = ("iniconfig", "_pytest.reports", "yaml", "tiny.rules")  # what the backend plants
 
 
 def forged(env: Path, *flags: str) -> list[str]:
     """The modules of FORGED (and `packaging`) that run the backend's code in `env`."""
     names = [*FORGED, "packaging"]
     found = f"(n for n in {names!r} if hasattr(importlib.import_module(n), 'FORGED'))"
-    code = f"import importlib; print(*{found})"
-    done = subprocess.run(
-        [str(env / "bin/python"), *flags, "-c", code], capture_output=True, text=True, check=True
-    )
-    return done.stdout.split()
+    return run(env, f"import importlib; print(*{found})", *flags).split()
 
 
 def forge_hash_pyc(donor: Path, module: str, claimed: bytes) -> None:
     """The donor's `.pyc` of `module` replaced by one that sets FORGED and claims `claimed`'s
     source hash: as a module whose SipHash collides with the patch's would have it."""
-    forged = compile("FORGED = True\n", str(donor / SITE / module), "exec")
+    code = compile("FORGED = True\n", str(donor / SITE / module), "exec")
     digest = importlib.util.source_hash(claimed)
-    pyc(donor, module).write_bytes(bytes(external._code_to_hash_pyc(forged, digest, True)))  # type: ignore[attr-defined]
+    pyc(donor, module).write_bytes(bytes(external._code_to_hash_pyc(code, digest, True)))  # type: ignore[attr-defined]
 
 
 def test_a_donor_pyc_that_claims_the_patchs_source_hash_is_not_taken(

@@ -407,8 +407,11 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             # Never waits: the parent's build may wait for the lock this build holds (a
             # commit judged against itself keys both environments alike). The oracle's is
             # built by now (the patch's build starts after it).
-            done = [job for job in (jobs["parent"], oracle) if job is not None and job.done()]
-            return next(filter(None, map(env_of, done)), None)
+            for job in (jobs["parent"], oracle):
+                env = env_of(job) if job is not None and job.done() else None
+                if env is not None:
+                    return env
+            return None
 
         jobs: dict[str, Future[Any]] = {"oracle": oracle} if oracle is not None else {}
         # Each build takes the bytecode of an environment built before it (_gate/bytecode.py):

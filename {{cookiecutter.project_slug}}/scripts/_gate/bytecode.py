@@ -51,10 +51,11 @@ def write_bytecode(env: Path, donor: Path | None = None) -> int:
                 shutil.rmtree(cache, ignore_errors=True)
             else:
                 cache.unlink(missing_ok=True)
-    if donor is None:
-        compile_modules(env, libraries(env))  # every module
-        return sum(1 for _ in modules(env))
-    rest = [path for path in modules(env) if not copied(donor / path.relative_to(env), path)]
+    rest = [
+        path
+        for path in modules(env)
+        if donor is None or not copied(donor / path.relative_to(env), path)
+    ]
     if rest:
         compile_modules(env, rest)
     return len(rest)
@@ -75,11 +76,10 @@ def copied(theirs: Path, ours: Path) -> bool:
 
 
 def compile_modules(env: Path, paths: list[Path]) -> None:
-    """Compile the modules at `paths` (files, or folders of them) with the environment's
-    interpreter, isolated and without site (no `.pth` of the environment runs), forced and
-    hash-checked. Compiling runs none of a module's code, but the sources are the patch's:
-    confined like its build, writing the environment alone (one process: a pool of workers
-    would want /dev/shm)."""
+    """Compile the modules at `paths` with the environment's interpreter, isolated and without
+    site (no `.pth` of the environment runs), forced and hash-checked. Compiling runs none of a
+    module's code, but the sources are the patch's: confined like its build, writing the
+    environment alone (one process: a pool of workers would want /dev/shm)."""
     cmd = [str(env / "bin" / "python"), "-I", "-S", "-m", "compileall", "-q", "-f"]
     cmd += ["--invalidation-mode", "checked-hash", "-i", "-"]
     listed = "".join(f"{path}\n" for path in paths).encode()
