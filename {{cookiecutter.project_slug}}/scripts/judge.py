@@ -48,7 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -70,7 +70,15 @@ from _gate.git import (
     show_file,
     uncommitted,
 )
-from _gate.kept_envs import CHANGED, KEPT, kept_env, oracle_env_key, parent_env_key
+from _gate.kept_envs import (
+    CHANGED,
+    KEPT,
+    Cache,
+    env_limit,
+    kept_env,
+    oracle_env_key,
+    parent_env_key,
+)
 from _gate.oracle_run import has_tests
 from _gate.process import exits_within, share_cores
 from _gate.protocol import (
@@ -134,6 +142,8 @@ class Judge:
     steps: list[dict[str, Any]] = field(default_factory=list)
     outcomes: dict[str, Report] = field(default_factory=dict)  # name -> all its evidence
     names: dict[str, str] = field(default_factory=dict)  # folder -> its name in reports
+    # The locks that hold the kept environments this judgment uses (kept_envs.py), until it ends.
+    held: ExitStack = field(default_factory=ExitStack)
 
     @property
     def j(self) -> Judgment:
@@ -374,6 +384,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
     kept = judge.confinement != "unconfined" and not judge.fresh
     cache = cache_folder(j.repo) if kept else None
+    kept_in = Cache(cache, env_limit(), judge.held) if cache is not None else None
     came: dict[str, str] = {}  # how each environment came (kept_envs.py)
 
     def side_build(side: str, commit: str, tree: Path, donor: Callable[[], Path | None]) -> Path:
@@ -386,7 +397,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             write_bytecode(dest, donor())
             return python
 
-        built = kept_env(cache, key, envs / side, build)
+        built = kept_env(kept_in, key, envs / side, build)
         came[side] = built.came
         return built.python
 
@@ -394,7 +405,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
         oracle = None
         if has_tests(j.parent / "oracle"):
-            oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements, cache, came)
+            oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements, kept_in, came)
 
         def patch_build() -> Path | None:
             # The patch's build backend is the first of its code to run: it starts once the
@@ -515,7 +526,7 @@ def listed(names: Sequence[str]) -> str:
 
 
 def sealed_tools_env(
-    envs: Path, wheelhouse: Path, requirements: Path, cache: Path | None, came: dict[str, str]
+    envs: Path, wheelhouse: Path, requirements: Path, cache: Cache | None, came: dict[str, str]
 ) -> tuple[Path, Seal]:
     """The oracle environment, compiled and sealed (its digest beside it, in envs/) before any
     code of the patch runs: every trusted run checks it against that digest (_gate/seal.py).
@@ -562,7 +573,7 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
     note_uncommitted(repo)
     run.head = head = resolve_commit(repo, args.head, "--head")
     run.base = base = base_commit(repo, args.base, args.head, head)
-    with tempfile.TemporaryDirectory(prefix="oracle-judge-") as name:
+    with tempfile.TemporaryDirectory(prefix="oracle-judge-") as name, run.held:
         run.tmp = tmp = Path(name).resolve()  # pytest writes resolved paths; names must match
         run.name(repo, "")
         run.name(tmp, "tmp:")

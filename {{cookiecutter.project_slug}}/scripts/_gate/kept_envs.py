@@ -17,6 +17,12 @@ the one taken then (seal.py says why the stats suffice). An environment that dif
 used, and the judgment builds a fresh one of its own (the kept one is left for whoever changed
 it to see; delete the folder to build it again). One lock per key: a second judgment waits for
 the first's build instead of building it twice.
+
+The cache holds at most $ORACLE_CACHE_ENVS environments (default 8): each use marks one used
+(its folder's mtime), and once a judgment has built one, the least recently used beyond that
+number are deleted. A judgment holds a shared lock on the folder of each environment it uses
+until it ends, and a deletion takes the key's lock and that folder's alone without waiting: an
+environment a judgment builds or uses is never deleted under it.
 """
 
 from __future__ import annotations
@@ -24,12 +30,14 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from _gate.envs import BUILD_PASS_THROUGH, bin_dir
 from _gate.git import git
+from _gate.protocol import FailClosed
 from _gate.reuse import cache_key, files_digest, keep, kept
 from _gate.seal import Sealed, changes, taken
 
@@ -40,6 +48,29 @@ except ImportError:  # not POSIX: nothing is kept
 
 Build = Callable[[Path], Path]  # builds an environment at the folder given; returns its python
 KEPT, BUILT, CHANGED = "kept", "built", "changed"  # how kept_env came by an environment
+LIMIT_ENV, LIMIT_DEFAULT = "ORACLE_CACHE_ENVS", 8  # environments the cache holds at most
+
+
+class Cache(NamedTuple):
+    """Where environments are kept, how many at most, and the locks of those a judgment uses
+    (released when the judgment closes `held`)."""
+
+    folder: Path
+    limit: int
+    held: contextlib.ExitStack
+
+
+def env_limit() -> int:
+    """$ORACLE_CACHE_ENVS: how many environments the cache holds at most."""
+    text = os.environ.get(LIMIT_ENV, "").strip()
+    if not text:
+        return LIMIT_DEFAULT
+    if not text.isdigit():
+        raise FailClosed(
+            f"${LIMIT_ENV}={text!r}: not a whole number; set it to how many environments the "
+            f"cache may hold (default {LIMIT_DEFAULT}), or unset it"
+        )
+    return int(text)
 
 
 class Env(NamedTuple):
@@ -68,14 +99,14 @@ def parent_env_key(repo: Path, commit: str, requirements: Path) -> str:
     )
 
 
-def kept_env(folder: Path | None, key: str, fresh: Path, build: Build) -> Env:
+def kept_env(cache: Cache | None, key: str, fresh: Path, build: Build) -> Env:
     """The environment `build` makes, and how it came: KEPT (built by an earlier judgment
-    under `key` in `folder`, its files as built), BUILT (by this one, and kept when there is
-    a folder), or CHANGED (the kept one changed since it was built: built at `fresh` instead,
+    under `key` in the cache, its files as built), BUILT (by this one, and kept when there is
+    a cache), or CHANGED (the kept one changed since it was built: built at `fresh` instead,
     as when nothing is kept)."""
-    if folder is None or fcntl is None:
+    if cache is None or fcntl is None:
         return Env(build(fresh), BUILT, None)
-    home = kept_home(folder, key)
+    home = kept_home(cache.folder, key)
     with locked(home.with_suffix(".lock")):
         env = home / "env"
         was = kept(home, "digest") or {}
@@ -86,12 +117,59 @@ def kept_env(folder: Path | None, key: str, fresh: Path, build: Build) -> Env:
                 return Env(build(fresh), CHANGED, None)  # not ours to trust, nor to delete
             if checked != built:
                 keep(home, "digest", checked._asdict())  # its content as built: its stats now
+            used(home, cache.held)
             return Env(bin_dir(env) / "python", KEPT, checked)
         shutil.rmtree(home, ignore_errors=True)  # a build that did not finish
         python = build(env)
         sealed = taken(env)
         keep(home, "digest", sealed._asdict())
-        return Env(python, BUILT, sealed)
+        used(home, cache.held)
+    evict(cache)
+    return Env(python, BUILT, sealed)
+
+
+def used(home: Path, held: contextlib.ExitStack) -> None:
+    """Mark a kept environment used now, and in use until `held` closes (under its key's
+    lock, so that no deletion comes between)."""
+    handle = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+    held.callback(os.close, handle)
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    now = time.time_ns()  # not the file system's clock, which moves in ticks of milliseconds
+    os.utime(home, ns=(now, now))
+
+
+def evict(cache: Cache) -> None:
+    """Delete the least recently used environments beyond the cache's limit, each one only
+    while no judgment builds it (its key's lock) or uses it (its folder's)."""
+    homes = [path for path in (cache.folder / "envs").iterdir() if path.is_dir()]
+    homes.sort(key=last_used, reverse=True)
+    for home in homes[cache.limit :]:
+        with locked(home.with_suffix(".lock"), wait=False) as mine:
+            if mine and unused(home):
+                shutil.rmtree(home, ignore_errors=True)
+                home.with_suffix(".lock").unlink()
+
+
+def last_used(home: Path) -> float:
+    try:
+        return home.stat().st_mtime
+    except OSError:  # deleted by another judgment meanwhile
+        return 0.0
+
+
+def unused(home: Path) -> bool:
+    """Whether no judgment holds `home` in use (used)."""
+    try:
+        handle = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(handle)
+    return True
 
 
 def kept_home(folder: Path, key: str) -> Path:
@@ -102,8 +180,21 @@ def kept_home(folder: Path, key: str) -> Path:
 
 
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
+def locked(path: Path, wait: bool = True) -> Iterator[bool]:
+    """Hold the lock file `path` (False: held elsewhere, and `wait` is False). A deletion
+    unlinks the file it holds: a lock taken on a file no longer at `path` is taken again."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
+    while True:
+        with open(path, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                same = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                yield True
+                return

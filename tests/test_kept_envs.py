@@ -1,0 +1,110 @@
+"""The cache of kept environments stays bounded (scripts/_gate/kept_envs.py, issue 28).
+
+Every judgment keeps its patch's environment for the judgment whose base it becomes, so the
+cache gains one per judged head: it holds the $ORACLE_CACHE_ENVS most recently used and deletes
+the others once a judgment has built a new one, never one that a judgment, in this process or
+another, is using. Real virtual environments (without pip: what is kept does not matter here),
+real locks, a real second process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from _gate.kept_envs import BUILT, KEPT, LIMIT_DEFAULT, LIMIT_ENV, Cache, env_limit, kept_env
+from _gate.protocol import FailClosed
+
+from tests.helpers import SCRIPTS
+
+pytestmark = pytest.mark.fast
+
+
+def build(dest: Path) -> Path:
+    venv.create(dest, with_pip=False)
+    return dest / "bin" / "python"
+
+
+def use(cache: Path, key: str, limit: int, held: ExitStack | None = None) -> str:
+    """One judgment's use of the environment `key`: how it came. With `held`, the judgment
+    is still running when this returns (its environment in use); else it has ended."""
+    with ExitStack() as ended:
+        stack = held if held is not None else ended
+        return kept_env(Cache(cache, limit, stack), key, cache / "fresh" / key, build).came
+
+
+def present(cache: Path) -> set[str]:
+    """The keys of the environments kept, and of the lock files left."""
+    return {path.name for path in (cache / "envs").iterdir()}
+
+
+def test_the_cache_holds_the_most_recently_used_environments_and_deletes_the_rest(
+    tmp_path: Path,
+) -> None:
+    assert [use(tmp_path, key, 2) for key in ("a" * 16, "b" * 16)] == [BUILT, BUILT]
+    assert use(tmp_path, "a" * 16, 2) == KEPT  # a is now more recent than b
+    assert use(tmp_path, "c" * 16, 2) == BUILT
+    assert present(tmp_path) == {"a" * 16, "a" * 16 + ".lock", "c" * 16, "c" * 16 + ".lock"}
+    assert use(tmp_path, "b" * 16, 2) == BUILT  # deleted: built again, and a is the oldest
+    assert present(tmp_path) == {"b" * 16, "b" * 16 + ".lock", "c" * 16, "c" * 16 + ".lock"}
+
+
+def test_an_environment_in_use_is_never_deleted_and_goes_once_its_judgment_ends(
+    tmp_path: Path,
+) -> None:
+    with ExitStack() as running:
+        assert use(tmp_path, "a" * 16, 0, running) == BUILT
+        # Limit 0: all but those in use go, the one just built among them.
+        assert use(tmp_path, "b" * 16, 0) == BUILT
+        assert use(tmp_path, "c" * 16, 0) == BUILT
+        assert present(tmp_path) == {"a" * 16, "a" * 16 + ".lock", "c" * 16, "c" * 16 + ".lock"}
+    use(tmp_path, "d" * 16, 0)
+    assert present(tmp_path) == {"d" * 16, "d" * 16 + ".lock"}
+
+
+def test_an_environment_another_process_uses_is_never_deleted(tmp_path: Path) -> None:
+    assert use(tmp_path, "a" * 16, 8) == BUILT
+    holder = (
+        "import sys, time\n"
+        "from contextlib import ExitStack\n"
+        "from pathlib import Path\n"
+        "from _gate.kept_envs import Cache, kept_env\n"
+        "with ExitStack() as held:\n"
+        "    cache = Cache(Path(sys.argv[1]), 8, held)\n"
+        "    came = kept_env(cache, 'a' * 16, cache.folder / 'x', lambda dest: dest)\n"
+        "    print(came.came, flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    other = subprocess.Popen(
+        [sys.executable, "-c", holder, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": str(SCRIPTS)},
+    )
+    try:
+        assert other.stdout is not None and other.stdout.readline().strip() == KEPT
+        use(tmp_path, "b" * 16, 0)
+        assert "a" * 16 in present(tmp_path)
+    finally:
+        other.communicate("")
+    assert other.returncode == 0
+    use(tmp_path, "c" * 16, 0)
+    assert "a" * 16 not in present(tmp_path)
+
+
+@pytest.mark.parametrize("text", ["eight", "-1", "2.5"])
+def test_a_limit_that_is_no_whole_number_fails_closed_naming_the_variable(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(LIMIT_ENV, text)
+    with pytest.raises(FailClosed, match=rf"^\${LIMIT_ENV}='{text}': not a whole number;"):
+        env_limit()
+    monkeypatch.setenv(LIMIT_ENV, "3")
+    assert env_limit() == 3
+    monkeypatch.delenv(LIMIT_ENV)
+    assert env_limit() == LIMIT_DEFAULT
