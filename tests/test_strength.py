@@ -138,6 +138,31 @@ def test_the_tests_run_on_the_mutants_the_oracle_missed_and_tell_the_same(
     assert only_tests(report) == only_tests(alone) & missed(report)
 
 
+def test_the_cassettes_run_on_the_mutants_the_properties_missed_and_tell_the_same(
+    measured: Measured, tmp_path: Path
+) -> None:
+    """The properties run first and the cassettes on the mutants they did not kill: the oracle
+    misses what each kind, run alone on every mutant, misses; the properties' column is theirs
+    alone, the cassettes' the kills the properties missed."""
+    repo = measured[0]
+    # load_cart: mutants both kinds kill, each alone, and neither.
+    cart = ("--only", "src/shop/orders.py", "--mutants", "shop.orders.x_load_cart__mutmut_*")
+    both = ("properties", "cassettes")
+    report = measure(repo, repo, tmp_path / "both", *cart, "--kinds", *both, "--propose", "0")
+    alone = {
+        kind: measure(repo, repo, tmp_path / kind, *cart, "--kinds", kind, "--propose", "0")
+        for kind in both
+    }
+    by_properties, by_cassettes = (a["totals"].get(kind, 0) for kind, a in alone.items())
+    assert report["totals"]["properties"] == by_properties > 0
+    # Some of the cassettes' kills the properties made first: those the cassettes never ran.
+    assert 0 < report["totals"]["cassettes"] < by_cassettes
+    assert missed(report) == missed(alone["properties"]) & missed(alone["cassettes"])
+    assert report["totals"]["cassettes"] == len(
+        missed(alone["properties"]) - missed(alone["cassettes"])
+    )
+
+
 def test_removing_a_case_drops_the_score_and_names_the_mutants_it_killed(
     measured: Measured, minus: tuple[Path, dict[str, Any]]
 ) -> None:

@@ -478,7 +478,7 @@ def bare_runs(
 
 
 def strength_seconds(repo: Path, scratch: Path) -> tuple[float, float]:
-    """`strength.py` on the whole example (cassettes, properties and the project's tests; no
+    """`strength.py` on the whole example (properties, cassettes and the project's tests; no
     proposals) against `mutmut run` bare on the project's own tests, in the session's
     environment (made first, untimed), on the same cores."""
     subprocess.run(["nox", "-s", "strength", "--install-only"], cwd=repo, check=True)
@@ -632,7 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             gate, alone = strength_seconds(repo, scratch(tmp, "strength"))
             print(f"oracle strength of the example bake (mutmut, {os.cpu_count()} cores)")
             print(f"  mutmut bare, tests {alone:8.2f} s   (the project's own tests only)")
-            shown = f"strength / bare = {gate / alone:5.2f}  (cassettes, properties, tests)"
+            shown = f"strength / bare = {gate / alone:5.2f}  (properties, cassettes, tests)"
             print(f"  nox -s strength    {gate:8.2f} s   {shown}")
     return 0
 

@@ -11,16 +11,20 @@ Runs in the `strength` session's environment: the project, its judge requirement
 code under `strength_paths` (oracle/judge.yaml) into one copy of it, each behind a trampoline
 that picks the mutant named by $MUTANT_UNDER_TEST when the function is called, and runs for
 each mutant only the tests that reach its function, each in a process forked for it, on all
-cores. Three mutmut runs, each in a copy of the tree of its own, ask three kinds of evidence:
+cores. Three mutmut runs, each in a copy of the tree of its own, ask three kinds of evidence,
+each about the mutants the kinds before it did not kill (a kill is a kill whichever kind made
+it: the score is the same, and each column of the report counts the mutants its kind killed
+that the kinds before it missed, so the columns add up to the mutants):
 
+- properties: the tests of oracle/, calling the adapter in process (`--subject-inprocess`);
 - cassettes: a test per case of oracle/cases.yaml (scripts/_gate/strength_cassettes.py) that runs
   the console script's entry point against the mutant, in a child forked from mutmut's worker
   (out of process where the fork does not answer as a new interpreter), and compares the
-  case's fields with a recording of the unmutated build made first;
-- properties: the tests of oracle/, calling the adapter in process (`--subject-inprocess`);
+  case's fields with a recording of the unmutated build made first. Second: a mutant costs
+  the cassettes a case per run until one kills it, every case that reaches it when none does,
+  and the properties kill in a few examples most of what they reach;
 - tests: the project's own tests (`tests:`), for comparison: a mutant only they kill is where
-  the oracle is blind. They run after the others, on the mutants neither killed: the report
-  counts them only there.
+  the oracle is blind.
 
 Writes reports/strength.json (score, counts per file and function, every mutant the oracle
 misses with its file, line and mutated code), reports/strength.md, and
@@ -204,18 +208,29 @@ def run_mutmut(
     return results
 
 
+# The oracle's evidence runs as the judge runs it: no plugin autoloaded (pytest_run.py). Nor
+# the plugins that look for exceptions no test raised: in the judge the code under test runs in
+# another process, where they never see one; here each would collect the garbage of the whole
+# worker twice at the end of every mutant's session (a third of a killed mutant's time).
+OWN_PYTEST = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+OWN_PLUGINS_OFF = ["-p", "no:unraisableexception", "-p", "no:threadexception"]
+
+
 def evidence_runs(
     tree: Path, config: Config, recording: Path | None
 ) -> list[tuple[str, list[str], list[str], dict[str, str]]]:
     """(kind, test selection, pytest options, environment) of each kind of evidence there is."""
     runs: list[tuple[str, list[str], list[str], dict[str, str]]] = []
-    if recording is not None:
-        env = {"ORACLE_STRENGTH_RECORDING": str(recording)}
-        runs.append(("cassettes", ["scripts/_gate/strength_cassettes.py"], [], env))
     if has_tests(tree / "oracle"):
         options = ["-c", "oracle/pytest.ini", "-p", "_gate.subject", "--subject-inprocess"]
-        options += ["--subject-adapter", "oracle/adapter.py"]
-        runs.append(("properties", ["oracle"], options, {}))
+        options += ["--subject-adapter", "oracle/adapter.py", *OWN_PLUGINS_OFF]
+        runs.append(("properties", ["oracle"], options, dict(OWN_PYTEST)))
+    if recording is not None:
+        env = {"ORACLE_STRENGTH_RECORDING": str(recording), **OWN_PYTEST}
+        # The cassette tests make their own folders: no tmp_path, whose plugin numbers and
+        # prunes a folder per session, a session per mutant.
+        options = [*OWN_PLUGINS_OFF, "-p", "no:tmpdir"]
+        runs.append(("cassettes", ["scripts/_gate/strength_cassettes.py"], options, env))
     runs.append(("tests", list(config.tests), [], {}))
     return runs
 
@@ -242,8 +257,8 @@ def verdict(codes: dict[str, int | None]) -> tuple[str, list[str]]:
 def missed_by_oracle(
     results: dict[str, dict[str, int | None]], patterns: Sequence[str]
 ) -> list[str]:
-    """The mutants `patterns` name (none: all) that no kind of the oracle's evidence killed:
-    the only ones whose verdict the project's tests can change."""
+    """The mutants `patterns` name (none: all) that no kind of the oracle's evidence in
+    `results` killed: the only ones whose verdict a kind after them can change."""
     every = sorted(set().union(*results.values()))
     named = [m for m in every if not patterns or any(fnmatch(m, p) for p in patterns)]
     return [m for m in named if verdict({k: c.get(m) for k, c in results.items()})[0] != "oracle"]
@@ -280,16 +295,16 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         f"## Oracle strength: {report['score']:.1%} of {totals.get('mutants', 0)} mutants killed",
         "",
-        f"Cassettes kill {totals.get('cassettes', 0)}, properties {totals.get('properties', 0)}; "
-        f"{totals.get('only_tests', 0)} only the project's tests kill (the oracle is blind "
-        f"there), {totals.get('survived', 0)} survive everything.",
+        f"The properties kill {totals.get('properties', 0)}, the cassettes "
+        f"{totals.get('cassettes', 0)} more; {totals.get('only_tests', 0)} only the project's "
+        f"tests kill (the oracle is blind there), {totals.get('survived', 0)} survive everything.",
         "",
-        "| File | Function | Mutants | Cassettes | Properties | Only tests | Survived |",
+        "| File | Function | Mutants | Properties | Cassettes | Only tests | Survived |",
         "|---|---|---|---|---|---|---|",
     ]
     for file, fns in report["files"].items():
         for fn, c in fns.items():
-            counts = [c.get(k, 0) for k in ("mutants", "cassettes", "properties", "only_tests")]
+            counts = [c.get(k, 0) for k in ("mutants", "properties", "cassettes", "only_tests")]
             lines.append(
                 f"| {file} | `{fn}` | "
                 + " | ".join(map(str, counts))
@@ -353,8 +368,7 @@ def measure(
             if kind not in args.kinds:
                 continue
             names = list(patterns)
-            if kind == "tests" and results:
-                # The tests count only where the oracle missed (tally): they run on those alone.
+            if results:  # each kind runs on the mutants the kinds before it missed
                 names = missed_by_oracle(results, patterns)
                 if not names:
                     results[kind] = {}
@@ -457,7 +471,7 @@ def written(args: argparse.Namespace, report: dict[str, Any], how: str) -> Outco
     totals = report["totals"]
     summary = (
         f"{report['score']:.1%} of {totals.get('mutants', 0)} mutants killed by the oracle "
-        f"(cassettes {totals.get('cassettes', 0)}, properties {totals.get('properties', 0)}); "
+        f"(properties {totals.get('properties', 0)}, cassettes {totals.get('cassettes', 0)} more); "
         f"{totals.get('only_tests', 0)} killed only by the project's tests, "
         f"{totals.get('survived', 0)} survived, {len(report['proposals'])} cases proposed "
         f"({args.proposed}); see {args.markdown}"
