@@ -9,11 +9,13 @@ patch's code unconfined keeps nothing. The honest changes each must still judge 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from _gate.confine import LEVEL_VARIABLE
 from _gate.envs import build_env
+from _gate.kept_envs import LIMIT_ENV
 from _gate.reuse import CACHE_ENV, REUSED
 from _gate.seal import build_digest
 
@@ -116,20 +118,32 @@ def test_a_second_judgment_of_a_base_reuses_the_parent_runs_it_kept_and_still_bl
     first = judge(shop, "--head", branch(shop, "kept-first", comment))
     assert first.report["verdict"] == "merge", first.output[-2000:]
     assert reused(first, "parent") == []
-    # The parent's oracle and crossrun runs, and the patch's crossrun run: a base's once it lands.
-    assert len(list(cache.glob("*.json"))) == 3
+    # The parent's oracle and crossrun runs, and the patch's crossrun run: a base's once it lands
+    # (and the base's recording, where no judgment of this bake recorded it before this one).
+    runs = [path for path in cache.glob("*.json") if "outcomes" in json.loads(path.read_bytes())]
+    assert len(runs) == 3
     assert first.step("build")["summary"].startswith(ALL_FRESH)
     # The oracle's, the parent's and the patch's environments, each kept with its digest.
     envs = sorted(path for path in (cache / "envs").iterdir() if path.is_dir())
     assert [sorted(p.name for p in env.iterdir()) for env in envs] == [["digest.json", "env"]] * 3
 
-    second = judge(shop, "--head", branch(shop, "kept-broken", breaks_the_rule))
+    # The cache held to one environment: its patch's built, the judgment deletes the least
+    # recently used beyond it that no judgment uses, the first patch's alone (_gate/kept_envs.py).
+    broken = branch(shop, "kept-broken", breaks_the_rule)
+    second = judge(shop, "--head", broken, env={LIMIT_ENV: "1"})
     assert reused(second, "parent") == ["oracle", "crossrun"]
     assert second.report["verdict"] == "block", second.output[-2000:]
     assert second.step("crossrun")["evidence"]["failures"], second.step("crossrun")
     assert second.step("build")["summary"].startswith(
         "patch built into a fresh offline environment; the parent and oracle environments kept"
     )
+    after = sorted(path for path in (cache / "envs").iterdir() if path.is_dir())
+    assert len(after) == 3 and len(set(after) & set(envs)) == 2, after
+    rules = [
+        rule for env in after for rule in env.glob(f"env/lib/python*/site-packages/{RULE[4:]}")
+    ]
+    assert len(rules) == 2  # the parent's and the second patch's; the oracle's has no shop
+    assert not any(rule.read_text("utf-8").startswith("# A comment") for rule in rules)
 
     # A base with one more test is another input of the parent's runs and build: they run
     # again. A file planted in the kept oracle environment since it was built: not used.
