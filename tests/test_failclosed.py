@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,18 @@ def test_a_base_missing_a_step_script_names_it(
         f"base HEAD ({older[:12]}) has no oracle gate yet (scripts/crossrun.py missing): pass "
         "--base REF of a commit that has it"
     )
+
+
+@pytest.mark.parametrize("variable", ["TMPDIR", "ORACLE_CACHE"])
+def test_a_folder_the_confined_jobs_would_not_see_fails_closed_before_any_build(
+    shop: Path, variable: str
+) -> None:
+    """Each job in namespaces gets an empty /dev/shm of its own: a temporary folder or cache
+    there would make the patch's build fail as if the patch did not build (a block)."""
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as hidden:
+        verdict = judge(shop, env={variable: hidden})
+    assert verdict.report.get("confinement") == "namespaces", verdict.output
+    assert verdict.returncode == 2, verdict.output
+    assert verdict.report["verdict"] == "error"
+    build = [step for step in verdict.report["steps"] if step["name"] == "build"]
+    assert build[0]["summary"].startswith(f"${variable}: {hidden} is under /dev/shm"), build

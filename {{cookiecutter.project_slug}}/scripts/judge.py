@@ -55,6 +55,7 @@ from typing import Any
 
 from _gate.bytecode import write_bytecode
 from _gate.config import committed_config, load_config
+from _gate.confine import SHM
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
 from _gate.envs import WHEELHOUSE, build_env, tools_env
 from _gate.git import (
@@ -98,7 +99,7 @@ from _gate.protocol import (
 )
 from _gate.provenance import compare, project_info, provenance, summary
 from _gate.reports import PATH_NAMES, named, write_report
-from _gate.reuse import REUSED, cache_folder
+from _gate.reuse import CACHE_ENV, REUSED, cache_folder
 from _gate.sandbox import Sandbox, probe_sandbox, require_sandbox, unconfinable
 from _gate.seal import Seal, build_digest, seal
 from _gate.shard import WHOLE, Shard, add_shard_arg
@@ -623,6 +624,23 @@ def judged(run: Judge, wheelhouse: Path) -> None:
     run.run_lanes([table(run, lane) for lane in LANES])
 
 
+def out_of_reach(repo: Path) -> str:
+    """Why a confined job would not find the judge's folders ("": it would): its temporary
+    folder and its cache hold what the jobs run and write, and a job gets an empty /dev/shm of
+    its own (_gate/confine.py): the patch's build would fail there as if it did not build."""
+    shm = Path(SHM)
+    for name, folder in (
+        ("$TMPDIR", Path(tempfile.gettempdir())),
+        (f"${CACHE_ENV}", cache_folder(repo)),
+    ):
+        if shm == folder.resolve() or shm in folder.resolve().parents:
+            return (
+                f"{name}: {folder} is under {SHM}, which every confined job gets empty, of its "
+                f"own; set {name} to a folder outside {SHM}"
+            )
+    return ""
+
+
 def confinable(run: Judge) -> bool:
     """Whether the patch's code may run here: confined, or unconfined where judge.yaml says
     `sandbox: best-effort` (and every report then says so)."""
@@ -631,7 +649,11 @@ def confinable(run: Judge) -> bool:
     if found.level == "none" and Sandbox.required:
         run.record("build", FAIL_CLOSED, unconfinable(found.missing))
         return False
-    return True
+    # Only jobs in namespaces get mounts of their own, /dev/shm among them.
+    hidden = out_of_reach(run.repo) if found.level == "namespaces" else ""
+    if hidden:
+        run.record("build", FAIL_CLOSED, hidden)
+    return not hidden
 
 
 def base_commit(repo: Path, base: str | None, head: str, head_sha: str) -> str:
