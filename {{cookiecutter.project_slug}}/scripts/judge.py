@@ -628,12 +628,11 @@ def out_of_reach(repo: Path) -> str:
     """Why a confined job would not find the judge's folders ("": it would): its temporary
     folder and its cache hold what the jobs run and write, and a job gets an empty /dev/shm of
     its own (_gate/confine.py): the patch's build would fail there as if it did not build."""
-    shm = Path(SHM)
     for name, folder in (
         ("$TMPDIR", Path(tempfile.gettempdir())),
         (f"${CACHE_ENV}", cache_folder(repo)),
     ):
-        if shm == folder.resolve() or shm in folder.resolve().parents:
+        if folder.resolve().is_relative_to(SHM):
             return (
                 f"{name}: {folder} is under {SHM}, which every confined job gets empty, of its "
                 f"own; set {name} to a folder outside {SHM}"

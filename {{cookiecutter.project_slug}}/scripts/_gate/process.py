@@ -201,22 +201,30 @@ def pidfd(pid: int) -> int | None:
 def exits_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     """Whether `proc` exits within `timeout` seconds (then reaped). Its pidfd tells at once;
     Popen.wait(timeout) polls, and notices an exit up to 50 ms late."""
-    fd = pidfd(proc.pid)
-    if fd is None:
+    ended = ends_within(proc.pid, timeout)
+    if ended is None:
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return False
         return True
+    if ended:
+        proc.wait()
+    return ended
+
+
+def ends_within(pid: int, timeout: float) -> bool | None:
+    """Whether the child `pid` ends within `timeout` seconds, as its pidfd says at once (left
+    to be reaped); None where there is no pidfd (not Linux)."""
+    fd = pidfd(pid)
+    if fd is None:
+        return None
     try:
         poller = select.poll()  # not select.select: a busy judge holds fds past FD_SETSIZE
         poller.register(fd, select.POLLIN)
-        ready = poller.poll(timeout * 1000)
+        return bool(poller.poll(timeout * 1000))
     finally:
         os.close(fd)
-    if ready:
-        proc.wait()
-    return bool(ready)
 
 
 def kill_group(proc: Started) -> None:

@@ -29,7 +29,6 @@ import hashlib
 import io
 import json
 import os
-import select
 import shutil
 import signal
 import sys
@@ -54,7 +53,7 @@ from _gate.cases import (
     run_case,
     scratch_env,
 )
-from _gate.process import OUTPUT_CAP, Sink, Stream
+from _gate.process import OUTPUT_CAP, Sink, Stream, ends_within
 from _gate.reuse import keep, kept
 from _gate.strength_plugin import killed_by
 
@@ -180,7 +179,8 @@ def forked(case: Case, env: dict[str, str], tmp: Path) -> Run:
     pid = os.fork()
     if pid == 0:
         child(case, env, work, files)
-    timed_out = not ended(pid, case.timeout)
+    # A fork runs only confined, on Linux 5.13+ (Landlock): its pidfd is there.
+    timed_out = not ends_within(pid, case.timeout)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)  # at its timeout, or what it left running
     _, status = os.waitpid(pid, 0)
@@ -188,18 +188,6 @@ def forked(case: Case, env: dict[str, str], tmp: Path) -> Run:
     code = os.waitstatus_to_exitcode(status)
     streams = captured(files[1]), captured(files[2])
     return Run(code, timed_out, *streams, file_digests(work, case.compare), seconds)
-
-
-def ended(pid: int, timeout: float) -> bool:
-    """Whether the forked child `pid` ends within `timeout` seconds (left to be reaped): its
-    pidfd says so at once (a fork runs only confined, on Linux)."""
-    handle = os.pidfd_open(pid)
-    try:
-        poller = select.poll()
-        poller.register(handle, select.POLLIN)
-        return bool(poller.poll(timeout * 1000))
-    finally:
-        os.close(handle)
 
 
 def out_of_process(case: Case, env: tuple[tuple[str, str], ...], tmp: Path) -> Run:
