@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -131,19 +132,29 @@ def test_forked_processes_each_get_their_own_answers_from_the_launcher(tmp_path:
     assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children] == [0, 0, 0]
 
 
-def test_the_launchers_status_folder_goes_with_the_process_that_made_it(tmp_path: Path) -> None:
+def test_each_launchs_status_folder_goes_with_it_even_in_a_child_that_skips_exit_handlers(
+    tmp_path: Path,
+) -> None:
+    """mutmut's forked workers end with os._exit, which runs no exit handler: the folder a
+    launch's status is written in is there while its job runs, and gone when it returns."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
     code = f"""
-        import sys
-        from _gate.sandbox import Sandbox, run_confined
-        run_confined([sys.executable, "-c", ""], writable=[{str(tmp_path)!r}], timeout=60)
-        print(Sandbox.status_dir)
+        import os, sys
+        from _gate.sandbox import run_confined
+        look = [sys.executable, "-c", "import os; print(*os.listdir({str(temp)!r}))"]
+        print(run_confined(look, writable=[], timeout=60).stdout.head.decode().strip())
+        if os.fork() == 0:
+            run_confined(look, writable=[], timeout=60)
+            os._exit(0)
+        os.wait()
     """
-    env = {**os.environ, "PYTHONPATH": str(SCRIPTS)}
+    env = {**os.environ, "PYTHONPATH": str(SCRIPTS), "TMPDIR": str(temp)}
     command = [sys.executable, "-c", textwrap.dedent(code)]  # not isolated: PYTHONPATH holds
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    folder = Path(done.stdout.strip())
-    assert folder.name.startswith("oracle-confine-"), done.stdout
-    assert not folder.exists()
+    seen = done.stdout.split()
+    assert len(seen) == 1 and seen[0].startswith("oracle-confine-"), done.stdout
+    assert sorted(temp.iterdir()) == []
 
 
 def tmp_env(tmp: Path) -> dict[str, str]:
@@ -197,10 +208,8 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
     the status the judge trusts cannot be written."""
     import os
 
-    status_dir = Sandbox.status_dir
-    assert status_dir is not None  # the level fixture's probe made it
     code = f"""
-        import ctypes, os, signal, stat
+        import ctypes, glob, os, signal, stat
         def attempt(name, act):
             try:
                 act()
@@ -233,7 +242,18 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
                 except OSError:
                     pass
             raise PermissionError("no socket held")
-        attempt("status", lambda: open(os.path.join({str(status_dir)!r}, "forged"), "w"))
+        def forge():  # in every launch's status folder in sight, its own among them
+            folders = glob.glob(os.path.join({tempfile.gettempdir()!r}, "oracle-confine-*"))
+            assert folders, "no status folder in sight"
+            refused = 0
+            for folder in folders:
+                try:
+                    open(os.path.join(folder, "forged"), "w")
+                except OSError:
+                    refused += 1
+            if refused == len(folders):
+                raise PermissionError("every status folder")
+        attempt("status", forge)
         attempt("memory", lambda: open("/proc/{os.getpid()}/mem", "rb").read(1))
         attempt("environ", lambda: open("/proc/{os.getpid()}/environ", "rb").read(1))
         attempt("judge", lambda: os.kill({os.getpid()}, signal.SIGKILL))
@@ -266,7 +286,6 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
     # At the subreaper level the server is in sight, and its kill is refused.
     expected |= {"server": "refused" if level == "subreaper" else "unseen", "socket": "refused"}
     assert said == {**expected, **readable}, done.stdout.head
-    assert not (status_dir / "forged").exists()
     assert done.confinement == level  # the supervisor lived to write the status
     # The job went through the server, which still serves the next one.
     assert Server.sockets.get(level) is not None

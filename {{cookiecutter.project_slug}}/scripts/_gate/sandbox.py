@@ -9,7 +9,6 @@ launcher of their own; either is watched like any group (process.py).
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
@@ -19,7 +18,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
@@ -69,14 +69,12 @@ class Server:
     def forget(cls) -> None:
         """In a forked child (mutmut forks one per mutant): the parent's connection stays the
         parent's, since two processes on one socket read each other's replies; the child
-        starts a server of its own on its first job, and keeps its statuses in a folder of
-        its own."""
+        starts a server of its own on its first job."""
         for sock in cls.sockets.values():
             if sock is not None:
                 sock.close()
         cls.lock = threading.Lock()
         cls.sockets = {}
-        Sandbox.status_dir = None
 
     @staticmethod
     def start() -> socket.socket:
@@ -99,26 +97,21 @@ class Sandbox:
     this machine cannot confine it; `best-effort` runs it unconfined and says so."""
 
     required = True
-    status_dir: Path | None = None  # the judge's own folder for launcher status files
-    count = 0
 
 
 def require_sandbox(required: bool) -> None:
     Sandbox.required = required
 
 
-def status_file() -> Path:
-    """A fresh path for a launcher's status, in a folder no confined process may write, which
-    goes when the process that made it ends."""
-    if Sandbox.status_dir is None:
-        Sandbox.status_dir = Path(tempfile.mkdtemp(prefix="oracle-confine-"))
-        atexit.register(remove_status_dir, Sandbox.status_dir, os.getpid())
-    Sandbox.count += 1
-    return Sandbox.status_dir / f"{os.getpid()}-{threading.get_ident()}-{Sandbox.count}"
-
-
-def remove_status_dir(folder: Path, owner: int) -> None:
-    if os.getpid() == owner:  # a forked child that exits leaves its parent's folder alone
+@contextmanager
+def status_file() -> Iterator[Path]:
+    """A fresh path for a launcher's status, in a folder of its own that no confined process
+    may write, and which goes with the launch: a process that ends without its exit handlers
+    (mutmut's forked workers end with os._exit) leaves no folder behind."""
+    folder = tempfile.mkdtemp(prefix="oracle-confine-")
+    try:
+        yield Path(folder) / "status"
+    finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -137,17 +130,14 @@ def run_confined(
     only beneath `writable` and `home` (its HOME and TMPDIR, where given). A process it leaves
     running, or a launcher that could not confine it where the sandbox is required, fails the
     step closed."""
-    status = status_file()
     parts: list[str] = [str(part) for part in cmd]
     folders = [str(folder) for folder in writable]
     if home is not None:
         env = {**(os.environ if env is None else env), "HOME": str(home), "TMPDIR": str(home)}
         folders.append(str(home))
-    try:
+    with status_file() as status:
         done = launch(parts, folders, status, timeout, cwd, env, stdin, cap)
         found = confine.read_status(str(status))
-    finally:
-        status.unlink(missing_ok=True)
     if found is None:
         if done.timed_out:
             return done
@@ -203,13 +193,10 @@ def launch(
 
 def probe_sandbox() -> confine.Status:
     """The level the launcher reaches on this machine, found by launching an empty Python."""
-    status = status_file()
-    launched = confine.command([sys.executable, "-I", "-S", "-c", ""], [], str(status), False)
-    try:
+    with status_file() as status:
+        launched = confine.command([sys.executable, "-I", "-S", "-c", ""], [], str(status), False)
         run_group(launched, timeout=60.0)
         found = confine.read_status(str(status))
-    finally:
-        status.unlink(missing_ok=True)
     return found or confine.Status("none", "the launcher confine.py did not run")
 
 
