@@ -15,6 +15,8 @@ from typing import Any
 
 import judge as judge_module
 import pytest
+from _gate.kept_envs import LIMIT_ENV
+from _gate.reuse import RUNS_ENV
 
 from tools.bakery import Verdict, git
 from tools.bakery import judge_script as judge
@@ -204,3 +206,15 @@ def test_a_folder_the_confined_jobs_would_not_see_fails_closed_before_any_build(
     assert verdict.report["verdict"] == "error"
     build = [step for step in verdict.report["steps"] if step["name"] == "build"]
     assert build[0]["summary"].startswith(f"${variable}: {hidden} is under /dev/shm"), build
+
+
+@pytest.mark.parametrize("variable", [LIMIT_ENV, RUNS_ENV])
+def test_a_cache_limit_that_is_no_whole_number_fails_closed_before_any_build(
+    shop: Path, variable: str
+) -> None:
+    verdict = judge(shop, env={variable: "lots"})
+    assert verdict.returncode == 2, verdict.output
+    assert verdict.report["verdict"] == "error"
+    assert "build" not in [step["name"] for step in verdict.report["steps"]]
+    said = verdict.report["steps"][-1]["summary"]
+    assert said.startswith(f"${variable}='lots': not a whole number; set it to how many"), said

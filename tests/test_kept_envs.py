@@ -1,16 +1,20 @@
-"""The cache of kept environments stays bounded (scripts/_gate/kept_envs.py, issue 28).
+"""The cache of kept environments and runs stays bounded (scripts/_gate/kept_envs.py and
+reuse.py, issue 28).
 
 Every judgment keeps its patch's environment for the judgment whose base it becomes, so the
 cache gains one per judged head: it holds the $ORACLE_CACHE_ENVS most recently used and deletes
 the others once a judgment has built a new one, never one that a judgment, in this process or
 another, is using. Real virtual environments (without pip: what is kept does not matter here),
-real locks, a real second process.
+real locks, a real second process. The runs kept beside them are bounded alike
+($ORACLE_CACHE_RUNS): one deleted is run again by the judgment that looks for it.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 import venv
 from contextlib import ExitStack
 from pathlib import Path
@@ -18,6 +22,7 @@ from pathlib import Path
 import pytest
 from _gate.kept_envs import BUILT, KEPT, LIMIT_DEFAULT, LIMIT_ENV, Cache, env_limit, kept_env
 from _gate.protocol import FailClosed
+from _gate.reuse import keep, kept, prune
 
 from tests.helpers import SCRIPTS
 
@@ -108,3 +113,16 @@ def test_a_limit_that_is_no_whole_number_fails_closed_naming_the_variable(
     assert env_limit() == 3
     monkeypatch.delenv(LIMIT_ENV)
     assert env_limit() == LIMIT_DEFAULT
+
+
+def test_the_cache_holds_the_most_recently_used_runs_and_deletes_the_rest(tmp_path: Path) -> None:
+    keys = [letter * 64 for letter in "abcde"]
+    for age, key in zip(range(5, 0, -1), keys, strict=True):  # kept in turn: a first, e last
+        keep(tmp_path, key, {"outcomes": {key: "passed"}})
+        then = time.time_ns() - age * 10**9
+        os.utime(tmp_path / f"{key}.json", ns=(then, then))
+    assert kept(tmp_path, keys[0]) == {"outcomes": {keys[0]: "passed"}}  # a, read: used now
+    prune(tmp_path, 3)
+    assert sorted(path.stem for path in tmp_path.glob("*.json")) == [keys[0], keys[3], keys[4]]
+    assert kept(tmp_path, keys[1]) is None  # deleted: the judgment that wants it runs it again
+    prune(tmp_path / "absent", 3)  # no folder yet: nothing kept, nothing to delete

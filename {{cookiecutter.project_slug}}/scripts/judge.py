@@ -99,7 +99,7 @@ from _gate.protocol import (
 )
 from _gate.provenance import compare, project_info, provenance, summary
 from _gate.reports import PATH_NAMES, named, write_report
-from _gate.reuse import CACHE_ENV, REUSED, cache_folder
+from _gate.reuse import CACHE_ENV, REUSED, cache_folder, prune, runs_limit
 from _gate.sandbox import Sandbox, probe_sandbox, require_sandbox, unconfinable
 from _gate.seal import Seal, build_digest, seal
 from _gate.shard import WHOLE, Shard, add_shard_arg
@@ -386,6 +386,8 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     kept = judge.confinement != "unconfined" and not judge.fresh
     cache = cache_folder(j.repo) if kept else None
     kept_in = Cache(cache, env_limit(), judge.held) if cache is not None else None
+    if cache is not None:  # before this judgment keeps its own: at most the limit and those
+        prune(cache, runs_limit())
     came: dict[str, str] = {}  # how each environment came (kept_envs.py)
 
     def side_build(side: str, commit: str, tree: Path, donor: Callable[[], Path | None]) -> Path:

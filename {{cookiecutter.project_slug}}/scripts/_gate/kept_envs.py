@@ -37,8 +37,7 @@ from typing import NamedTuple
 
 from _gate.envs import BUILD_PASS_THROUGH, bin_dir
 from _gate.git import git
-from _gate.protocol import FailClosed
-from _gate.reuse import cache_key, files_digest, keep, kept
+from _gate.reuse import cache_key, files_digest, keep, kept, last_used, whole_number
 from _gate.seal import Sealed, changes, taken
 
 try:
@@ -62,15 +61,7 @@ class Cache(NamedTuple):
 
 def env_limit() -> int:
     """$ORACLE_CACHE_ENVS: how many environments the cache holds at most."""
-    text = os.environ.get(LIMIT_ENV, "").strip()
-    if not text:
-        return LIMIT_DEFAULT
-    if not text.isdigit():
-        raise FailClosed(
-            f"${LIMIT_ENV}={text!r}: not a whole number; set it to how many environments the "
-            f"cache may hold (default {LIMIT_DEFAULT}), or unset it"
-        )
-    return int(text)
+    return whole_number(LIMIT_ENV, LIMIT_DEFAULT, "environments")
 
 
 class Env(NamedTuple):
@@ -148,13 +139,6 @@ def evict(cache: Cache) -> None:
             if mine and unused(home):
                 shutil.rmtree(home, ignore_errors=True)
                 home.with_suffix(".lock").unlink()
-
-
-def last_used(home: Path) -> float:
-    try:
-        return home.stat().st_mtime
-    except OSError:  # deleted by another judgment meanwhile
-        return 0.0
 
 
 def unused(home: Path) -> bool:

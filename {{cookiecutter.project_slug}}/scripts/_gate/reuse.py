@@ -26,6 +26,7 @@ outcome of the run that was kept; delete the folder to run everything again.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
@@ -33,17 +34,20 @@ import os
 import platform
 import sys
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from _gate.protocol import Outcome
+from _gate.protocol import FailClosed, Outcome
 from _gate.pytest_run import PytestRun
 
 REUSED = "reused (no input changed)"
 NOTE = f"; the patch's build is the parent's, file for file: its run {REUSED}"
 KEPT = f"; the parent's run {REUSED}, kept from an earlier judgment"
 CACHE_ENV = "ORACLE_CACHE"
+RUNS_ENV = "ORACLE_CACHE_RUNS"  # how many kept runs the cache holds at most
+RUNS_DEFAULT = 256
 
 
 def cache_folder(repo: Path) -> Path:
@@ -100,13 +104,19 @@ def cache_key(step: str, **inputs: object) -> str:
 
 
 def kept(folder: Path | None, key: str) -> dict[str, Any] | None:
-    """What an earlier judgment kept under `key` ("" or no folder: nothing is kept)."""
+    """What an earlier judgment kept under `key` ("" or no folder: nothing is kept), marked
+    used (`prune` deletes the least recently used)."""
     if folder is None or not key:
         return None
+    path = folder / f"{key}.json"
     try:
-        data = json.loads((folder / f"{key}.json").read_bytes())
+        data = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
+    # From the clock, in ns: the file system's clock moves in ticks, and two uses would tie.
+    with contextlib.suppress(OSError):
+        now = time.time_ns()
+        os.utime(path, ns=(now, now))
     return data if isinstance(data, dict) else None
 
 
@@ -118,6 +128,40 @@ def keep(folder: Path | None, key: str, data: dict[str, Any]) -> None:
     partial = folder / f".{key}.{os.getpid()}.{threading.get_ident()}"
     partial.write_text(json.dumps(data), "utf-8")
     os.replace(partial, folder / f"{key}.json")
+
+
+def whole_number(variable: str, default: int, what: str) -> int:
+    """A count the user may set in `variable`; anything but a whole number fails closed."""
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return default
+    if not text.isdigit():
+        raise FailClosed(
+            f"${variable}={text!r}: not a whole number; set it to how many {what} the cache "
+            f"may hold (default {default}), or unset it"
+        )
+    return int(text)
+
+
+def runs_limit() -> int:
+    """$ORACLE_CACHE_RUNS: how many kept runs (the files beside `envs/`) the cache holds."""
+    return whole_number(RUNS_ENV, RUNS_DEFAULT, "kept runs")
+
+
+def prune(folder: Path, limit: int) -> None:
+    """Delete the least recently used kept runs beyond `limit` (one is used when kept or
+    read); a judgment that then looks for one deleted runs it again."""
+    runs = sorted(folder.glob("*.json"), key=last_used, reverse=True)
+    for path in runs[limit:]:
+        path.unlink(missing_ok=True)
+
+
+def last_used(path: Path) -> int:
+    """When a kept run or environment was last used: its mtime, which each use sets."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # deleted by another judgment meanwhile
+        return 0
 
 
 def kept_run(cache: Path | None, key: str, root: Path) -> PytestRun | None:
