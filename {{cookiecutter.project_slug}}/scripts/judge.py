@@ -385,9 +385,10 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
     kept = judge.confinement != "unconfined" and not judge.fresh
     cache = cache_folder(j.repo) if kept else None
-    kept_in = Cache(cache, env_limit(), judge.held) if cache is not None else None
-    if cache is not None:  # before this judgment keeps its own: at most the limit and those
-        prune(cache, runs_limit())
+    kept_in = None
+    if cache is not None:
+        kept_in = Cache(cache, env_limit(), judge.held)
+        prune(cache, runs_limit())  # before this judgment keeps its own: the limit, and those
     came: dict[str, str] = {}  # how each environment came (kept_envs.py)
 
     def side_build(side: str, commit: str, tree: Path, donor: Callable[[], Path | None]) -> Path:
