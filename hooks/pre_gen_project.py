@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -199,5 +200,13 @@ def main() -> int:
     return 0
 
 
+def forget_rendered_copy(script: Path) -> None:
+    """cookiecutter (2.7) runs a hook from a copy it renders into the temporary folder and
+    never deletes (two files a bake): the copy deletes itself once loaded."""
+    if script.parent.resolve() == Path(tempfile.gettempdir()).resolve():
+        script.unlink(missing_ok=True)
+
+
 if __name__ == "__main__":
+    forget_rendered_copy(Path(__file__))
     sys.exit(main())

@@ -214,3 +214,17 @@ def test_bake_without_git_fails_clearly(tmp_path: Path) -> None:
     proc = run_bake(tmp_path, env=env)
     assert proc.returncode != 0
     assert "oracle-template: git is required to bake" in proc.stderr
+
+
+@pytest.mark.parametrize("answers", [(), ("base_branch=HEAD",)], ids=["baked", "refused"])
+def test_a_bake_leaves_no_rendered_hook_in_the_temporary_folder(
+    tmp_path: Path, answers: tuple[str, ...]
+) -> None:
+    """cookiecutter renders each hook into a file of the temporary folder and leaves it there;
+    the hooks delete their copies, on a refused bake too."""
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    proc = run_bake(tmp_path / "out", *answers, env={**os.environ, "TMPDIR": str(temporary)})
+    assert (proc.returncode == 0) == (not answers), proc.stdout + proc.stderr
+    assert (tmp_path / "out/shop/.git").is_dir() == (not answers)
+    assert sorted(path.name for path in temporary.rglob("*.py")) == []
