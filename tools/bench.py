@@ -38,7 +38,10 @@ bare work is the oracle and the project's tests, parent and patch, in environmen
 beforehand (untimed), on one worker per core: the judge with every layer on (crossrun,
 confinement, provenance, perturbations, probes) against it. Each timed judgment judges a
 refactor of its own, as a second patch on the base is: the judge keeps the base's
-environments and runs, never the patch's build it has not seen. The eight are timed in turn,
+environments and runs, never the patch's build it has not seen. The layers' floor is what a
+warm judgment with every layer on must run of the code, bare (floor_runs): beside the bare
+work it tells how much of the judge's cost is its layers' own runs, which no judge with those
+layers can skip, and how much the judge adds to them. The nine are timed in turn,
 five rounds, and each is the median of its five. Build provenance (issue 23),
 the check the build step makes of both wheels against their trees, is timed alone on the
 bake's build (twice, as for parent and patch, the median of five) against the judge with the
@@ -61,6 +64,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import datetime
 import json
 import os
 import shutil
@@ -89,6 +93,7 @@ from _gate.cassettes import record  # noqa: E402
 from _gate.collect import collect  # noqa: E402
 from _gate.confine import LEVEL_VARIABLE  # noqa: E402
 from _gate.envs import bin_dir, build_env, tools_env  # noqa: E402
+from _gate.perturb import clock_env, shifted_clock  # noqa: E402
 from _gate.provenance import compare, project_info, provenance  # noqa: E402
 from _gate.pytest_run import run_pytest  # noqa: E402
 from replay_cassettes import replay  # noqa: E402
@@ -412,6 +417,7 @@ def judge_seconds(repo: Path, scratch: Path) -> tuple[float, ...]:
         unperturbed,
         fresh,
         lambda: bare_runs(repo, scratch, ready, tests=True, invocations=False),
+        lambda: floor_runs(repo, scratch, ready),
     )
     # Interleaved rounds, so that a machine that slows down or speeds up meanwhile weighs on
     # the judge and on the bare work alike; the median of each.
@@ -473,6 +479,45 @@ def bare_runs(
         ]
         runs += [pool.submit(tests_run, python) for python in (parent, patch) if tests]
         runs += [pool.submit(invocation, (command, case)) for case in cases for command in commands]
+        for run in runs:
+            run.result()
+
+
+def floor_runs(repo: Path, scratch: Path, pythons: tuple[Path, Path, Path]) -> None:
+    """What a warm judgment with every layer on must run of the code, bare, on one worker per
+    core: the patch's oracle and its tests, each twice (the second stands for the perturbed
+    run: the tests under the shifted clock, as the crossrun's), and every case on both builds
+    (the parent's run is the drift check) and in its two perturbed runs on the patch (the
+    clock one under the shifted clock). The parent's oracle and tests runs are left out, as
+    the judge keeps them, and so are the build, the inventory and every harness cost."""
+    parent, patch, oracle_python = pythons
+    cases = load_cases(repo / "oracle/cases.yaml")
+    parent_cli, patch_cli = (bin_dir(python.parent.parent) / "shop" for python in (parent, patch))
+    shifted = clock_env(shifted_clock(datetime.date.today()))
+
+    def tests_run(clock: dict[str, str]) -> None:
+        run_pytest(
+            patch,
+            repo,
+            ["tests"],
+            prefix="",
+            timeout=900,
+            trusted=True,
+            own_config=True,
+            extra_env=clock,
+        )
+
+    def invocation(command: Path, case: Case, clock: dict[str, str]) -> None:
+        argv, env = [str(command), *case.argv], {**os.environ, **clock}
+        subprocess.run(
+            argv, input=case.stdin, capture_output=True, check=False, cwd=scratch, env=env
+        )
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        runs = [pool.submit(example_oracle, oracle_python, repo, patch) for _ in range(2)]
+        runs += [pool.submit(tests_run, clock) for clock in ({}, shifted)]
+        jobs = [(parent_cli, {}), (patch_cli, {}), (patch_cli, {}), (patch_cli, shifted)]
+        runs += [pool.submit(invocation, cli, case, clock) for case in cases for cli, clock in jobs]
         for run in runs:
             run.result()
 
@@ -592,11 +637,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             repo = bake(tmp / "bake-judge")
             command = build(repo, tmp / "judge")  # fills the wheelhouse
             timings = judge_seconds(repo, scratch(tmp, "trees-judge"))
-            with_crossrun, without, bare, tests, unconfined, unperturbed, fresh, ready = timings
+            with_crossrun, without, bare, tests, unconfined, unperturbed, fresh, ready, floor = (
+                timings
+            )
             print(f"whole judge of a refactor of the example bake, warm, {os.cpu_count()} cores")
             print(f"  bare, ready envs   {ready:8.2f} s   (oracle and tests, parent and patch)")
             shown = f"judge / bare, ready = {with_crossrun / ready:5.2f}  (<= 1.5)"
             print(f"  judge, every layer {with_crossrun:8.2f} s   {shown}")
+            shown = f"floor / bare, ready = {floor / ready:5.2f}; judge / floor = "
+            print(f"  the layers' floor  {floor:8.2f} s   {shown}{with_crossrun / floor:5.2f}")
             print(f"  irreducible work   {bare:8.2f} s")
             ratio = without / bare
             shown = f"judge / irreducible = {ratio:5.2f}  (<= 1.3)"
