@@ -391,7 +391,11 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         prune(cache, runs_limit())  # before this judgment keeps its own: the limit, and those
     came: dict[str, str] = {}  # how each environment came (kept_envs.py)
 
-    def side_build(side: str, commit: str, tree: Path, donor: Callable[[], Path | None]) -> Path:
+    def side_build(
+        side: str, commit: str, tree: Path, donor: Callable[[], Path | None]
+    ) -> tuple[Path, str]:
+        """The side's python and its build's digest, taken here: the parent's while the
+        patch's environment is still being built."""
         # Keyed as a base's: the patch's environment is the parent's of a judgment whose
         # base it becomes (kept_envs.py).
         key = parent_env_key(j.repo, commit, requirements)
@@ -403,7 +407,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
 
         built = kept_env(kept_in, key, envs / side, build)
         came[side] = built.came
-        return built.python
+        return built.python, build_digest(built.python.parent.parent)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
@@ -411,7 +415,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         if has_tests(j.parent / "oracle"):
             oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements, kept_in, came)
 
-        def patch_build() -> Path | None:
+        def patch_build() -> tuple[Path, str] | None:
             # The patch's build backend is the first of its code to run: it starts once the
             # oracle environment is built and sealed, and not at all when that failed.
             if oracle is not None and oracle.exception() is not None:
@@ -460,7 +464,8 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     judge.append(Report("build", STATUS[PASS], PASS, judge.shorten(done_line), evidence), seconds)
     oracle_python, oracle_seal = built.pop("oracle", (None, None))
     return Builds(
-        **built,
+        parent=built["parent"][0],
+        patch=built["patch"][0],
         oracle=oracle_python,
         oracle_seal=oracle_seal,
         same=evidence["same"],
@@ -479,11 +484,14 @@ def env_of(job: Future[Any] | None) -> Path | None:
     return python.parent.parent
 
 
-def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[str, Any]]:
+def built_from_trees(
+    j: Judgment, parent: tuple[Path, str], patch: tuple[Path, str]
+) -> tuple[str, dict[str, Any]]:
     """Build provenance (_gate/provenance.py): each wheel installs its tree, and the patch's
-    has the parent's kind of origin; the summary's words and the build step's evidence."""
+    has the parent's kind of origin; the summary's words and the build step's evidence. Each
+    side comes as its python and its build's digest."""
     sides = {}
-    for side, tree, python, label in (
+    for side, tree, (python, _), label in (
         ("parent", j.parent, parent, "base:"),
         ("patch", j.patch, patch, "head:"),
     ):
@@ -492,10 +500,9 @@ def built_from_trees(j: Judgment, parent: Path, patch: Path) -> tuple[str, dict[
     evidence: dict[str, Any] = {side: found.evidence() for side, found in sides.items()}
     # Each build's digest keys the runs kept of it (_gate/reuse.py); two equal digests are
     # one build.
-    evidence["parent_build"] = build_digest(parent.parent.parent)
-    evidence["patch_build"] = build_digest(patch.parent.parent)
+    evidence["parent_build"], evidence["patch_build"] = parent[1], patch[1]
     same = sides["parent"].files == sides["patch"].files
-    evidence["same"] = same and evidence["patch_build"] == evidence["parent_build"]
+    evidence["same"] = same and patch[1] == parent[1]
     return f"patch wheel {summary(sides['patch'], 'head:')}", evidence
 
 
