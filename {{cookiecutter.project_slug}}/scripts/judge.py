@@ -476,11 +476,11 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
 
 
 def env_of(job: Future[Any] | None) -> Path | None:
-    """The environment a build job made, once it is done (None: no such job, or it failed)."""
+    """The environment a build job made, once it is done (None: no such job, or it failed).
+    Each job gives its python first, then the oracle's seal or a side's digest."""
     if job is None or job.exception() is not None:
         return None
-    done = job.result()
-    python: Path = done[0] if isinstance(done, tuple) else done  # the oracle's comes sealed
+    python: Path = job.result()[0]
     return python.parent.parent
 
 
