@@ -2,11 +2,12 @@
 reuse.py, issue 28).
 
 Every judgment keeps its patch's environment for the judgment whose base it becomes, so the
-cache gains one per judged head: it holds the $ORACLE_CACHE_ENVS most recently used and deletes
-the others once a judgment has built a new one, never one that a judgment, in this process or
-another, is using. Real virtual environments (without pip: what is kept does not matter here),
-real locks, a real second process. The runs kept beside them are bounded alike
-($ORACLE_CACHE_RUNS): one deleted is run again by the judgment that looks for it.
+cache gains one per judged head: it holds the $ORACLE_CACHE_ENVS most recently used, each
+judgment deleting the others as its builds start (never its own), and never one that a
+judgment, in this process or another, is using. Real virtual environments (without pip: what
+is kept does not matter here), real locks, a real second process. The runs kept beside them
+are bounded alike ($ORACLE_CACHE_RUNS): one deleted is run again by the judgment that looks
+for it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,16 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from _gate.kept_envs import BUILT, KEPT, LIMIT_DEFAULT, LIMIT_ENV, Cache, env_limit, kept_env
+from _gate.kept_envs import (
+    BUILT,
+    KEPT,
+    LIMIT_DEFAULT,
+    LIMIT_ENV,
+    Cache,
+    env_limit,
+    evict,
+    kept_env,
+)
 from _gate.protocol import FailClosed
 from _gate.reuse import keep, kept, prune
 
@@ -35,11 +45,13 @@ def build(dest: Path) -> Path:
 
 
 def use(cache: Path, key: str, limit: int, held: ExitStack | None = None) -> str:
-    """One judgment's use of the environment `key`: how it came. With `held`, the judgment
-    is still running when this returns (its environment in use); else it has ended."""
+    """One judgment's use of the environment `key`, as the judge makes it: room first (its own
+    key spared), then the environment; how it came. With `held`, the judgment is still
+    running when this returns (its environment in use); else it has ended."""
     with ExitStack() as ended:
-        stack = held if held is not None else ended
-        return kept_env(Cache(cache, limit, stack), key, cache / "fresh" / key, build).came
+        kept_in = Cache(cache, limit, held if held is not None else ended)
+        evict(kept_in, [key])
+        return kept_env(kept_in, key, cache / "fresh" / key, build).came
 
 
 def present(cache: Path) -> set[str]:
@@ -63,7 +75,7 @@ def test_an_environment_in_use_is_never_deleted_and_goes_once_its_judgment_ends(
 ) -> None:
     with ExitStack() as running:
         assert use(tmp_path, "a" * 16, 0, running) == BUILT
-        # Limit 0: all but those in use go, the one just built among them.
+        # Limit 0: each judgment deletes every other environment no judgment uses.
         assert use(tmp_path, "b" * 16, 0) == BUILT
         assert use(tmp_path, "c" * 16, 0) == BUILT
         assert present(tmp_path) == {"a" * 16, "a" * 16 + ".lock", "c" * 16, "c" * 16 + ".lock"}
@@ -100,6 +112,25 @@ def test_an_environment_another_process_uses_is_never_deleted(tmp_path: Path) ->
     assert other.returncode == 0
     use(tmp_path, "c" * 16, 0)
     assert "a" * 16 not in present(tmp_path)
+
+
+def test_making_room_spares_the_judgments_own_environments_and_counts_them(
+    tmp_path: Path,
+) -> None:
+    keys = [letter * 16 for letter in "abcd"]
+    for key in keys:  # a used first, d last
+        use(tmp_path, key, 8)
+    locks = {f"{key}.lock" for key in keys}
+    with ExitStack() as held:
+        # A judgment of the oracle a, base b and head c: its three count towards the limit.
+        evict(Cache(tmp_path, 4, held), keys[:3])
+        assert present(tmp_path) == {*keys, *locks}
+        evict(Cache(tmp_path, 3, held), keys[:3])
+        assert present(tmp_path) == {*keys[:3], *locks - {"d" * 16 + ".lock"}}
+        # Its own stay past the limit: they are the judgment's to keep or to build.
+        evict(Cache(tmp_path, 0, held), keys[1:3])
+        assert present(tmp_path) == {"b" * 16, "c" * 16, "b" * 16 + ".lock", "c" * 16 + ".lock"}
+    evict(Cache(tmp_path / "empty", 8, ExitStack()), keys)  # no cache yet: nothing to delete
 
 
 @pytest.mark.parametrize("text", ["eight", "-1", "2.5"])

@@ -76,6 +76,7 @@ from _gate.kept_envs import (
     KEPT,
     Cache,
     env_limit,
+    evict,
     kept_env,
     oracle_env_key,
     parent_env_key,
@@ -385,11 +386,17 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
     kept = judge.confinement != "unconfined" and not judge.fresh
     cache = cache_folder(j.repo) if kept else None
-    kept_in = None
-    if cache is not None:
-        kept_in = Cache(cache, env_limit(), judge.held)
-        prune(cache, runs_limit())  # before this judgment keeps its own: the limit, and those
+    # Both limits are read before any build: a bad value fails closed there.
+    kept_in = None if cache is None else Cache(cache, env_limit(), judge.held)
+    runs = runs_limit() if cache is not None else 0
     came: dict[str, str] = {}  # how each environment came (kept_envs.py)
+
+    def make_room(cache: Cache) -> None:
+        """Bound the cache before this judgment keeps its own runs and environments (none
+        of its own deleted), beside the builds, where a core is idle."""
+        prune(cache.folder, runs)
+        keys = [parent_env_key(j.repo, commit, requirements) for commit in (j.base, j.head)]
+        evict(cache, [oracle_env_key(requirements), *keys])
 
     def side_build(
         side: str, commit: str, tree: Path, donor: Callable[[], Path | None]
@@ -409,8 +416,9 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         came[side] = built.came
         return built.python, build_digest(built.python.parent.parent)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=5) as pool:
         beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
+        room = pool.submit(make_room, kept_in) if kept_in is not None else None
         oracle = None
         if has_tests(j.parent / "oracle"):
             oracle = pool.submit(sealed_tools_env, envs, wheelhouse, requirements, kept_in, came)
@@ -440,6 +448,8 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         jobs["patch"] = pool.submit(patch_build)
     for done in beside.result():
         judge.append(*done)
+    if room is not None:
+        room.result()
     built: dict[str, Any] = {}
     for side, job in jobs.items():  # the oracle's failure first: the patch never started then
         try:

@@ -19,10 +19,12 @@ it to see; delete the folder to build it again). One lock per key: a second judg
 the first's build instead of building it twice.
 
 The cache holds at most $ORACLE_CACHE_ENVS environments (default 8): each use marks one used
-(its folder's mtime), and once a judgment has built one, the least recently used beyond that
-number are deleted. A judgment holds a shared lock on the folder of each environment it uses
-until it ends, and a deletion takes the key's lock and that folder's alone without waiting: an
-environment a judgment builds or uses is never deleted under it.
+(its folder's mtime), and each judgment, as its builds start, deletes the least recently used
+of the others beyond that number less its own (the oracle's, the parent's and the patch's
+keys, kept or not yet): beside the builds, where a core is idle, rather than after them. A
+judgment holds a shared lock on the folder of each environment it uses until it ends, and a
+deletion takes the key's lock and that folder's alone without waiting: an environment a
+judgment builds or uses is never deleted under it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import contextlib
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -115,7 +117,6 @@ def kept_env(cache: Cache | None, key: str, fresh: Path, build: Build) -> Env:
         sealed = taken(env)
         keep(home, "digest", sealed._asdict())
         used(home, cache.held)
-    evict(cache)
     return Env(python, BUILT, sealed)
 
 
@@ -129,12 +130,17 @@ def used(home: Path, held: contextlib.ExitStack) -> None:
     os.utime(home, ns=(now, now))
 
 
-def evict(cache: Cache) -> None:
-    """Delete the least recently used environments beyond the cache's limit, each one only
-    while no judgment builds it (its key's lock) or uses it (its folder's)."""
-    homes = [path for path in (cache.folder / "envs").iterdir() if path.is_dir()]
+def evict(cache: Cache, own: Sequence[str]) -> None:
+    """Make room for a judgment's environments, the keys `own`: delete the least recently used
+    of the others beyond the cache's limit less those, each one only while no judgment builds
+    it (its key's lock) or uses it (its folder's)."""
+    folder = cache.folder / "envs"
+    if fcntl is None or not folder.is_dir():  # nothing kept
+        return
+    ours = {kept_home(cache.folder, key).name for key in own}
+    homes = [path for path in folder.iterdir() if path.is_dir() and path.name not in ours]
     homes.sort(key=last_used, reverse=True)
-    for home in homes[cache.limit :]:
+    for home in homes[max(0, cache.limit - len(ours)) :]:
         with locked(home.with_suffix(".lock"), wait=False) as mine:
             if mine and unused(home):
                 shutil.rmtree(home, ignore_errors=True)
