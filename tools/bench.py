@@ -465,9 +465,6 @@ def bare_runs(
     cases = load_cases(repo / "oracle/cases.yaml") if invocations else []
     commands = [bin_dir(python.parent.parent) / "shop" for python in (parent, patch)]
 
-    def tests_run(python: Path) -> None:
-        run_pytest(python, repo, ["tests"], prefix="", timeout=900, trusted=True, own_config=True)
-
     def invocation(job: tuple[Path, Case]) -> None:
         command, case = job
         argv = [str(command), *case.argv]
@@ -477,10 +474,25 @@ def bare_runs(
         runs = [
             pool.submit(example_oracle, oracle_python, repo, python) for python in (parent, patch)
         ]
-        runs += [pool.submit(tests_run, python) for python in (parent, patch) if tests]
+        runs += [pool.submit(project_tests, python, repo) for python in (parent, patch) if tests]
         runs += [pool.submit(invocation, (command, case)) for case in cases for command in commands]
         for run in runs:
             run.result()
+
+
+def project_tests(python: Path, repo: Path, clock: dict[str, str] | None = None) -> None:
+    """The project's own tests on the build of `python`, as the crossrun runs them (`clock`:
+    the variables of a shifted clock)."""
+    run_pytest(
+        python,
+        repo,
+        ["tests"],
+        prefix="",
+        timeout=900,
+        trusted=True,
+        own_config=True,
+        extra_env=clock,
+    )
 
 
 def floor_runs(repo: Path, scratch: Path, pythons: tuple[Path, Path, Path]) -> None:
@@ -495,18 +507,6 @@ def floor_runs(repo: Path, scratch: Path, pythons: tuple[Path, Path, Path]) -> N
     parent_cli, patch_cli = (bin_dir(python.parent.parent) / "shop" for python in (parent, patch))
     shifted = clock_env(shifted_clock(datetime.date.today()))
 
-    def tests_run(clock: dict[str, str]) -> None:
-        run_pytest(
-            patch,
-            repo,
-            ["tests"],
-            prefix="",
-            timeout=900,
-            trusted=True,
-            own_config=True,
-            extra_env=clock,
-        )
-
     def invocation(command: Path, case: Case, clock: dict[str, str]) -> None:
         argv, env = [str(command), *case.argv], {**os.environ, **clock}
         subprocess.run(
@@ -515,7 +515,7 @@ def floor_runs(repo: Path, scratch: Path, pythons: tuple[Path, Path, Path]) -> N
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         runs = [pool.submit(example_oracle, oracle_python, repo, patch) for _ in range(2)]
-        runs += [pool.submit(tests_run, clock) for clock in ({}, shifted)]
+        runs += [pool.submit(project_tests, patch, repo, clock) for clock in ({}, shifted)]
         jobs = [(parent_cli, {}), (patch_cli, {}), (patch_cli, {}), (patch_cli, shifted)]
         runs += [pool.submit(invocation, cli, case, clock) for case in cases for cli, clock in jobs]
         for run in runs:
