@@ -390,29 +390,29 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     kept_in = None if cache is None else Cache(cache, env_limit(), judge.held)
     runs = runs_limit() if cache is not None else 0
     came: dict[str, str] = {}  # how each environment came (kept_envs.py)
+    # Keyed as a base's: the patch's environment is the parent's of a judgment whose base it
+    # becomes (kept_envs.py).
+    keys = {
+        side: parent_env_key(j.repo, commit, requirements)
+        for side, commit in (("parent", j.base), ("patch", j.head))
+    }
 
     def make_room(cache: Cache) -> None:
         """Bound the cache before this judgment keeps its own runs and environments (none
         of its own deleted), beside the builds, where a core is idle."""
         prune(cache.folder, runs)
-        keys = [parent_env_key(j.repo, commit, requirements) for commit in (j.base, j.head)]
-        evict(cache, [oracle_env_key(requirements), *keys])
+        evict(cache, [oracle_env_key(requirements), *keys.values()])
 
-    def side_build(
-        side: str, commit: str, tree: Path, donor: Callable[[], Path | None]
-    ) -> tuple[Path, str]:
+    def side_build(side: str, tree: Path, donor: Callable[[], Path | None]) -> tuple[Path, str]:
         """The side's python and its build's digest, taken here: the parent's while the
         patch's environment is still being built."""
-        # Keyed as a base's: the patch's environment is the parent's of a judgment whose
-        # base it becomes (kept_envs.py).
-        key = parent_env_key(j.repo, commit, requirements)
 
         def build(dest: Path) -> Path:
             python = build_env(tree, dest, wheelhouse, requirements)
             write_bytecode(dest, donor())
             return python
 
-        built = kept_env(kept_in, key, envs / side, build)
+        built = kept_env(kept_in, keys[side], envs / side, build)
         came[side] = built.came
         return built.python, build_digest(built.python.parent.parent)
 
@@ -428,7 +428,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             # oracle environment is built and sealed, and not at all when that failed.
             if oracle is not None and oracle.exception() is not None:
                 return None
-            return side_build("patch", j.head, j.patch, patch_donor)
+            return side_build("patch", j.patch, patch_donor)
 
         def patch_donor() -> Path | None:
             # Never waits: the parent's build may wait for the lock this build holds (a
@@ -444,7 +444,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         # Each build takes the bytecode of an environment built before it (_gate/bytecode.py):
         # the parent's the oracle's, the patch's the parent's (or the oracle's, where the
         # parent's is not built yet).
-        jobs["parent"] = pool.submit(side_build, "parent", j.base, j.parent, lambda: env_of(oracle))
+        jobs["parent"] = pool.submit(side_build, "parent", j.parent, lambda: env_of(oracle))
         jobs["patch"] = pool.submit(patch_build)
     for done in beside.result():
         judge.append(*done)
