@@ -76,6 +76,18 @@ def built(tree: Path, dest: Path, wheelhouse: Path) -> Path:
     return next(i for i in dist_infos(python.parent.parent) if i.name.startswith("tiny-"))
 
 
+def test_an_environment_holds_the_tools_its_runs_use_and_not_the_judges_installer(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    """uv is pinned with the judge's tools for the judge's own installs and checks; nothing
+    runs it from an environment the judge builds, so none holds it (issue 28)."""
+    assert "\nuv==" in (SCRIPTS / "requirements-judge.txt").read_text("utf-8")
+    env = tmp_path / "env"
+    built(tiny(tmp_path / "tree"), env, wheelhouse)
+    assert (env / "bin/pytest").is_file() and (env / "bin/hypothesis").is_file()
+    assert not (env / "bin/uv").exists() and not list(env.glob("lib/python*/site-packages/uv"))
+
+
 def test_an_honest_wheel_installs_its_tree_file_for_file(tmp_path: Path, wheelhouse: Path) -> None:
     tree = tiny(tmp_path / "tree")
     found = provenance(tree, built(tree, tmp_path / "env", wheelhouse), "head:")

@@ -105,7 +105,14 @@ def tools_env(dest: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, l
         pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         pip += ["--no-compile"]  # as uv: bytecode is written once, where it is wanted
     pip += ["--no-index", "--find-links", str(wheelhouse)]
-    run_tool([*pip, "--require-hashes", "-r", str(requirements)], "tool install")
+    with tempfile.TemporaryDirectory(prefix="oracle-tools-") as tmp:
+        # Not uv, although the pins list it: the judge's own installer, never run from an
+        # environment, and 40 MB of each one's copy, digest and deletion (pip, which has no
+        # such flag, installs it).
+        excludes = Path(tmp) / "excludes.txt"
+        excludes.write_text("uv\n", encoding="utf-8")
+        skip = ["--excludes", str(excludes)] if uv else []
+        run_tool([*pip, *skip, "--require-hashes", "-r", str(requirements)], "tool install")
     return python, pip
 
 
