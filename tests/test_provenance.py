@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _gate.envs import build_env, dist_infos
+from _gate.envs import build_env, dist_infos, without_installer
 from _gate.protocol import FailClosed
 from _gate.provenance import Installed, Provenance, compare, provenance, refuse_startup_files
 
@@ -77,15 +77,20 @@ def built(tree: Path, dest: Path, wheelhouse: Path) -> Path:
 
 
 def test_an_environment_holds_the_tools_its_runs_use_and_not_the_judges_installer(
-    tmp_path: Path, wheelhouse: Path
+    tmp_path: Path, wheelhouse: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """uv is pinned with the judge's tools for the judge's own installs and checks; nothing
-    runs it from an environment the judge builds, so none holds it (issue 28)."""
+    runs it from an environment the judge builds, so none holds it (issue 28), whatever the
+    shell that started the judge sets."""
     assert "\nuv==" in (SCRIPTS / "requirements-judge.txt").read_text("utf-8")
+    monkeypatch.setenv("UV_EXCLUDE", str(tmp_path / "no-such-file.txt"))
     env = tmp_path / "env"
     built(tiny(tmp_path / "tree"), env, wheelhouse)
     assert (env / "bin/pytest").is_file() and (env / "bin/hypothesis").is_file()
     assert not (env / "bin/uv").exists() and not list(env.glob("lib/python*/site-packages/uv"))
+    spaced = tmp_path / "a b"  # a path uv would split: the environment then holds uv
+    spaced.mkdir()
+    assert without_installer(spaced) == {"UV_EXCLUDE": ""}
 
 
 def test_an_honest_wheel_installs_its_tree_file_for_file(tmp_path: Path, wheelhouse: Path) -> None:

@@ -9,6 +9,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from _gate.process import Completed, run_group
@@ -42,9 +43,10 @@ BUILD_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SOURCE_DATE_EPOCH",
 NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def run_tool(cmd: list[str], what: str) -> Completed:
+def run_tool(cmd: list[str], what: str, extra: Mapping[str, str] | None = None) -> Completed:
     """A trusted command of the judge's own tools (a venv, an install from the wheelhouse)."""
-    return finished(run_group(cmd, timeout=BUILD_TIMEOUT, env={**os.environ, **INSTALL_ENV}), what)
+    env = {**os.environ, **INSTALL_ENV, **(extra or {})}
+    return finished(run_group(cmd, timeout=BUILD_TIMEOUT, env=env), what)
 
 
 def run_build(cmd: list[str], what: str, scratch: Path, dest: Path) -> Completed:
@@ -106,14 +108,20 @@ def tools_env(dest: Path, wheelhouse: Path, requirements: Path) -> tuple[Path, l
         pip += ["--no-compile"]  # as uv: bytecode is written once, where it is wanted
     pip += ["--no-index", "--find-links", str(wheelhouse)]
     with tempfile.TemporaryDirectory(prefix="oracle-tools-") as tmp:
-        # Not uv, although the pins list it: the judge's own installer, never run from an
-        # environment, and 40 MB of each one's copy, digest and deletion (pip, which has no
-        # such flag, installs it).
-        excludes = Path(tmp) / "excludes.txt"
-        excludes.write_text("uv\n", encoding="utf-8")
-        skip = ["--excludes", str(excludes)] if uv else []
-        run_tool([*pip, *skip, "--require-hashes", "-r", str(requirements)], "tool install")
+        cmd = [*pip, "--require-hashes", "-r", str(requirements)]
+        run_tool(cmd, "tool install", without_installer(Path(tmp)))
     return python, pip
+
+
+def without_installer(folder: Path) -> dict[str, str]:
+    """UV_EXCLUDE naming a file that lists uv: pinned with the judge's tools, it is the
+    judge's own installer, never run from an environment the judge builds, and its binary was
+    40 MB of each one's copy, digest and deletion. A variable, not uv's `--excludes` flag, so
+    that a uv without the setting, or pip, installs it as before instead of failing; never
+    a path with a space (uv splits it), nor the variable of the shell that started the judge."""
+    excludes = folder / "excludes.txt"
+    excludes.write_text("uv\n", encoding="utf-8")
+    return {"UV_EXCLUDE": "" if " " in str(excludes) else str(excludes)}
 
 
 def dist_infos(env: Path) -> set[Path]:
