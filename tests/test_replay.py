@@ -22,6 +22,8 @@ from typing import Any
 import _gate.process
 import pytest
 import yaml
+from _gate.cases import load_cases
+from replay_cassettes import parent_now
 
 from tests.helpers import SCRIPTS, running
 
@@ -78,6 +80,7 @@ def replay(
     patch: Path,
     cases: Path,
     allow: list[dict[str, str]] | None = None,
+    extra: tuple[str | Path, ...] = (),
 ) -> Step:
     allowlist = tmp / "allowlist.yaml"
     allowlist.write_text(yaml.safe_dump({"allow": allow or []}))
@@ -94,6 +97,7 @@ def replay(
         allowlist,
         "--fixtures",
         tmp,
+        *extra,
     )
 
 
@@ -383,6 +387,57 @@ def test_parent_disagreeing_with_its_recording_is_drift(tmp_path: Path) -> None:
     assert result.report["summary"].endswith(
         "re-record it on this machine from the merge base: `nox -s record`"
     )
+
+
+def taken_ahead(tmp: Path, command: Path, cases: Path, count: int) -> tuple[Path, bytes]:
+    """The parent-now runs of `cases` by `command` as the judge takes them beside the patch's
+    build (replay_cassettes.parent_now), with each run's count then set to `count`: the file,
+    and its bytes as first written."""
+    taken = parent_now(command, load_cases(cases), tmp, lambda: False)
+    first = json.dumps(taken).encode()
+    for held in taken["cases"].values():
+        held["fields"]["stdout.json.pointer:/count"] = count
+    path = tmp / f"parent-now-{count}.json"
+    path.write_text(json.dumps(taken))
+    return path, first
+
+
+def test_parent_now_runs_taken_beside_the_build_are_the_drift_checks(tmp_path: Path) -> None:
+    """A case the judge ran on the parent build ahead is compared as run, not run again; one
+    taken of another command or of a case as it was is run here (issue 28)."""
+    clock = cli(tmp_path, "clock", CLOCK)
+    spec = {"id": "one", "argv": ["1"], "compare": ["stdout.json.pointer:/count"]}
+    cases = write_cases(tmp_path, [spec])
+    _, cassette = record(tmp_path, clock, cases)
+    taken, _ = taken_ahead(tmp_path, clock, cases, 2)  # the parent build, drifted by then
+    drifted = replay(tmp_path, cassette, clock, clock, cases, extra=("--parent-now", taken))
+    assert drifted.code == 2 and "environment drift" in drifted.report["summary"]
+    assert drifted.evidence["parent_now_taken_before"] == 1
+    other = cli(tmp_path, "other", CLOCK)  # the same program at another path: not the parent
+    elsewhere, _ = taken_ahead(tmp_path, other, cases, 2)
+    clean = replay(tmp_path, cassette, clock, clock, cases, extra=("--parent-now", elsewhere))
+    assert clean.code == 0 and clean.evidence["parent_now_taken_before"] == 0
+    write_cases(tmp_path, [{**spec, "argv": ["1", "--again"]}])  # the case changed since
+    _, cassette = record(tmp_path, clock, cases)
+    again = replay(tmp_path, cassette, clock, clock, cases, extra=("--parent-now", taken))
+    assert again.code == 0 and again.evidence["parent_now_taken_before"] == 0
+
+
+def test_parent_now_runs_rewritten_after_the_judge_wrote_them_fail_closed(tmp_path: Path) -> None:
+    clock = cli(tmp_path, "clock", CLOCK)
+    cases = write_cases(
+        tmp_path, [{"id": "one", "argv": ["1"], "compare": ["stdout.json.pointer:/count"]}]
+    )
+    _, cassette = record(tmp_path, clock, cases)
+    taken, first = taken_ahead(tmp_path, clock, cases, 2)  # rewritten after the judge wrote it
+    sha = hashlib.sha256(first).hexdigest()
+    flags = ("--parent-now", taken, "--parent-now-sha256", sha)
+    result = replay(tmp_path, cassette, clock, clock, cases, extra=flags)
+    assert result.code == 2
+    assert "parent-now runs changed since the judge wrote them" in result.report["summary"]
+    taken.write_bytes(first)  # as written: used
+    kept = replay(tmp_path, cassette, clock, clock, cases, extra=flags)
+    assert kept.code == 0 and kept.evidence["parent_now_taken_before"] == 1
 
 
 def test_changed_case_is_re_recorded_not_reused(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ judge runs again with ORACLE_REVIEW=1), `error` when the gate could not judge.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import os
@@ -54,10 +55,11 @@ from pathlib import Path
 from typing import Any
 
 from _gate.bytecode import write_bytecode
+from _gate.cases import load_cases
 from _gate.config import committed_config, load_config
 from _gate.confine import SHM
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
-from _gate.envs import WHEELHOUSE, build_env, tools_env
+from _gate.envs import WHEELHOUSE, bin_dir, build_env, tools_env
 from _gate.git import (
     SCORE_FILE,
     add_worktree,
@@ -416,7 +418,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         came[side] = built.came
         return built.python, build_digest(built.python.parent.parent)
 
-    with ThreadPoolExecutor(max_workers=5) as pool:
+    with ThreadPoolExecutor(max_workers=6) as pool:
         beside = pool.submit(lambda: [judge.conclude(step) for step in table(judge, TREES)])
         room = pool.submit(make_room, kept_in) if kept_in is not None else None
         oracle = None
@@ -446,6 +448,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         # parent's is not built yet).
         jobs["parent"] = pool.submit(side_build, "parent", j.parent, lambda: env_of(oracle))
         jobs["patch"] = pool.submit(patch_build)
+        early = pool.submit(parent_now_beside, judge, jobs["parent"], jobs["patch"])
     for done in beside.result():
         judge.append(*done)
     if room is not None:
@@ -482,7 +485,32 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         parent_build=evidence["parent_build"],
         patch_build=evidence["patch_build"],
         cache=cache,
+        parent_now=early.result(),
     )
+
+
+def parent_now_beside(judge: Judge, parent: Future[Any], patch: Future[Any]) -> Seal | None:
+    """The replay's parent-now runs (the drift check's), taken once the parent is built and
+    until the patch is, where a core idles: they need the parent's build alone. None where
+    the replay would not read them (a step of the base's own scripts, a shard without it) or
+    the parent did not build; a case that cannot run here is the replay's to report. One at a
+    time: the patch's build has the other core."""
+    j, env = judge.j, env_of(parent)
+    if not judge.inline or not BY_NAME["replay"].runs_on(j.shard) or env is None:
+        return None
+    from replay_cassettes import parent_now
+
+    try:
+        every = load_cases(j.parent / "oracle" / "cases.yaml", j.config.case_timeout)
+        cases = j.shard.pick(every, lambda case: case.id)
+        command = bin_dir(env) / j.config.command
+        taken = parent_now(command, cases, j.parent / "fixtures", patch.done)
+    except FailClosed:
+        return None
+    data = json.dumps(taken).encode("utf-8")
+    path = judge.tmp / "parent-now.json"
+    path.write_bytes(data)
+    return Seal(path, hashlib.sha256(data).hexdigest())
 
 
 def env_of(job: Future[Any] | None) -> Path | None:

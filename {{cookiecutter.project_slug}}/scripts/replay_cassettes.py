@@ -12,7 +12,9 @@ while the judged base (--base, default the cassette's) starts with its `base`; a
 base is reported for clean-up, never applied, never fatal. A row missing a field, or a row of
 this base matching no mismatch (stale), fails closed so rows cannot accumulate. Unstable fields
 (differing between parent runs at record time) never block and are always reported.
-With `--same-build` (scripts/_gate/reuse.py) the parent-now run is the patch's too.
+With `--same-build` (scripts/_gate/reuse.py) the parent-now run is the patch's too. With
+`--parent-now FILE`, the parent-now runs it holds (the judge takes them beside the patch's build,
+`parent_now`) are used for the command and cases they were taken of; the others run here.
 With `--shard I/N` only that shard's cases replay, and only the rows naming them are checked
 (scripts/_gate/shard.py): every case and every row is judged by exactly one shard.
 Exit codes: 0 the surface is preserved, 1 block (a mismatch), 2 fail closed (drift, a bad or
@@ -23,9 +25,10 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +41,17 @@ from _gate.allowlist import (
     other_base_note,
     split_by_base,
 )
-from _gate.cases import Case, Job, Run, added_lines, holds, load_cases, observe, run_jobs
+from _gate.cases import (
+    Case,
+    Job,
+    Run,
+    added_lines,
+    holds,
+    load_cases,
+    observe,
+    run_jobs,
+    run_until,
+)
 from _gate.cassettes import case_args, cassette_path
 from _gate.config import Config
 from _gate.context import Judgment, review_requested
@@ -129,25 +142,81 @@ def replay(
     commands: Sequence[Path],
     fixtures: Path,
     perturbations: Sequence[str] = (),
+    taken: Mapping[str, Any] | None = None,
 ) -> Found:
     """Run parent-now and patch side by side, interleaved so both finish together, and the
     patch in each perturbed run the recording made of its case (perturb.planned), in the same
     lanes. With one command (the same build: _gate/reuse.py), parent-now is the patch's run
-    too, and the caller asks for no perturbation: none could tell them apart."""
-    sides = len(commands)
-    jobs: list[Job] = [(command, case, None) for case in cases for command in commands]
+    too, and the caller asks for no perturbation: none could tell them apart. `taken`: the
+    parent-now fields already observed, by case id (`parent_now`); those cases run on the
+    patch only."""
+    taken = taken or {}
+    jobs: list[Job] = []
+    for case in cases:
+        jobs += [] if case.id in taken else [(commands[0], case, None)]
+        jobs += [(commands[1], case, None)] if len(commands) > 1 else []
     clock = str(cassette.get("clock") or "")
     under = [
         (case, how) for case in cases for how in planned(case.perturbations(perturbations), clock)
     ]
     jobs += [(commands[-1], case, how) for case, how in under]
-    runs = run_jobs(jobs, fixtures, "replay")
-    parent_now = [observe(case, runs[sides * i]) for i, case in enumerate(cases)]
-    patch_now = [observe(case, runs[sides * i + sides - 1]) for i, case in enumerate(cases)]
+    runs = iter(run_jobs(jobs, fixtures, "replay"))
+    parent_now, patch_now = [], []
+    for case in cases:
+        parent_now.append(taken[case.id] if case.id in taken else observe(case, next(runs)))
+        patch_now.append(observe(case, next(runs)) if len(commands) > 1 else parent_now[-1])
     found = compare(cases, cassette, parent_now, patch_now)
-    compare_perturbed(under, runs[sides * len(cases) :], cassette, found)
+    compare_perturbed(under, list(runs), cassette, found)
     name_perturbations(cases, commands, fixtures, found, clock)
     return found
+
+
+def parent_now(
+    command: Path, cases: Sequence[Case], fixtures: Path, stop: Callable[[], bool]
+) -> dict[str, Any]:
+    """The drift check's runs of the parent build (`--parent-now`), as many as finish before
+    `stop()`: the judge takes them while the patch's environment is being built, where a core
+    idles, since they need the parent's build alone; replay runs the rest."""
+    runs = run_until(command, cases, fixtures, stop, workers=1)  # the build has the other core
+    held = {
+        case.id: {"digest": case.digest, "fields": observe(case, runs[case.id])}
+        for case in cases
+        if case.id in runs
+    }
+    return {"command": str(command), "cases": held}
+
+
+def taken_before(args: argparse.Namespace, cases: Sequence[Case]) -> dict[str, Any]:
+    """The parent-now fields `--parent-now` holds (`parent_now`'s), by case id: only those
+    taken by the parent command of a case as it is now; none where it names no file, or a file
+    that cannot be read (replay then runs them itself). With `--parent-now-sha256` (the
+    judge's), a file that is not the one it wrote fails closed."""
+    path, sha256 = args.parent_now, args.parent_now_sha256
+    try:
+        data = path.read_bytes() if path is not None else b"{}"
+    except OSError:
+        data = b""
+    if sha256 and hashlib.sha256(data).hexdigest() != sha256:
+        raise FailClosed(
+            f"{path}: the parent-now runs changed since the judge wrote them (another SHA-256); "
+            "it is the judge's own file"
+        )
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return {}
+    ours = isinstance(doc, dict) and doc.get("command") == str(args.parent_command)
+    held = doc.get("cases") if ours else {}
+    if not isinstance(held, dict):
+        return {}
+    taken = {}
+    for case in cases:
+        value = held.get(case.id)
+        if not isinstance(value, dict) or value.get("digest") != case.digest:
+            continue
+        if isinstance(value.get("fields"), dict):
+            taken[case.id] = value["fields"]
+    return taken
 
 
 def compare_perturbed(
@@ -247,7 +316,8 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     ran, why = runnable(args.perturb, args.perturb_required)
     recorded = cassette.get("perturbations") or []
     perturbed = [] if args.same_build else [name for name in ran if name in recorded]
-    found = replay(cases, cassette, commands, args.fixtures, perturbed)
+    taken = taken_before(args, cases)
+    found = replay(cases, cassette, commands, args.fixtures, perturbed, taken)
     drift, unstable = found.drift, found.unstable
     allowed = {(row.id, row.field) for row in allow}
     mismatches = [
@@ -273,6 +343,7 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
         "other_base_rows": [row.as_dict() for row in other_base],
         "unstable": unstable,
         "grown": found.grown,
+        "parent_now_taken_before": len(taken),  # beside the patch's build (`parent_now`)
         "perturbations": {
             "ran": perturbed,
             "unavailable": why,
@@ -326,6 +397,9 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv += ["--parent-command", str(j.command("parent"))]
     argv += ["--patch-command", str(j.command("patch")), *j.built.same_build_args()]
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml"), *case_args(j)]
+    if j.built.parent_now is not None:
+        argv += ["--parent-now", str(j.built.parent_now.file)]
+        argv += ["--parent-now-sha256", j.built.parent_now.sha256]
     return execute(parser().parse_args(argv), j.review)
 
 
@@ -341,6 +415,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout", type=float, default=Config.case_timeout, help="per-case timeout (s)"
     )
+    p.add_argument(
+        "--parent-now",
+        type=Path,
+        help="parent-now runs taken beforehand (the judge's, beside the patch's build); the "
+        "cases it lacks, or holds of another command or case, run here",
+    )
+    p.add_argument("--parent-now-sha256", help="that file's SHA-256, as its writer took it")
     add_shard_arg(p)
     add_same_build_arg(p)  # never a kept parent-now: it is the drift check, it runs now
     add_perturb_args(p)

@@ -14,7 +14,7 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -532,6 +532,31 @@ def run_jobs(jobs: Sequence[Job], fixtures: Path, label: str) -> list[Run]:
         for run in pool.map(one, jobs):
             done.append(run)
             progress.advance()
+    return done
+
+
+def run_until(
+    command: Path, cases: Sequence[Case], fixtures: Path, stop: Callable[[], bool], workers: int
+) -> dict[str, Run]:
+    """Each case's run by `command`, in order, `workers` at a time, until `stop()` says so: a
+    run started then finishes, none starts after it; by case id."""
+    pending = iter(cases)
+    lock = threading.Lock()
+    done: dict[str, Run] = {}
+    with tempfile.TemporaryDirectory(prefix="oracle-case-") as root:
+        scratch = Scratch(Path(root))
+
+        def work() -> None:
+            while not stop():
+                with lock:
+                    case = next(pending, None)
+                if case is None:
+                    return
+                done[case.id] = run_case(command, case, fixtures, scratch)
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(work) for _ in range(workers)]:
+                future.result()
     return done
 
 

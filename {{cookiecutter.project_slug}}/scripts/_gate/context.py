@@ -69,6 +69,7 @@ class Builds:
     parent_build: str = ""  # the parent build's digest, which keys its kept runs
     patch_build: str = ""  # the patch's: its runs are kept for a judgment whose base it becomes
     cache: Path | None = None  # where those are kept; None when the patch ran unconfined
+    parent_now: Seal | None = None  # replay's parent-now runs, taken beside the patch's build
 
     def same_build_args(self) -> list[str]:
         """`--same-build` where it is (_gate/reuse.py)."""
@@ -180,17 +181,21 @@ def from_json(data: dict[str, Any]) -> tuple[Judgment, dict[str, Report]]:
 
 
 def builds_from(built: dict[str, Any]) -> Builds:
-    sealed = built["oracle_seal"]
     return Builds(
         parent=Path(built["parent"]),
         patch=Path(built["patch"]),
         oracle=optional_path(built["oracle"]),
-        oracle_seal=Seal(Path(sealed["file"]), str(sealed["sha256"])) if sealed else None,
+        oracle_seal=sealed_file(built["oracle_seal"]),
         same=bool(built["same"]),
         parent_build=str(built["parent_build"]),
         patch_build=str(built["patch_build"]),
         cache=optional_path(built["cache"]),
+        parent_now=sealed_file(built.get("parent_now")),
     )
+
+
+def sealed_file(sealed: dict[str, str] | None) -> Seal | None:
+    return Seal(Path(sealed["file"]), str(sealed["sha256"])) if sealed else None
 
 
 def optional_path(value: str | None) -> Path | None:

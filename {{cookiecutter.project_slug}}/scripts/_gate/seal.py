@@ -50,7 +50,8 @@ CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class Seal:
-    """An environment's digest file, and the SHA-256 of that file as the judge wrote it."""
+    """A file the judge wrote (an environment's digest, the replay's parent-now runs), and its
+    SHA-256 as the judge wrote it."""
 
     file: Path
     sha256: str
