@@ -23,7 +23,7 @@ import _gate.process
 import pytest
 import yaml
 from _gate.cases import load_cases
-from replay_cassettes import parent_now
+from _gate.cassettes import parent_now
 
 from tests.helpers import SCRIPTS, running
 

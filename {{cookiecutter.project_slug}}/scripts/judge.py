@@ -56,6 +56,7 @@ from typing import Any
 
 from _gate.bytecode import write_bytecode
 from _gate.cases import load_cases
+from _gate.cassettes import parent_now
 from _gate.config import committed_config, load_config
 from _gate.confine import SHM
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
@@ -498,8 +499,6 @@ def parent_now_beside(judge: Judge, parent: Future[Any], patch: Future[Any]) -> 
     j, env = judge.j, env_of(parent)
     if not judge.inline or not BY_NAME["replay"].runs_on(j.shard) or env is None:
         return None
-    from replay_cassettes import parent_now
-
     try:
         every = load_cases(j.parent / "oracle" / "cases.yaml", j.config.case_timeout)
         cases = j.shard.pick(every, lambda case: case.id)

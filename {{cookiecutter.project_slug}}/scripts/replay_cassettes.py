@@ -13,8 +13,9 @@ base is reported for clean-up, never applied, never fatal. A row missing a field
 this base matching no mismatch (stale), fails closed so rows cannot accumulate. Unstable fields
 (differing between parent runs at record time) never block and are always reported.
 With `--same-build` (scripts/_gate/reuse.py) the parent-now run is the patch's too. With
-`--parent-now FILE`, the parent-now runs it holds (the judge takes them beside the patch's build,
-`parent_now`) are used for the command and cases they were taken of; the others run here.
+`--parent-now FILE`, the parent-now runs it holds (the judge takes them beside the patch's
+build: _gate/cassettes.parent_now) stand for the command and the cases they were taken of; the
+others run here.
 With `--shard I/N` only that shard's cases replay, and only the rows naming them are checked
 (scripts/_gate/shard.py): every case and every row is judged by exactly one shard.
 Exit codes: 0 the surface is preserved, 1 block (a mismatch), 2 fail closed (drift, a bad or
@@ -28,7 +29,7 @@ import difflib
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,18 +42,8 @@ from _gate.allowlist import (
     other_base_note,
     split_by_base,
 )
-from _gate.cases import (
-    Case,
-    Job,
-    Run,
-    added_lines,
-    holds,
-    load_cases,
-    observe,
-    run_jobs,
-    run_until,
-)
-from _gate.cassettes import case_args, cassette_path
+from _gate.cases import Case, Job, Run, added_lines, holds, load_cases, observe, run_jobs
+from _gate.cassettes import case_args, cassette_path, taken_fields
 from _gate.config import Config
 from _gate.context import Judgment, review_requested
 from _gate.entry import run_main
@@ -148,8 +139,8 @@ def replay(
     patch in each perturbed run the recording made of its case (perturb.planned), in the same
     lanes. With one command (the same build: _gate/reuse.py), parent-now is the patch's run
     too, and the caller asks for no perturbation: none could tell them apart. `taken`: the
-    parent-now fields already observed, by case id (`parent_now`); those cases run on the
-    patch only."""
+    parent-now fields already observed, by case id (_gate/cassettes.parent_now); those cases
+    run on the patch only."""
     taken = taken or {}
     jobs: list[Job] = []
     for case in cases:
@@ -171,26 +162,11 @@ def replay(
     return found
 
 
-def parent_now(
-    command: Path, cases: Sequence[Case], fixtures: Path, stop: Callable[[], bool]
-) -> dict[str, Any]:
-    """The drift check's runs of the parent build (`--parent-now`), as many as finish before
-    `stop()`: the judge takes them while the patch's environment is being built, where a core
-    idles, since they need the parent's build alone; replay runs the rest."""
-    runs = run_until(command, cases, fixtures, stop, workers=1)  # the build has the other core
-    held = {
-        case.id: {"digest": case.digest, "fields": observe(case, runs[case.id])}
-        for case in cases
-        if case.id in runs
-    }
-    return {"command": str(command), "cases": held}
-
-
 def taken_before(args: argparse.Namespace, cases: Sequence[Case]) -> dict[str, Any]:
-    """The parent-now fields `--parent-now` holds (`parent_now`'s), by case id: only those
-    taken by the parent command of a case as it is now; none where it names no file, or a file
-    that cannot be read (replay then runs them itself). With `--parent-now-sha256` (the
-    judge's), a file that is not the one it wrote fails closed."""
+    """The parent-now fields `--parent-now` holds (_gate/cassettes.taken_fields), by case id;
+    none where it names no file, or a file that cannot be read (replay then runs them
+    itself). With `--parent-now-sha256` (the judge's), a file that is not the one it wrote
+    fails closed."""
     path, sha256 = args.parent_now, args.parent_now_sha256
     try:
         data = path.read_bytes() if path is not None else b"{}"
@@ -205,18 +181,7 @@ def taken_before(args: argparse.Namespace, cases: Sequence[Case]) -> dict[str, A
         doc = json.loads(data)
     except ValueError:
         return {}
-    ours = isinstance(doc, dict) and doc.get("command") == str(args.parent_command)
-    held = doc.get("cases") if ours else {}
-    if not isinstance(held, dict):
-        return {}
-    taken = {}
-    for case in cases:
-        value = held.get(case.id)
-        if not isinstance(value, dict) or value.get("digest") != case.digest:
-            continue
-        if isinstance(value.get("fields"), dict):
-            taken[case.id] = value["fields"]
-    return taken
+    return taken_fields(doc, args.parent_command, cases)
 
 
 def compare_perturbed(

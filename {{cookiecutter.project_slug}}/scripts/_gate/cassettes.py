@@ -9,13 +9,13 @@ if TYPE_CHECKING:
 
 import json
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from _gate import perturb
-from _gate.cases import Case, Job, Run, describe, observe, run_jobs
+from _gate.cases import Case, Job, Run, describe, observe, run_jobs, run_until
 from _gate.shard import WHOLE, Shard
 
 RUNS = 2
@@ -112,6 +112,38 @@ def perturbed_fields(
         stable, unstable = split([observe(case, run) for run in pair])
         found.setdefault(case.id, {})[str(how)] = {"fields": stable, "unstable": unstable}
     return found
+
+
+def parent_now(
+    command: Path, cases: Sequence[Case], fixtures: Path, stop: Callable[[], bool]
+) -> dict[str, Any]:
+    """The drift check's runs of the parent build, as many as finish before `stop()`: the
+    judge takes them while the patch's environment is being built, where a core idles, since
+    they need the parent's build alone; replay (`--parent-now`) runs the rest."""
+    runs = run_until(command, cases, fixtures, stop, workers=1)  # the build has the other core
+    held = {
+        case.id: {"digest": case.digest, "fields": observe(case, runs[case.id])}
+        for case in cases
+        if case.id in runs
+    }
+    return {"command": str(command), "cases": held}
+
+
+def taken_fields(doc: Any, command: Path, cases: Sequence[Case]) -> dict[str, Any]:
+    """The parent-now fields `parent_now`'s document holds, by case id: only those taken by
+    `command` of a case as it is now."""
+    ours = isinstance(doc, dict) and doc.get("command") == str(command)
+    held = doc.get("cases") if ours else {}
+    if not isinstance(held, dict):
+        return {}
+    taken = {}
+    for case in cases:
+        value = held.get(case.id)
+        if not isinstance(value, dict) or value.get("digest") != case.digest:
+            continue
+        if isinstance(value.get("fields"), dict):
+            taken[case.id] = value["fields"]
+    return taken
 
 
 def case_args(j: Judgment) -> list[str]:
