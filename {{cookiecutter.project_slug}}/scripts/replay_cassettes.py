@@ -19,7 +19,8 @@ others run here.
 With `--shard I/N` only that shard's cases replay, and only the rows naming them are checked
 (scripts/_gate/shard.py): every case and every row is judged by exactly one shard.
 Exit codes: 0 the surface is preserved, 1 block (a mismatch), 2 fail closed (drift, a bad or
-stale allowlist, a cassette whose provenance does not match the cases).
+stale allowlist, a cassette whose provenance does not match the cases, a `--parent-now` file
+that is not the one whose `--parent-now-sha256` is given).
 """
 
 from __future__ import annotations
