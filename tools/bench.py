@@ -76,6 +76,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -464,19 +465,22 @@ def bare_runs(
     parent, patch, oracle_python = pythons
     cases = load_cases(repo / "oracle/cases.yaml") if invocations else []
     commands = [bin_dir(python.parent.parent) / "shop" for python in (parent, patch)]
+    runs = [partial(example_oracle, oracle_python, repo, python) for python in (parent, patch)]
+    runs += [partial(project_tests, python, repo) for python in (parent, patch) if tests]
+    runs += [partial(invoke, command, case, scratch) for case in cases for command in commands]
+    on_every_core(runs)
 
-    def invocation(job: tuple[Path, Case]) -> None:
-        command, case = job
-        argv = [str(command), *case.argv]
-        subprocess.run(argv, input=case.stdin, capture_output=True, check=False, cwd=scratch)
 
+def invoke(command: Path, case: Case, scratch: Path, clock: dict[str, str] | None = None) -> None:
+    """One case's run by `command`, bare, in `scratch` (`clock`: a shifted clock's variables)."""
+    argv, env = [str(command), *case.argv], {**os.environ, **(clock or {})}
+    subprocess.run(argv, input=case.stdin, capture_output=True, check=False, cwd=scratch, env=env)
+
+
+def on_every_core(runs: Sequence[Callable[[], object]]) -> None:
+    """Each of `runs`, one worker per core, until all have ended."""
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        runs = [
-            pool.submit(example_oracle, oracle_python, repo, python) for python in (parent, patch)
-        ]
-        runs += [pool.submit(project_tests, python, repo) for python in (parent, patch) if tests]
-        runs += [pool.submit(invocation, (command, case)) for case in cases for command in commands]
-        for run in runs:
+        for run in [pool.submit(run) for run in runs]:
             run.result()
 
 
@@ -506,20 +510,11 @@ def floor_runs(repo: Path, scratch: Path, pythons: tuple[Path, Path, Path]) -> N
     cases = load_cases(repo / "oracle/cases.yaml")
     parent_cli, patch_cli = (bin_dir(python.parent.parent) / "shop" for python in (parent, patch))
     shifted = clock_env(shifted_clock(datetime.date.today()))
-
-    def invocation(command: Path, case: Case, clock: dict[str, str]) -> None:
-        argv, env = [str(command), *case.argv], {**os.environ, **clock}
-        subprocess.run(
-            argv, input=case.stdin, capture_output=True, check=False, cwd=scratch, env=env
-        )
-
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        runs = [pool.submit(example_oracle, oracle_python, repo, patch) for _ in range(2)]
-        runs += [pool.submit(project_tests, patch, repo, clock) for clock in ({}, shifted)]
-        jobs = [(parent_cli, {}), (patch_cli, {}), (patch_cli, {}), (patch_cli, shifted)]
-        runs += [pool.submit(invocation, cli, case, clock) for case in cases for cli, clock in jobs]
-        for run in runs:
-            run.result()
+    runs = [partial(example_oracle, oracle_python, repo, patch) for _ in range(2)]
+    runs += [partial(project_tests, patch, repo, clock) for clock in ({}, shifted)]
+    jobs = [(parent_cli, {}), (patch_cli, {}), (patch_cli, {}), (patch_cli, shifted)]
+    runs += [partial(invoke, cli, case, scratch, clock) for case in cases for cli, clock in jobs]
+    on_every_core(runs)
 
 
 def strength_seconds(repo: Path, scratch: Path) -> tuple[float, float]:

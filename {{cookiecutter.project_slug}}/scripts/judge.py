@@ -37,7 +37,6 @@ judge runs again with ORACLE_REVIEW=1), `error` when the gate could not judge.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import json
 import os
@@ -105,7 +104,7 @@ from _gate.provenance import compare, project_info, provenance, summary
 from _gate.reports import PATH_NAMES, named, write_report
 from _gate.reuse import CACHE_ENV, REUSED, cache_folder, prune, runs_limit
 from _gate.sandbox import Sandbox, probe_sandbox, require_sandbox, unconfinable
-from _gate.seal import Seal, build_digest, seal
+from _gate.seal import Seal, build_digest, seal, write_sealed
 from _gate.shard import WHOLE, Shard, add_shard_arg
 from _gate.steps import BY_NAME, LANES, SCRIPTS, SETUP, STEPS, TREES, Step, report_file
 from _gate.verdict import EXIT_CODES, brief, run_id, write_reports
@@ -506,10 +505,7 @@ def parent_now_beside(judge: Judge, parent: Future[Any], patch: Future[Any]) -> 
         taken = parent_now(command, cases, j.parent / "fixtures", patch.done)
     except FailClosed:
         return None
-    data = json.dumps(taken).encode("utf-8")
-    path = judge.tmp / "parent-now.json"
-    path.write_bytes(data)
-    return Seal(path, hashlib.sha256(data).hexdigest())
+    return write_sealed(judge.tmp / "parent-now.json", json.dumps(taken).encode("utf-8"))
 
 
 def env_of(job: Future[Any] | None) -> Path | None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -60,6 +59,7 @@ from _gate.protocol import (
     add_report_arg,
 )
 from _gate.reuse import add_same_build_arg, noted
+from _gate.seal import Seal, read_sealed
 from _gate.shard import Shard, add_shard_arg
 
 
@@ -169,15 +169,17 @@ def taken_before(args: argparse.Namespace, cases: Sequence[Case]) -> dict[str, A
     itself). With `--parent-now-sha256` (the judge's), a file that is not the one it wrote
     fails closed."""
     path, sha256 = args.parent_now, args.parent_now_sha256
+    if path is None:
+        return {}
     try:
-        data = path.read_bytes() if path is not None else b"{}"
-    except OSError:
-        data = b""
-    if sha256 and hashlib.sha256(data).hexdigest() != sha256:
-        raise FailClosed(
-            f"{path}: the parent-now runs changed since the judge wrote them (another SHA-256); "
-            "it is the judge's own file"
-        )
+        data = read_sealed(Seal(path, sha256)) if sha256 else path.read_bytes()
+    except (OSError, ValueError) as exc:
+        if sha256:
+            raise FailClosed(
+                f"{path}: the parent-now runs changed since the judge wrote them ({exc}); it "
+                "is the judge's own file"
+            ) from None
+        return {}
     try:
         doc = json.loads(data)
     except ValueError:

@@ -178,17 +178,28 @@ def seal(env: Path, dest: Path, sealed: Sealed | None = None) -> Seal:
     `sealed`: its digest and stats, where the caller took them a moment ago (kept_envs)."""
     files, found = taken(env) if sealed is None else sealed
     data = json.dumps({"env": str(env), "files": files, "stats": found}, indent=0).encode("utf-8")
+    return write_sealed(dest, data)
+
+
+def write_sealed(dest: Path, data: bytes) -> Seal:
+    """Write `data` to `dest`; the seal a reader holds it to (`read_sealed`)."""
     dest.write_bytes(data)
     return Seal(dest, hashlib.sha256(data).hexdigest())
+
+
+def read_sealed(seal: Seal) -> bytes:
+    """The bytes of a sealed file, read once; ValueError where they are not the ones the judge
+    wrote (OSError where there are none)."""
+    data = seal.file.read_bytes()
+    if hashlib.sha256(data).hexdigest() != seal.sha256:
+        raise ValueError("its SHA-256 is not the one the judge took when it wrote it")
+    return data
 
 
 def unsealed(seal: Seal) -> Sealed:
     """The digest and stats a seal names, once its file is the one the judge wrote."""
     try:
-        data = seal.file.read_bytes()
-        if hashlib.sha256(data).hexdigest() != seal.sha256:
-            raise ValueError("its SHA-256 is not the one the judge took when it wrote it")
-        doc = json.loads(data)
+        doc = json.loads(read_sealed(seal))
         return Sealed(*({str(k): str(v) for k, v in doc[part].items()} for part in Sealed._fields))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise FailClosed(
