@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 from _gate import confine
 from _gate.envs import build_env
-from _gate.perturb import TERMINAL
 from _gate.protocol import FailClosed
 from _gate.sandbox import Sandbox, Server, probe_sandbox, run_confined
 
@@ -193,19 +192,19 @@ def test_a_confined_command_cannot_signal_the_judge(tmp_path: Path, level: str) 
     assert done.stdout.head.startswith(b"refused"), done.stdout.head
 
 
-# How a case's command is started in the launcher's job: as itself, or under the terminal
-# perturbation's relay (scripts/_gate/terminal.py), which forks and execs it on a pty.
-THROUGH = {"launcher": [], "terminal": [sys.executable, "-I", "-S", str(TERMINAL), "--"]}
+# How a case's command is started in the launcher's job: with pipes, or with its stdout on a
+# terminal whose other end its supervisor keeps and relays (the terminal perturbation).
+THROUGH: dict[str, tuple[int, ...]] = {"launcher": (), "terminal": (1,)}
 
 
 @pytest.mark.parametrize("through", list(THROUGH))
 def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
     tmp_path: Path, level: str, through: str
 ) -> None:
-    """From inside the launcher's job: its parent (the job's supervisor, or the terminal
-    relay), the launcher's server (the process sandbox.Server starts, which forks every job)
-    and the judge cannot be killed, traced or read, the job holds no socket to the server, and
-    the status the judge trusts cannot be written."""
+    """From inside the launcher's job: its parent (the job's supervisor, which relays its
+    terminal where it has one), the launcher's server (the process sandbox.Server starts,
+    which forks every job) and the judge cannot be killed, traced or read, the job holds no
+    socket to the server, and the status the judge trusts cannot be written."""
     import os
 
     code = f"""
@@ -220,7 +219,7 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
             while pid > 1:
                 pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
                 yield pid
-        def kill_servers():  # its own supervisor (its parent, or the relay's) is tried below
+        def kill_servers():  # its own supervisor, its parent, is tried below
             found = []
             mine = set(ancestors())
             for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -270,27 +269,74 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
         attempt("its fds", reopen)
         kill_servers()
         attempt("socket", sockets)
-        if {through == "launcher"!r}:  # the relay would die with the lines it has not relayed
-            os.kill(os.getppid(), signal.SIGKILL)  # its supervisor: ignored, or refused
+        os.kill(os.getppid(), signal.SIGKILL)  # its supervisor: ignored, or refused
     """
-    done = run_confined([*THROUGH[through], *python(code)], writable=[tmp_path], timeout=30)
+    tty = THROUGH[through]
+    done = run_confined(python(code), writable=[tmp_path], timeout=30, tty=tty)
     lines = done.stdout.head.decode().replace("\r", "").splitlines()  # a pty ends lines CR LF
     said = dict(line.split() for line in lines)
-    # Without a PID namespace the judge's /proc stays visible, its environment readable to
-    # the judge's user (docs/confinement.md says so): this machine runs the suite as root,
-    # whose capabilities the subreaper level leaves a job. The relay empties the bounding set,
-    # so the command it starts holds none.
-    readable = {"environ": "DONE"} if (level, through) == ("subreaper", "launcher") else {}
+    # The command holds no capability at either level, even as root (this machine runs the
+    # suite as root): the judge's environment is refused it, as its memory is.
     expected = {"status": "refused", "memory": "refused", "environ": "refused", "judge": "refused"}
     expected |= {"trace": "refused", "its-memory": "refused", "its-fds": "refused"}
     # At the subreaper level the server is in sight, and its kill is refused.
     expected |= {"server": "refused" if level == "subreaper" else "unseen", "socket": "refused"}
-    assert said == {**expected, **readable}, done.stdout.head
+    assert said == expected, done.stdout.head
     assert done.confinement == level  # the supervisor lived to write the status
     # The job went through the server, which still serves the next one.
     assert Server.sockets.get(level) is not None
     again = run_confined(python("print('served')"), writable=[tmp_path], timeout=30)
     assert (again.stdout.head, again.confinement) == (b"served\n", level)
+
+
+def test_a_terminal_job_has_a_terminal_of_its_own_and_never_the_users(
+    tmp_path: Path, level: str
+) -> None:
+    """The terminal perturbation's job: its stdin and stdout a terminal of 80 columns that is
+    its controlling one, at end of input at once, relayed to the judge. A terminal of the
+    user's (the one the judge runs in) holds typed input and shows the screen: in a PID 1's
+    own devpts the command can neither read the one nor write the other. At the subreaper
+    level the machine's terminals stay in reach (docs/confinement.md says so)."""
+    import os
+
+    users, theirs = os.openpty()
+    os.write(users, b"typed secret\n")  # input waiting on the user's terminal
+    code = f"""
+        import os, sys
+        print("tty", sys.stdin.isatty(), sys.stdout.isatty(), os.get_terminal_size().columns)
+        print("input", repr(sys.stdin.read()))
+        with open("/dev/tty", "w") as own:
+            own.write("controlling yes\\n")
+        def reach(flags):
+            try:
+                fd = os.open({os.ttyname(theirs)!r}, flags | os.O_NONBLOCK | os.O_NOCTTY)
+            except OSError:
+                return "refused"
+            try:
+                if flags == os.O_WRONLY:
+                    os.write(fd, b"SPOOFED verdict: merge\\n")
+                return repr(os.read(fd, 64))
+            except OSError:
+                return "nothing"
+        print("read", reach(os.O_RDONLY))
+        reach(os.O_WRONLY)
+    """
+    done = run_confined(python(code), writable=[tmp_path], timeout=30, tty=(0, 1))
+    os.set_blocking(users, False)
+    try:
+        shown = os.read(users, 4096)
+    except BlockingIOError:
+        shown = b""
+    os.close(users)
+    os.close(theirs)
+    lines = done.stdout.head.decode().replace("\r", "").splitlines()
+    said = dict(line.split(" ", 1) for line in lines)
+    assert done.exit_code == 0, done.stderr.head
+    assert said["tty"] == "True True 80" and said["input"] == "''", said
+    assert said["controlling"] == "yes", said
+    # The user's terminal's name, in the job's own devpts, is at most a terminal of the job's.
+    reached = ("secret" in said["read"], b"SPOOFED" in shown)
+    assert reached == ((False, False) if level == "namespaces" else (True, True)), said
 
 
 def test_required_refuses_to_run_unconfined_naming_what_is_missing(
@@ -335,10 +381,7 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 # subject.py
 # starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip download
 # (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py,
-# terminal.py (the terminal perturbation's relay) forks and execs a case's command: the
-# launcher starts the relay itself, inside the job, and the command it starts cannot reach the
-# relay, the launcher or the judge (test_a_confined_command_cannot_reach_its_launcher_or_the_
-# judge[terminal]), strength_cassettes.py forks a case from mutmut's worker, which strength.py
+# strength_cassettes.py forks a case from mutmut's worker, which strength.py
 # runs through the launcher (a mutant's code runs confined with the whole mutmut run).
 SPAWNERS = {
     "_gate/strength_cassettes.py",
@@ -346,7 +389,6 @@ SPAWNERS = {
     "_gate/process.py",
     "_gate/sandbox.py",
     "_gate/subject.py",
-    "_gate/terminal.py",
     "_gate/git.py",
     "wheelhouse.py",
     "judge.py",

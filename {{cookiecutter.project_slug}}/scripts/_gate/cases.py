@@ -579,12 +579,13 @@ def run_perturbed(
     try:
         before = perturb.snapshot(stage.watched) if stage.watched else {}
         done = run_confined(
-            [*stage.prefix, command, *case.argv],
+            [command, *case.argv],
             writable=stage.writable,
             timeout=case.timeout,
             cwd=stage.work,
             env=stage.env,
             stdin=case.stdin,
+            tty=stage.tty,
         )
         moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
         files = file_digests(stage.work, case.compare)

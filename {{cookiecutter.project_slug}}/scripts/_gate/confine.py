@@ -1,7 +1,8 @@
 """The launcher of the patch's code: a process that cannot outlive its command, write outside
 its scratch, reach the network, or signal the judge.
 
-    python -I -S confine.py --status FILE [--write DIR]... [--cap LEVEL] [--require] -- CMD...
+    python -I -S confine.py --status FILE [--write DIR]... [--tty FD]... [--cap LEVEL]
+        [--require] -- CMD...
 
 It is a file of its own, the standard library only, so the judge and the subject plugin (in
 a pytest run where no other module of scripts/ is importable) start it by path. Two levels,
@@ -22,6 +23,11 @@ but for the `--write` folders and /dev, so the command cannot write the status f
 PID 1, which opened the status file before and keeps what the command lacks (`Job.spawn`).
 With neither level
 the command runs unconfined (`none`), or, with `--require`, does not run at all (exit 125).
+
+With `--tty FD` (1, or 0 and 1: the terminal perturbation), those fds of the command are a
+pseudo-terminal of 80 columns by 24 lines that does not echo, its controlling terminal, in a
+session of its own; the launcher copies what the command writes there to its own stdout, and
+gives a terminal stdin end of input at once (a user who typed nothing and pressed Ctrl-D).
 
 The status file, written once the command's processes are gone, has one `key value` line
 each: `level`, `exit`, `missing` (what a higher level needs), and a `survivor` line per
@@ -55,6 +61,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
 MS_REC, MS_PRIVATE, MS_BIND, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x4000, 0x40000, 0x1000, 2, 4, 8
+MNT_DETACH = 2
 MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1
 
 # Every filesystem right that changes something, per ABI: write, remove, make, (2) refer,
@@ -67,6 +74,9 @@ SCOPES = 0b11  # abstract UNIX sockets and signals outside the domain (ABI 6)
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
 FILE_RIGHTS = 0b10  # write (ABI 1); truncate is added where the ABI has it
 SHM = "/dev/shm"  # POSIX shared memory (multiprocessing's semaphores): private at PID 1
+PTS, PTMX = b"/dev/pts", b"/dev/ptmx"  # terminals: an instance of its own at PID 1
+ROWS, COLUMNS = 24, 80  # the size of a job's terminal
+EOF = b"\x04"  # a terminal's end-of-input character in canonical mode
 
 
 class Attr(ctypes.Structure):
@@ -135,10 +145,10 @@ def enter_namespaces(flags: int) -> bool:
 def private_mounts(writable: list[str]) -> bool:
     """As PID 1: a mount namespace of the job's own, where every mount is read-only but the
     `writable` folders (bound onto themselves, writable), with a /proc of this PID namespace
-    (survivors are named; the command sees no process but its own) and an empty /dev/shm.
-    Read-only mounts refuse what Landlock has no right for: chmod, chown, utime. Devices
-    stay writable on a read-only mount. False where the kernel refuses a step (Landlock still
-    holds the writes then)."""
+    (survivors are named; the command sees no process but its own), an empty /dev/shm and
+    terminals of its own. Read-only mounts refuse what Landlock has no right for: chmod,
+    chown, utime. Devices stay writable on a read-only mount. False where the kernel refuses a
+    step (Landlock still holds the writes then)."""
     if libc.unshare(CLONE_NEWNS) != 0:
         return False
     done = libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
@@ -149,7 +159,21 @@ def private_mounts(writable: list[str]) -> bool:
         done = done and bound and set_mount(path, 0, MOUNT_ATTR_RDONLY)
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     done = done and libc.mount(b"tmpfs", SHM.encode(), b"tmpfs", flags, b"mode=1777") == 0
+    done = done and own_terminals()
     return done and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
+
+
+def own_terminals() -> bool:
+    """A devpts instance of the job's own on /dev/pts, its /dev/ptmx bound over the machine's:
+    the command sees, opens and makes only terminals of the job, never the user's (the one
+    the judge runs in, whose input it would read and whose screen it would write)."""
+    options = b"newinstance,ptmxmode=0666,mode=0620"
+    if libc.mount(b"devpts", PTS, b"devpts", MS_NOSUID | MS_NOEXEC, options) != 0:
+        return False
+    if libc.mount(PTS + b"/ptmx", PTMX, None, MS_BIND, None) == 0:
+        return True
+    libc.umount2(PTS, MNT_DETACH)  # a /dev/ptmx that makes terminals this view cannot see
+    return False
 
 
 class MountAttr(ctypes.Structure):
@@ -259,23 +283,27 @@ class Job:
         self.env: dict[str, str] | None = None
         self.cwd: str | None = None
         self.fds: list[int] | None = None
+        self.tty: list[int] = []  # the command's fds that are a terminal (Terminal)
 
-    def exec(self, abi: int, level: str) -> None:
+    def exec(self, abi: int, level: str, terminal: Terminal | None) -> None:
         """In the command's own process: its fds and folder, Landlock, then exec."""
         if self.fds is not None:
             for target, fd in enumerate(self.fds):
                 os.dup2(fd, target)
             for fd in set(self.fds) - {0, 1, 2}:
                 os.close(fd)
+        if terminal is not None:
+            terminal.attach()
         if self.cwd is not None:
             os.chdir(self.cwd)
         if abi:
+            drop_capabilities()  # as a PID 1 does for its command: none, even as root
             landlock(self.writable, abi, isolate=level == "subreaper")
         if self.env is None:
             os.execvp(self.argv[0], self.argv)
         os.execvpe(self.argv[0], self.argv, self.env)
 
-    def spawn(self, abi: int) -> int:
+    def spawn(self, abi: int, terminal: Terminal | None) -> int:
         """As PID 1 of the job's namespaces: confine this process, then start the command with
         posix_spawn (no copy of this process, the cost of a job); the command's pid. PID 1 then
         shares the command's Landlock domain, but not its reach: it keeps the capabilities the
@@ -289,11 +317,73 @@ class Job:
         if abi:
             landlock(self.writable, abi, isolate=False)
         env = dict(os.environ) if self.env is None else self.env
-        actions: list[tuple[int, ...]] = [
+        actions: list[tuple[object, ...]] = [
             (os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(self.fds or ())
         ]
         actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in set(self.fds or ()) - {0, 1, 2}]
-        return os.posix_spawn(program(self.argv[0], env), self.argv, env, file_actions=actions)
+        # In a session of its own (made before the file actions run), the terminal's first
+        # open makes it the command's controlling terminal.
+        actions += terminal.opens() if terminal is not None else []
+        found = program(self.argv[0], env)
+        return os.posix_spawn(
+            found, self.argv, env, file_actions=actions, setsid=terminal is not None
+        )
+
+
+class Terminal:
+    """The pseudo-terminal a job's command has on its `tty` fds, made by the launcher (the
+    command's own process could not keep the other end from it): the launcher relays what
+    the command writes there to `out`, the stdout it was given. It outlives the command, and
+    so does this end of it, so the relay never meets an end of file that would race with
+    output still buffered there."""
+
+    def __init__(self, job: Job) -> None:
+        import fcntl  # only a terminal's job pays for these imports
+        import struct
+        import termios
+
+        self.fds, self.out = job.tty, job.fds[1] if job.fds else 1
+        self.master, self.slave = os.openpty()  # neither is inherited by the command
+        attrs = termios.tcgetattr(self.slave)
+        attrs[3] &= ~termios.ECHO  # lflag: what the launcher writes is input, never output
+        termios.tcsetattr(self.slave, termios.TCSANOW, attrs)
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        self.path = os.ttyname(self.slave)
+
+    def opens(self) -> list[tuple[object, ...]]:
+        """posix_spawn's file actions that put the terminal on the command's fds."""
+        return [(os.POSIX_SPAWN_OPEN, fd, self.path, os.O_RDWR, 0) for fd in self.fds]
+
+    def attach(self) -> None:
+        """In a forked command, before exec: a session of its own, the terminal on its fds."""
+        os.setsid()
+        for fd in self.fds:
+            opened = os.open(self.path, os.O_RDWR)  # the first makes it the controlling one
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+
+    def relay(self, pid: int) -> int:
+        """Copy what the command writes on the terminal to `out` until it has ended and its
+        output is drained; its wait status. Its end is a pidfd becoming readable, seen at
+        once; a select on the terminal after it sees every byte the command wrote (polling a
+        terminal flushes its buffers first: n_tty_poll)."""
+        import select
+
+        if 0 in self.fds:
+            os.write(self.master, EOF)
+        ended = os.pidfd_open(pid)
+        while True:
+            readable, _, _ = select.select([self.master, ended], [], [])
+            if self.master not in readable:
+                os.close(ended)
+                return os.waitpid(pid, 0)[1]
+            data = os.read(self.master, 65536)
+            while data and self.out >= 0:
+                try:
+                    data = data[os.write(self.out, data) :]
+                except OSError:
+                    self.out = -1  # the reader went away (a timeout): drain, relay nothing
 
 
 def program(name: str, env: dict[str, str]) -> str:
@@ -317,18 +407,26 @@ def drop_capabilities() -> None:
 
 def run_command(job: Job, abi: int, level: str) -> str:
     """Start the command, confined, and wait for it: its exit code, or why it did not run."""
+    terminal = None
     try:
-        pid = job.spawn(abi) if level == "namespaces" else forked(job, abi, level)
+        terminal = Terminal(job) if job.tty else None  # before Landlock: /dev/ptmx
+        if level == "namespaces":
+            pid = job.spawn(abi, terminal)
+        else:
+            pid = forked(job, abi, level, terminal)
     except OSError as exc:
         return f"{job.argv[0]}: {exc}".replace("\n", " ")
     finally:
-        for fd in job.fds or ():  # the command holds them now: its end of the pipes is its own
+        relayed = terminal.out if terminal is not None else -1
+        for fd in set(job.fds or ()) - {relayed}:  # the command holds them now
             os.close(fd)
-    _, status = os.waitpid(pid, 0)
+    status = terminal.relay(pid) if terminal is not None else os.waitpid(pid, 0)[1]
+    if job.fds and relayed in job.fds:
+        os.close(relayed)  # the judge reads to its end
     return str(os.waitstatus_to_exitcode(status))  # -N: killed by signal N
 
 
-def forked(job: Job, abi: int, level: str) -> int:
+def forked(job: Job, abi: int, level: str, terminal: Terminal | None) -> int:
     """Below the namespaces level the launcher stays outside the command's Landlock domain
     (the domain is all that keeps the command from tracing it): a fork confines itself and
     execs. Its error comes back through a pipe that a successful exec closes."""
@@ -337,7 +435,7 @@ def forked(job: Job, abi: int, level: str) -> int:
     if pid == 0:
         os.close(errors)
         try:
-            job.exec(abi, level)
+            job.exec(abi, level, terminal)
         except OSError as exc:
             os.write(report, str(exc).encode())
         os._exit(NOT_RUN)
@@ -487,6 +585,7 @@ def serve(channel: int, cap: int) -> int:
         request = json.loads(message)
         job = Job(request["argv"], request["writable"], request["status"], request["require"])
         job.env, job.cwd, job.fds = request["env"], request["cwd"], fds
+        job.tty = request.get("tty", [])
         pid = os.fork()  # the job's supervisor (a process may make one PID namespace only)
         if pid == 0:
             sock.close()
@@ -501,10 +600,16 @@ def serve(channel: int, cap: int) -> int:
 
 
 def command(
-    cmd: list[str], writable: list[str], status: str, require: bool, python: str = sys.executable
+    cmd: list[str],
+    writable: list[str],
+    status: str,
+    require: bool,
+    python: str = sys.executable,
+    tty: tuple[int, ...] = (),
 ) -> list[str]:
     """The command line that runs `cmd` confined: for the judge and the subject plugin."""
     options = [arg for folder in writable for arg in ("--write", folder)]
+    options += [arg for fd in tty for arg in ("--tty", str(fd))]
     options += ["--cap", level_cap(), *(["--require"] if require else [])]
     return [python, "-I", "-S", FILE, "--status", status, *options, "--", *cmd]
 
@@ -536,14 +641,17 @@ def main(argv: list[str]) -> int:
         return serve(int(argv[1]), cap)
     if "--" not in argv:
         print(
-            "usage: confine.py --status FILE [--write DIR]... [--cap LEVEL] [--require] -- CMD..."
+            "usage: confine.py --status FILE [--write DIR]... [--tty FD]... [--cap LEVEL] "
+            "[--require] -- CMD..."
         )
         return 2
     split = argv.index("--")
     options, cmd = argv[:split], argv[split + 1 :]
     writable = [options[i + 1] for i, o in enumerate(options) if o == "--write"]
     status = options[options.index("--status") + 1]
-    return confine(Job(cmd, writable, status, "--require" in options), cap)
+    job = Job(cmd, writable, status, "--require" in options)
+    job.tty = [int(options[i + 1]) for i, o in enumerate(options) if o == "--tty"]
+    return confine(job, cap)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,9 @@ import hashlib
 import os
 import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -38,7 +37,6 @@ from _gate.protocol import FailClosed
 
 PERTURBATIONS = ("env", "clock", "terminal", "files")
 TOUCHED = "files.touched"  # the compared field of what a run did to the files around it
-TERMINAL = Path(__file__).with_name("terminal.py")
 FAKETIME_NAMES = (
     "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
     "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
@@ -163,7 +161,7 @@ class Scene:
     work: Path
     writable: tuple[Path, ...]
     env: dict[str, str]
-    prefix: list[str] = field(default_factory=list)  # a launcher before the command
+    tty: tuple[int, ...] = ()  # the command's fds on a terminal (sandbox.run_confined)
     watched: Path | None = None  # the folder whose files `files.touched` compares
     elsewhere: tuple[Path, ...] = ()  # folders made outside the run's own, removed after it
 
@@ -278,8 +276,7 @@ def scene(how: Perturbation, case: Setting, root: Path) -> Scene:
     if "terminal" in how.names:
         stage.env.pop("NO_COLOR", None)  # a terminal is where colour is welcome
         stage.env["TERM"] = case.pinned.get("TERM", "xterm-256color")
-        stage.prefix = [sys.executable, "-I", "-S", str(TERMINAL)]
-        stage.prefix += ["--"] if case.stdin_piped else ["--stdin-tty", "--"]
+        stage.tty = (1,) if case.stdin_piped else (0, 1)
     return stage
 
 

@@ -125,18 +125,20 @@ def run_confined(
     stdin: bytes = b"",
     cap: int = OUTPUT_CAP,
     home: Path | None = None,
+    tty: tuple[int, ...] = (),
 ) -> Completed:
     """Run `cmd`, which may execute the patch's code, confined by the launcher: it may write
-    only beneath `writable` and `home` (its HOME and TMPDIR, where given). A process it leaves
-    running, or a launcher that could not confine it where the sandbox is required, fails the
-    step closed."""
+    only beneath `writable` and `home` (its HOME and TMPDIR, where given); its `tty` fds (1, or
+    0 and 1) are a terminal the launcher relays to stdout. A process it leaves running, or a
+    launcher that could not confine it where the sandbox is required, fails the step
+    closed."""
     parts: list[str] = [str(part) for part in cmd]
     folders = [str(folder) for folder in writable]
     if home is not None:
         env = {**(os.environ if env is None else env), "HOME": str(home), "TMPDIR": str(home)}
         folders.append(str(home))
     with status_file() as status:
-        done = launch(parts, folders, status, timeout, cwd, env, stdin, cap)
+        done = launch(parts, folders, status, timeout, cwd, env, stdin, cap, tty)
         found = confine.read_status(str(status))
     if found is None:
         if done.timed_out:
@@ -169,6 +171,7 @@ def launch(
     env: Mapping[str, str] | None,
     stdin: bytes,
     cap: int,
+    tty: tuple[int, ...],
 ) -> Completed:
     """Start the job through the launcher's server, or, where there is none, a launcher of
     its own; watch it as run_group does."""
@@ -179,13 +182,14 @@ def launch(
         "require": Sandbox.required,
         "env": dict(env) if env is not None else dict(os.environ),
         "cwd": str(cwd) if cwd is not None else None,
+        "tty": list(tty),
     }
     with process.slots():
         start = time.perf_counter()
         spawned = Server.spawn(request)
         if spawned is not None:
             return watched(spawned, stdin, cap, timeout, True, start)
-    launched = confine.command(parts, folders, str(status), Sandbox.required)
+    launched = confine.command(parts, folders, str(status), Sandbox.required, tty=tty)
     return run_group(
         launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap, terminate=True
     )
