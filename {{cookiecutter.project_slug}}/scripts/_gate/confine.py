@@ -159,8 +159,8 @@ def private_mounts(writable: list[str]) -> bool:
         done = done and bound and set_mount(path, 0, MOUNT_ATTR_RDONLY)
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     done = done and libc.mount(b"tmpfs", SHM.encode(), b"tmpfs", flags, b"mode=1777") == 0
-    done = done and own_terminals()
-    return done and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
+    done = done and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
+    return own_terminals() and done  # the user's terminals hidden whatever failed before
 
 
 def own_terminals() -> bool:
