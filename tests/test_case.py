@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import add_case
 import pytest
 from _gate.cases import load_cases
 
-from tools.bakery import branch, edit, git
+from tools.bakery import branch, edit, git, judge
 
 CART = '{"items": [{"sku": "MUG", "qty": 2, "price_cents": 1250}]}'
 
@@ -162,3 +163,36 @@ def test_a_case_that_cannot_go_last_is_refused_and_the_file_restored(
     assert code == 2
     assert "add it by hand" in report["summary"]
     assert path.read_text() == flow
+
+
+def comment(line: str) -> Callable[[Path], None]:
+    """A change that makes a build of its own and behaves as its parent."""
+
+    def change(tree: Path) -> None:
+        with (tree / "src/shop/cli.py").open("a", encoding="utf-8") as source:
+            source.write(f"\n# {line}\n")
+
+    return change
+
+
+def test_a_case_and_a_judgment_share_the_environments_they_build(
+    repo: Path, tmp_path: Path
+) -> None:
+    """`nox -s case` builds its commit as a judgment builds its base, and keeps it under the
+    same key in the same cache (_gate/kept_envs.base_env): a case on a patch a judgment built
+    runs with no build, and the build of a commit a case ran on is the parent's of the next
+    judgment on it."""
+    judged = branch(repo, "case-on-judged", comment("judged first"))
+    assert judge(repo, "--head", judged).statuses["build"] == "pass"
+    code, report = add(repo, tmp_path, "--ref", judged, "--id", "on-judged", "--", "--help")
+    assert (code, report["evidence"]["build"]) == (0, "kept"), report["summary"]
+    first = branch(repo, "case-first", comment("a case first"))
+    built = [
+        add(repo, tmp_path, "--ref", first, "--id", f"first-{n}", "--", "--help")[1] for n in (1, 2)
+    ]
+    assert [case["evidence"]["build"] for case in built] == ["built", "kept"]
+    git(repo, "checkout", "--quiet", "--", "oracle/cases.yaml")
+    patch = branch(repo, "case-first-patch", comment("then judged"), base=first)
+    verdict = judge(repo, "--base", first, "--head", patch)
+    build = next(step for step in verdict.report["steps"] if step["name"] == "build")
+    assert "patch built into a fresh offline environment; the parent and" in build["summary"]

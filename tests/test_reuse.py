@@ -213,7 +213,7 @@ def test_a_patch_that_lands_brings_its_environment_and_its_run_to_the_next_judgm
     again = judge(shop, "--base", landed, "--head", broken)
     assert again.report["verdict"] == "block", again.output[-2000:]
     assert again.step("build")["summary"].startswith(
-        "the parent, patch and oracle environments kept from an earlier judgment"
+        "the parent, patch and oracle environments kept from an earlier build"
     )
 
     # The new base breaks its own test: its build is the one landed, its tests too, so the

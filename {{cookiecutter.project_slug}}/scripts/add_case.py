@@ -50,8 +50,8 @@ def on_parent(
     with every commit; None, and why, where there is no such commit or it does not build."""
     try:
         parent = resolve_commit(repo, f"{sha}^", "--ref")
-        with built_cli(repo, parent, args.wheelhouse, args.requirements, command) as (_, cli):
-            run = run_many([(cli, case)], repo / "fixtures", "case")[0]
+        with built_cli(repo, parent, args.wheelhouse, args.requirements, command) as built:
+            run = run_many([(built.cli, case)], repo / "fixtures", "case")[0]
     except FailClosed as exc:
         return None, f"recorded on {sha[:12]} only: its parent {exc}"
     return observe(case, run), f"compared with its parent {parent[:12]}"
@@ -231,9 +231,9 @@ def execute(args: argparse.Namespace) -> Outcome:
         raise FailClosed(f"{args.cases}: case id {args.id!r} is already in use; pick another --id")
     raw = draft(args, args.id or case_id(args.argv, taken))
     sha = resolve_commit(repo, args.ref, "--ref")
-    with built_cli(repo, sha, args.wheelhouse, args.requirements, config.command) as (_, cli):
-        case, runs, seen = try_case(args, raw, cli, repo / "fixtures")
-        version = own_version(cli, config.command)
+    with built_cli(repo, sha, args.wheelhouse, args.requirements, config.command) as built:
+        case, runs, seen = try_case(args, raw, built.cli, repo / "fixtures")
+        version = own_version(built.cli, config.command)
     stable = [spec for spec in case.compare if all(s[spec] == seen[0][spec] for s in seen)]
     unstable = {spec: [s[spec] for s in seen] for spec in case.compare if spec not in stable}
     before, note = on_parent(args, repo, sha, config.command, case)
@@ -249,7 +249,8 @@ def execute(args: argparse.Namespace) -> Outcome:
     }
     stable = [spec for spec in stable if spec not in versioned]
     found = suspicious(runs)
-    evidence = {"case": case.id, "ref": sha, "seen": seen[0], "unstable": unstable}
+    evidence = {"case": case.id, "ref": sha, "build": built.came, "seen": seen[0]}
+    evidence["unstable"] = unstable
     evidence.update(suspicious=found, versioned=sorted(versioned), parent=note)
     if not stable:
         raise FailClosed(f"case {case.id!r}: no field was the same in both runs; nothing to save")

@@ -59,7 +59,7 @@ from _gate.cassettes import parent_now
 from _gate.config import committed_config, load_config
 from _gate.confine import SHM
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
-from _gate.envs import WHEELHOUSE, bin_dir, build_env, tools_env
+from _gate.envs import WHEELHOUSE, bin_dir, tools_env
 from _gate.git import (
     SCORE_FILE,
     add_worktree,
@@ -77,6 +77,7 @@ from _gate.kept_envs import (
     CHANGED,
     KEPT,
     Cache,
+    base_build,
     env_limit,
     evict,
     kept_env,
@@ -409,11 +410,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         """The side's python and its build's digest, taken here: the parent's while the
         patch's environment is still being built."""
 
-        def build(dest: Path) -> Path:
-            python = build_env(tree, dest, wheelhouse, requirements)
-            write_bytecode(dest, donor())
-            return python
-
+        build = base_build(tree, wheelhouse, requirements, donor)
         built = kept_env(kept_in, keys[side], envs / side, build)
         came[side] = built.came
         return built.python, build_digest(built.python.parent.parent)
@@ -552,7 +549,7 @@ def built_line(oracle: bool, came: Mapping[str, str]) -> str:
     if kept:
         many = "s" if len(kept) > 1 else ""
         parts.append(
-            f"the {listed(kept)} environment{many} kept from an earlier judgment and checked "
+            f"the {listed(kept)} environment{many} kept from an earlier build and checked "
             f"file for file: {REUSED}"
         )
     parts += [

@@ -130,12 +130,11 @@ def materialize(args: argparse.Namespace) -> Outcome:
         else default_base(repo, resolve_commit(repo, "HEAD", "--head"), config.base_branch)
     )
     out = args.out or cassette_path(repo, base, args.shard)
-    built = built_cli(repo, base, args.wheelhouse, args.requirements, config.command)
-    with built as (tree, command):
-        cases_file = tree / "oracle" / "cases.yaml"
+    with built_cli(repo, base, args.wheelhouse, args.requirements, config.command) as built:
+        cases_file = built.tree / "oracle" / "cases.yaml"
         cases = owned_cases(cases_file, config.case_timeout, args.shard)
         ran, _ = runnable(config.perturb, config.perturb_required)
-        cassette = record(command, cases, tree / "fixtures", base, ran)
+        cassette = record(built.cli, cases, built.tree / "fixtures", base, ran)
         return write(cassette, out, cases_file)
 
 

@@ -16,16 +16,17 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from _gate import perturb
 from _gate.config import load_yaml, require_mapping
-from _gate.envs import bin_dir, build_env
+from _gate.envs import bin_dir
 from _gate.git import add_worktree, remove_worktree
+from _gate.kept_envs import base_env
 from _gate.process import Stream
 from _gate.protocol import FailClosed, Progress
 from _gate.sandbox import run_confined
@@ -608,13 +609,20 @@ def describe(run: Run) -> dict[str, Any]:
     }
 
 
+class BuiltCli(NamedTuple):
+    tree: Path  # a worktree of the commit
+    cli: Path  # its console script, in its build's environment
+    came: str  # how that environment came: kept, built or changed (_gate/kept_envs.py)
+
+
 @contextmanager
 def built_cli(
     repo: Path, sha: str, wheelhouse: Path, requirements: str | Path, command: str
-) -> Iterator[tuple[Path, Path]]:
-    """A worktree of `sha` and its console script `command` in a fresh offline build of it
-    (`requirements` is relative to the tree); the worktree is gone afterwards."""
-    with tempfile.TemporaryDirectory(prefix="oracle-cli-") as tmp:
+) -> Iterator[BuiltCli]:
+    """A worktree of `sha` and its console script `command` in an offline build of it
+    (`requirements` is relative to the tree), kept as a judgment keeps its base's; the
+    worktree is gone afterwards."""
+    with tempfile.TemporaryDirectory(prefix="oracle-cli-") as tmp, ExitStack() as held:
         tree = add_worktree(repo, sha, Path(tmp) / "tree")
         try:
             if not (tree / requirements).is_file():
@@ -622,7 +630,8 @@ def built_cli(
                     f"{sha[:12]} has no {requirements}: the gate is not on that commit yet "
                     "(merge the branch that adds it into the base first)"
                 )
-            python = build_env(tree, Path(tmp) / "env", wheelhouse, tree / requirements)
-            yield tree, bin_dir(python.parent.parent) / command
+            fresh, pins = Path(tmp) / "env", tree / requirements
+            env = base_env(repo, sha, tree, fresh, wheelhouse, pins, held)
+            yield BuiltCli(tree, bin_dir(env.python.parent.parent) / command, env.came)
         finally:
             remove_worktree(repo, tree)

@@ -49,10 +49,26 @@ def run_tool(cmd: list[str], what: str, extra: Mapping[str, str] | None = None) 
     return finished(run_group(cmd, timeout=BUILD_TIMEOUT, env=env), what)
 
 
+def build_variables() -> dict[str, str]:
+    """What a build backend inherits (BUILD_PASS_THROUGH), PATH without the folders of
+    virtual environments (the nox session's that started the judge, or `nox -s case`): a
+    build is the same whichever session asks for it, and kept under one key
+    (kept_envs.parent_env_key)."""
+    env = {key: os.environ[key] for key in BUILD_PASS_THROUGH if key in os.environ}
+    if "PATH" in env:
+        folders = env["PATH"].split(os.pathsep)
+        env["PATH"] = os.pathsep.join(f for f in folders if not venv_bin(Path(f)))
+    return env
+
+
+def venv_bin(folder: Path) -> bool:
+    return folder.is_absolute() and (folder.parent / "pyvenv.cfg").is_file()
+
+
 def run_build(cmd: list[str], what: str, scratch: Path, dest: Path) -> Completed:
     """An install that runs a tree's build backend: confined to the scratch (the tree's copy,
     HOME) and the environment it fills, with the environment of anyone's build."""
-    env = {key: os.environ[key] for key in BUILD_PASS_THROUGH if key in os.environ}
+    env = build_variables()
     env.update(NO_BYTECODE)
     home = scratch / "home"
     home.mkdir(exist_ok=True)

@@ -8,7 +8,9 @@ Each is built once per set of those inputs and kept in the folder of kept runs (
 under its rule: only when the patch's code runs confined, never for a judgment that runs it
 unconfined or with --fresh. The patch's environment is kept under the key it has as a base
 (`parent_env_key` of the head commit): the parent's of a judgment whose base it becomes, built
-by the same backend from the same commit as that judgment's own build would be.
+by the same backend from the same commit as that judgment's own build would be. The tools that
+build a base outside a judgment (`nox -s case`, `nox -s record`: `base_env`) build it as a
+judgment builds its parent, and use and keep it under the same key.
 
 A kept environment is held to what it held when built: before each use its entries' stats are
 compared with those kept with its digest (seal.digest: every file, bytecode included), and
@@ -37,9 +39,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from _gate.envs import BUILD_PASS_THROUGH, bin_dir
+from _gate.bytecode import write_bytecode
+from _gate.envs import bin_dir, build_env, build_variables
 from _gate.git import git
-from _gate.reuse import cache_key, files_digest, keep, kept, last_used, whole_number
+from _gate.reuse import cache_folder, cache_key, files_digest, keep, kept, last_used, whole_number
+from _gate.sandbox import probe_sandbox
 from _gate.seal import Sealed, changes, taken
 
 try:
@@ -82,7 +86,7 @@ def parent_env_key(repo: Path, commit: str, requirements: Path) -> str:
     """What the parent's environment depends on: the commit (its tree), the tags a version may
     be read from (`git describe`), the pins, and the variables a build backend sees."""
     described = git(repo, "describe", "--tags", "--long", "--always", "--abbrev=40", commit)
-    variables = {key: os.environ.get(key) for key in BUILD_PASS_THROUGH}
+    variables = build_variables()
     return cache_key(
         "parent-env",
         commit=commit,
@@ -92,11 +96,44 @@ def parent_env_key(repo: Path, commit: str, requirements: Path) -> str:
     )
 
 
+def base_build(
+    tree: Path, wheelhouse: Path, requirements: Path, donor: Callable[[], Path | None]
+) -> Build:
+    """How a base's environment is built, whoever keeps it: `tree`'s build beside the pinned
+    tools, with bytecode (copied from the environment `donor()` names where the same)."""
+
+    def build(dest: Path) -> Path:
+        python = build_env(tree, dest, wheelhouse, requirements)
+        write_bytecode(dest, donor())
+        return python
+
+    return build
+
+
+def base_env(
+    repo: Path,
+    commit: str,
+    tree: Path,
+    fresh: Path,
+    wheelhouse: Path,
+    requirements: Path,
+    held: contextlib.ExitStack,
+) -> Env:
+    """`commit`'s environment (its tree checked out at `tree`) for the tools that run a base's
+    build outside a judgment (`nox -s case`, `nox -s record`): the one a judgment whose base it
+    is keeps, shared both ways; in use until `held` closes. Where the launcher cannot confine
+    the build, nothing is kept or reused, as for an unconfined judgment."""
+    confined = probe_sandbox().level != "none"
+    cache = Cache(cache_folder(repo), env_limit(), held) if confined else None
+    build = base_build(tree, wheelhouse, requirements, lambda: None)
+    return kept_env(cache, parent_env_key(repo, commit, requirements), fresh, build)
+
+
 def kept_env(cache: Cache | None, key: str, fresh: Path, build: Build) -> Env:
-    """The environment `build` makes, and how it came: KEPT (built by an earlier judgment
-    under `key` in the cache, its files as built), BUILT (by this one, and kept when there is
-    a cache), or CHANGED (the kept one changed since it was built: built at `fresh` instead,
-    as when nothing is kept)."""
+    """The environment `build` makes, and how it came: KEPT (built earlier, by a judgment or
+    base_env, under `key` in the cache, its files as built), BUILT (by this one, and kept when
+    there is a cache), or CHANGED (the kept one changed since it was built: built at `fresh`
+    instead, as when nothing is kept)."""
     if cache is None or fcntl is None:
         return Env(build(fresh), BUILT, None)
     home = kept_home(cache.folder, key)
