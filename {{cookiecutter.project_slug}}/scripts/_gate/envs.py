@@ -62,6 +62,7 @@ def build_variables() -> dict[str, str]:
 
 
 def venv_bin(folder: Path) -> bool:
+    """A virtual environment's scripts folder: the folder above it holds a pyvenv.cfg."""
     return folder.is_absolute() and (folder.parent / "pyvenv.cfg").is_file()
 
 
