@@ -192,9 +192,10 @@ def test_a_confined_command_cannot_signal_the_judge(tmp_path: Path, level: str) 
     assert done.stdout.head.startswith(b"refused"), done.stdout.head
 
 
-# How a case's command is started in the launcher's job: with pipes, or with its stdout on a
-# terminal whose other end its supervisor keeps and relays (the terminal perturbation).
-THROUGH: dict[str, tuple[int, ...]] = {"launcher": (), "terminal": (1,)}
+# How a case's command is started in the launcher's job: with pipes, or with its stdout (and
+# its stdin) on a terminal whose other end its supervisor keeps and relays (the terminal
+# perturbation: confine.Terminal, its posix_spawn or fork in a session of its own).
+THROUGH: dict[str, tuple[int, ...]] = {"launcher": (), "terminal": (1,), "terminal-stdin": (0, 1)}
 
 
 @pytest.mark.parametrize("through", list(THROUGH))
@@ -373,8 +374,11 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 
 # Modules that may start a process, and why each start runs no code of a tree under judgment
 # unconfined: confine.py is the launcher (its forks and execs, and the posix_spawn of a PID 1
-# that confined itself first, are the confined path itself: tests above and below show what a
-# command it starts can and cannot reach, its PID 1 among them), process.py
+# that confined itself first, with or without a terminal on the command's fds, are the
+# confined path itself: tests above and below show what a command it starts can and cannot
+# reach, its PID 1 among them: test_a_confined_command_cannot_reach_its_launcher_or_the_judge
+# for each way it starts one, and test_a_terminal_job_has_a_terminal_of_its_own_and_never_
+# the_users), process.py
 # runs trusted commands (run_group), sandbox.py starts the launcher's server (which runs no
 # code of a tree; a job it forks cannot reach it: test_a_confined_command_cannot_reach_its_
 # launcher_or_the_judge) and, where there is none, the launcher itself (run_confined),

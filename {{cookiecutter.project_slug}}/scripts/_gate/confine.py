@@ -365,25 +365,28 @@ class Terminal:
 
     def relay(self, pid: int) -> int:
         """Copy what the command writes on the terminal to `out` until it has ended and its
-        output is drained; its wait status. Its end is a pidfd becoming readable, seen at
-        once; a select on the terminal after it sees every byte the command wrote (polling a
-        terminal flushes its buffers first: n_tty_poll)."""
+        output is drained, then close `out` (its reader reads to its end); the command's wait
+        status. Its end is a pidfd becoming readable, seen at once; a select on the terminal
+        after it sees every byte the command wrote (polling a terminal flushes its buffers
+        first: n_tty_poll)."""
         import select
 
         if 0 in self.fds:
             os.write(self.master, EOF)
         ended = os.pidfd_open(pid)
+        relaying = True
         while True:
             readable, _, _ = select.select([self.master, ended], [], [])
             if self.master not in readable:
                 os.close(ended)
+                os.close(self.out)
                 return os.waitpid(pid, 0)[1]
             data = os.read(self.master, 65536)
-            while data and self.out >= 0:
+            while data and relaying:
                 try:
                     data = data[os.write(self.out, data) :]
                 except OSError:
-                    self.out = -1  # the reader went away (a timeout): drain, relay nothing
+                    relaying = False  # the reader went away (a timeout): drain, relay nothing
 
 
 def program(name: str, env: dict[str, str]) -> str:
@@ -417,12 +420,10 @@ def run_command(job: Job, abi: int, level: str) -> str:
     except OSError as exc:
         return f"{job.argv[0]}: {exc}".replace("\n", " ")
     finally:
-        relayed = terminal.out if terminal is not None else -1
-        for fd in set(job.fds or ()) - {relayed}:  # the command holds them now
+        relayed = {terminal.out} if terminal is not None else set()
+        for fd in set(job.fds or ()) - relayed:  # the command holds them now
             os.close(fd)
     status = terminal.relay(pid) if terminal is not None else os.waitpid(pid, 0)[1]
-    if job.fds and relayed in job.fds:
-        os.close(relayed)  # the judge reads to its end
     return str(os.waitstatus_to_exitcode(status))  # -N: killed by signal N
 
 
