@@ -57,10 +57,11 @@ class Judged:
 
 @pytest.fixture(autouse=True)
 def private_uv_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test's judgments install from a uv cache of their own. An environment's files
-    are hard links into uv's cache, so a write into one (by an unconfined attack here, or by
-    the hole test_a_build_cannot_forge_through_the_files_its_environment_shares shows) would
-    otherwise reach every environment built after it on this machine."""
+    """Each test's judgments install from a uv cache of their own: were an environment's
+    files hard links into uv's cache again (the judge installs copies, which
+    test_a_build_cannot_forge_through_the_files_its_environment_shares holds it to), a write
+    into one by an unconfined attack here would reach every environment built after it on
+    this machine, and fail tests that have nothing to do with it."""
     cache = tmp_path / "uv-cache"
     monkeypatch.setenv("UV_CACHE_DIR", str(cache))
     return cache
@@ -449,8 +450,9 @@ def test_a_build_backend_cannot_plant_in_the_oracle_environment(shop: Path, tmp_
 
 
 # The patch's backend writes only where a build may: the environment it installs into. It
-# appends a forger to two of pytest's files there, which uv installed as hard links into its
-# cache, shared with the oracle's environment built from the same cache.
+# appends a forger to two of pytest's files there, which uv would install as hard links into
+# its cache, shared with the oracle's environment built from the same cache, were it not told
+# to copy (_gate/envs.py tools_env).
 SHARED_FILES = """
 import sys
 from pathlib import Path
@@ -483,10 +485,11 @@ def forges_through_shared_files(markers: Path) -> Callable[[Path], None]:
 def test_a_build_cannot_forge_through_the_files_its_environment_shares(
     shop: Path, tmp_path: Path
 ) -> None:
-    """HOLE (issue 22, items 3 and 5): a build may write the environment it installs into,
-    and that environment's files are hard links into uv's cache, shared with the oracle's
-    environment: Landlock allows the write by its path, and the oracle's pytest runs it. The
-    trusted oracle runs are unconfined, so what the forger marks proves it ran there."""
+    """Issue 22, items 3 and 5 (a hole until the judge installed copies): a build may write
+    the environment it installs into, and were that environment's files hard links into uv's
+    cache, shared with the oracle's environment, Landlock would allow the write by its path
+    and the oracle's pytest would run it. The trusted oracle runs are unconfined, so what the
+    forger marks proves it ran there."""
     markers = tmp_path / "markers"
     markers.mkdir()
     head = branch(shop, "shared-files", forges_through_shared_files(markers))

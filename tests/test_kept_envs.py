@@ -32,7 +32,7 @@ from _gate.kept_envs import (
     kept_env,
 )
 from _gate.protocol import FailClosed
-from _gate.reuse import keep, kept, prune
+from _gate.reuse import CACHE_ENV, cache_folder, keep, kept, prune
 
 from tests.helpers import SCRIPTS
 
@@ -157,3 +157,17 @@ def test_the_cache_holds_the_most_recently_used_runs_and_deletes_the_rest(tmp_pa
     assert sorted(path.stem for path in tmp_path.glob("*.json")) == [keys[0], keys[3], keys[4]]
     assert kept(tmp_path, keys[1]) is None  # deleted: the judgment that wants it runs it again
     prune(tmp_path / "absent", 3)  # no folder yet: nothing kept, nothing to delete
+
+
+def test_a_relative_cache_folder_is_the_working_directorys_wherever_its_jobs_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ORACLE_CACHE=cache nox -s judge`: the kept environments are run from other folders
+    (the worktrees, the jobs' scratch), where a relative path names nothing."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(CACHE_ENV, "cache")
+    folder = cache_folder(tmp_path / "repo")
+    monkeypatch.chdir(tmp_path / "..")
+    assert folder == tmp_path / "cache" and folder.is_absolute()
+    monkeypatch.delenv(CACHE_ENV)
+    assert cache_folder(Path("repo")) == tmp_path.parent / "repo" / ".oracle" / "cache"

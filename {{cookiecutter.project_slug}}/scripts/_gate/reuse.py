@@ -51,7 +51,10 @@ RUNS_DEFAULT = 256
 
 
 def cache_folder(repo: Path) -> Path:
-    return Path(os.environ.get(CACHE_ENV) or repo / ".oracle" / "cache")
+    """$ORACLE_CACHE, or .oracle/cache in the repository: absolute, as the environments kept
+    there are run from other folders (a relative value is the working directory's, as a shell
+    user means it)."""
+    return Path(os.environ.get(CACHE_ENV) or repo / ".oracle" / "cache").absolute()
 
 
 def add_same_build_arg(p: argparse.ArgumentParser) -> None:
