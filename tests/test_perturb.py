@@ -18,6 +18,7 @@ a refactor while a date bomb blocks in every step that runs the build.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
@@ -286,17 +287,51 @@ def test_a_case_opts_out_of_a_perturbation_with_its_reason_and_a_bad_one_fails_c
             load_cases(path)
 
 
+@pytest.mark.parametrize("library", ["absent", "not-a-library"])
 def test_a_required_perturbation_this_machine_cannot_run_fails_closed(
-    shop: Path, envs: Built, cassette: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shop: Path,
+    envs: Built,
+    cassette: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    library: str,
 ) -> None:
-    monkeypatch.setenv("ORACLE_LIBFAKETIME", str(tmp_path / "no-such-library.so"))
+    """A library the loader cannot preload it ignores, with a warning: runs said to be under
+    the shifted clock would see today."""
+    path = tmp_path / "libfaketime.so.1"
+    if library == "not-a-library":
+        path.write_text("not a shared object\n")
+    monkeypatch.setenv("ORACLE_LIBFAKETIME", str(path))
     said = replayed(shop, envs, cassette, "main", "main", tmp_path)
     required = replayed(
         shop, envs, cassette, "main", "main", tmp_path, "--perturb-required", "clock"
     )
     assert said[0] == 0 and "clock perturbation: unavailable" in said[1]["summary"]
+    if library == "not-a-library":
+        assert f"{path} does not shift the clock: " in said[1]["summary"]
     assert required[0] == 2
     assert required[1]["summary"].startswith("clock perturbation: unavailable")
+
+
+def test_a_clock_library_named_from_the_working_directory_shifts_runs_started_elsewhere(
+    shop: Path, envs: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ORACLE_LIBFAKETIME=lib/libfaketime.so.1`, for the recording and the replay: each run
+    starts in a folder of its own, where that name is nothing the loader finds (it would
+    warn, on both builds alike); the date bomb shows only when it loads."""
+    head = attack_branch(shop, "date-bomb")
+    if CLOCK:
+        (tmp_path / "lib").mkdir()
+        shutil.copy(str(libfaketime()), tmp_path / "lib/libfaketime.so.1")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ORACLE_LIBFAKETIME", "lib/libfaketime.so.1")
+    cassette = recorded(shop, envs, "main", tmp_path / "recorded")
+    code, report = replayed(shop, envs, cassette, "main", head, tmp_path)
+    if not CLOCK:  # the report says why it could not look
+        assert "clock perturbation: unavailable" in report["summary"]
+        return
+    assert code == 1, report["summary"]
+    assert "under the clock perturbation" in report["summary"], report["summary"]
 
 
 # --- the property oracles and the crossrun under perturbation ------------------------------------

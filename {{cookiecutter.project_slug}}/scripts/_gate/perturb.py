@@ -21,11 +21,14 @@ environment costs nothing: only a difference between the two builds under it cou
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import hashlib
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -80,8 +83,8 @@ def libfaketime() -> str | None:
     """The library's path: ORACLE_LIBFAKETIME, else where distributions install it (looked up
     for every clock run, so the known places first)."""
     named = os.environ.get("ORACLE_LIBFAKETIME")
-    if named:
-        return named if os.path.isfile(named) else None
+    if named:  # absolute: the runs it is preloaded into start in folders of their own
+        return os.path.abspath(named) if os.path.isfile(named) else None
     found = (path for path in FAKETIME_NAMES if os.path.isfile(path))
     return next(found, None) or next(iter(glob.glob("/usr/lib/*/faketime/libfaketime.so.1")), None)
 
@@ -134,11 +137,31 @@ def argv(wanted: Sequence[str], required: Sequence[str]) -> list[str]:
 def unavailable(names: Sequence[str]) -> dict[str, str]:
     """Why each of `names` cannot run on this machine (none: every one can)."""
     why = {}
-    if "clock" in names and libfaketime() is None:
+    library = libfaketime() if "clock" in names else ""
+    if library is None:
         why["clock"] = UNAVAILABLE_CLOCK
+    elif library and (failed := unshifted(library)):
+        why["clock"] = f"{library} does not shift the clock: {failed}"
     if "terminal" in names and not hasattr(os, "openpty"):
         why["terminal"] = "this platform has no pseudo-terminals"
     return why
+
+
+@functools.cache
+def unshifted(library: str) -> str:
+    """Why `library` does not start a process's clock where FAKETIME says ('' when it does).
+    The loader ignores a preload it cannot load (not a library, another architecture's) with
+    a warning, and the runs under the shifted clock would see today while said perturbed."""
+    probe = [sys.executable, "-I", "-S", "-c", "import time; print(time.gmtime().tm_year)"]
+    env = {"LD_PRELOAD": library, "FAKETIME": "@2001-02-03 04:05:06", "PATH": os.defpath}
+    try:
+        proc = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"its probe did not run ({exc})"
+    if proc.returncode == 0 and proc.stdout.strip() == "2001":
+        return ""
+    said = proc.stderr.strip().splitlines()
+    return said[0] if said else f"a process under it read the year {proc.stdout.strip()!r}"
 
 
 @dataclass(frozen=True)
