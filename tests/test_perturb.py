@@ -18,7 +18,10 @@ a refactor while a date bomb blocks in every step that runs the build.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
@@ -31,7 +34,7 @@ import record_cassettes
 import replay_cassettes
 import yaml
 from _gate.envs import tools_env
-from _gate.perturb import TOUCHED, libfaketime
+from _gate.perturb import TOUCHED, ZONE, libfaketime, user_zone
 
 from tests.helpers import Built, builder, built_cli, case_flags, compiled, reported
 from tools.bakery import branch, edit, git, judge
@@ -268,6 +271,25 @@ def test_colour_on_a_terminal_and_the_time_zone_alike_in_both_builds_merge(
     assert len(zones | {json.dumps(fields["fields"]["stderr.sha256"])}) > 1  # TZ is honoured
     code, report = replayed(shop, envs, cassette, base, head, tmp_path)
     assert code == 0, report["summary"]
+
+
+def utc_offsets(tz: str, zoneinfo: Path | None = None) -> list[int]:
+    """The offsets from UTC, in January and in July 2024, of a process started with `tz`."""
+    probe = "import time; print(*(time.localtime(t).tm_gmtoff for t in (1704067200, 1719792000)))"
+    env = {"TZ": tz, "PATH": os.defpath, **({"TZDIR": str(zoneinfo)} if zoneinfo else {})}
+    done = subprocess.run([sys.executable, "-I", "-c", probe], env=env, capture_output=True)
+    return [int(offset) for offset in done.stdout.split()]
+
+
+def test_a_users_time_zone_is_not_utc_with_or_without_the_machines_zone_files(
+    tmp_path: Path,
+) -> None:
+    """Without zone files (slim container images have no tzdata) a named zone runs as UTC,
+    the gate's own: the user's zone is then given by its rule."""
+    new_york = [-5 * 3600, -4 * 3600]
+    assert utc_offsets(ZONE, zoneinfo=tmp_path) == [0, 0]
+    assert utc_offsets(user_zone(tmp_path), zoneinfo=tmp_path) == new_york
+    assert utc_offsets(user_zone()) == new_york
 
 
 def test_a_case_opts_out_of_a_perturbation_with_its_reason_and_a_bad_one_fails_closed(

@@ -53,8 +53,11 @@ USER_ENV = {
     "SHELL": "/bin/bash",
     "LANG": "en_US.UTF-8",
     "TERM": "xterm-256color",
-    "TZ": "America/New_York",
 }
+ZONE = "America/New_York"
+# The same zone as a POSIX rule, which the C library reads without zone files: on a machine
+# without tzdata (slim container images) the named zone would run as UTC, the gate's own.
+ZONE_RULE = "EST5EDT,M3.2.0,M11.1.0"
 # An ordinary HOME: what a user's has, and what a run may read, change or delete.
 DOTFILES = {
     ".bashrc": "export EDITOR=vim\nalias ll='ls -l'\n",
@@ -320,6 +323,11 @@ def process_scene(
     return scene(how, Setting(gate_env, {}, None, root, bin_dir, stdin_piped=True), root)
 
 
+def user_zone(zoneinfo: Path = Path("/usr/share/zoneinfo")) -> str:
+    """A user's TZ: the zone by its name where the C library finds its file, else its rule."""
+    return ZONE if (zoneinfo / ZONE).is_file() else ZONE_RULE
+
+
 def user_scene(case: Setting) -> Scene:
     """A login shell's environment in a project folder of an ordinary HOME, outside the
     temporary directory; what the case pins stays pinned (its TZ, its locale)."""
@@ -331,7 +339,7 @@ def user_scene(case: Setting) -> Scene:
     # A user's /tmp is writable and the confined run's is not: without a TMPDIR of its own,
     # tempfile would fall back to the working directory, which no user's does.
     tmp = Path(tempfile.mkdtemp())
-    env = {**USER_ENV, "HOME": str(home), "PWD": str(work), "TMPDIR": str(tmp)}
+    env = {**USER_ENV, "TZ": user_zone(), "HOME": str(home), "PWD": str(work), "TMPDIR": str(tmp)}
     env["PATH"] = os.pathsep.join([str(case.bin_dir), os.environ.get("PATH", os.defpath)])
     env.update(case.pinned)
     return Scene(home, work, (home, tmp), env, elsewhere=(outside, tmp))
