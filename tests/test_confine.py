@@ -399,12 +399,14 @@ SPAWNERS = {
     "staged_inventory.py",
 }
 # The callers of run_group, the unconfined path: a venv and the tools from the wheelhouse
-# (envs.py), the oracle's own pytest in the oracle environment (pytest_run.py), and the
-# launcher, which confines what it runs (sandbox.py).
+# (envs.py), the oracle's own pytest in the oracle environment (pytest_run.py), the gate's
+# own interpreter on a fixed program under the clock library, to see it shift the clock
+# (perturb.py), and the launcher, which confines what it runs (sandbox.py).
 UNCONFINED_CALLERS = {
     "_gate/sandbox.py",
     "_gate/envs.py",
     "_gate/pytest_run.py",
+    "_gate/perturb.py",
 }
 
 

@@ -27,7 +27,6 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -35,7 +34,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
-from _gate.process import Stream
+from _gate.process import Stream, run_group
 from _gate.protocol import FailClosed
 
 PERTURBATIONS = ("env", "clock", "terminal", "files")
@@ -157,14 +156,12 @@ def unshifted(library: str) -> str:
     a warning, and the runs under the shifted clock would see today while said perturbed."""
     probe = [sys.executable, "-I", "-S", "-c", "import time; print(time.gmtime().tm_year)"]
     env = {"LD_PRELOAD": library, "FAKETIME": "@2001-02-03 04:05:06", "PATH": os.defpath}
-    try:
-        proc = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"its probe did not run ({exc})"
-    if proc.returncode == 0 and proc.stdout.strip() == "2001":
+    done = run_group(probe, timeout=30, env=env)  # the gate's own interpreter, a fixed program
+    year = done.stdout.tail().strip()
+    if done.exit_code == 0 and year == "2001":
         return ""
-    said = proc.stderr.strip().splitlines()
-    return said[0] if said else f"a process under it read the year {proc.stdout.strip()!r}"
+    said = done.stderr.tail().strip().splitlines()
+    return said[0] if said else f"a process under it read the year {year!r}"
 
 
 @dataclass(frozen=True)
