@@ -352,6 +352,58 @@ def test_a_collected_test_the_inventory_cannot_see_fails_closed(
     assert expected in report["summary"]
 
 
+# Tests a test class inherits from a base of its own file that pytest does not collect alone:
+# pytest collects each under every subclass (more-itertools' `PeekableMixinTests`).
+MIXED_IN = {
+    "unittest-mixin": (
+        "class CheckMixin:\n    def test_stacks(self) -> None:\n"
+        "        assert stack_discounts(100, []) == 100\n\n\n"
+        "class Plain(CheckMixin, unittest.TestCase):\n    pass\n\n\n"
+        "class Twice(CheckMixin, unittest.TestCase):\n    pass\n"
+    ),
+    "pytest-mixin-of-a-mixin": (
+        "class Inner:\n    def test_stacks(self) -> None:\n"
+        "        assert stack_discounts(100, []) == 100\n\n\n"
+        "class CheckMixin(Inner):\n    def helper(self) -> int:\n        return 1\n\n\n"
+        "class TestPlain(CheckMixin):\n    pass\n\n\n"
+        "class TestTwice(CheckMixin):\n    pass\n"
+    ),
+}
+MIXED = "tests/test_mixed.py"
+
+
+@pytest.mark.parametrize("spelling", sorted(MIXED_IN))
+def test_a_test_mixed_in_from_a_base_of_its_file_is_inventoried_under_each_subclass(
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path, spelling: str
+) -> None:
+    header = "import unittest\n\nfrom shop.discounts import stack_discounts\n\n\n"
+    base = branch(inventory_repo, f"mixed/{spelling}", write(MIXED, header + MIXED_IN[spelling]))
+    code, report, _ = run_inventory(
+        inventory_repo, base, base, tmp_path, *collected_by(inventory_python)
+    )
+    assert code == 0, report["summary"]
+    rows = {row[0]: row[1][0] for row in report["evidence"]["tests"] if row[0].startswith(MIXED)}
+    subclasses = (
+        ("Plain", "Twice") if spelling.startswith("unittest") else ("TestPlain", "TestTwice")
+    )
+    assert rows == {f"{MIXED}::{cls}::test_stacks": 1 for cls in subclasses}
+    # The assert dropped from the base: every subclass's test stops testing.
+    weakened = edits(
+        (
+            MIXED,
+            "        assert stack_discounts(100, []) == 100\n",
+            "        stack_discounts(100, [])\n",
+        )
+    )
+    head = branch(inventory_repo, f"mixed/{spelling}-weakened", weakened, base=base)
+    code, report, _ = run_inventory(
+        inventory_repo, base, head, tmp_path, *collected_by(inventory_python)
+    )
+    assert code == 1, report["summary"]
+    lost = {f["id"] for f in report["evidence"]["findings"]}
+    assert {f"{MIXED}::{cls}::test_stacks" for cls in subclasses} <= lost, lost
+
+
 def test_a_patch_that_cannot_be_collected_is_one_finding(
     inventory_repo: Path, inventory_python: Path, tmp_path: Path
 ) -> None:

@@ -805,6 +805,7 @@ class FileScan:
         self.pending: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.body_skips: dict[int, list[list[Any]]] = {}
         self.classes: dict[str, Setup] = {}  # module-level classes by name, as bases
+        self.class_nodes: dict[str, ast.ClassDef] = {}
         self.setups: dict[int, Setup] = {}  # by id of the ClassDef
         self.bases: dict[str, list[str]] = {}  # class key (`Outer::Inner`) -> its bases' names
         self.module = self.module_setup(tree.body)
@@ -957,7 +958,7 @@ class FileScan:
                     continue
                 inner = blocked or self.class_block(node, own.case)
                 self.scope(
-                    node.body,
+                    [*node.body, *self.mixed_in(node, own.case)],
                     f"{prefix}{node.name}::",
                     skips + own.skips(),
                     inner,
@@ -966,6 +967,31 @@ class FileScan:
                     Setup(fixtures={**setup.fixtures, **own.fixtures}),
                     own.case,
                 )
+
+    def mixed_in(
+        self, node: ast.ClassDef, case: bool, seen: frozenset[str] = frozenset()
+    ) -> list[Func]:
+        """The tests a test class inherits from bases of this file that pytest does not collect
+        on their own (mixins: `class Tests(CheckMixin, TestCase)`): pytest collects them under
+        the subclass, so they are inventoried there, each once, the first base's first."""
+        defined = {
+            s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        found: dict[str, Func] = {}
+        for name in map(dotted, node.bases):
+            base = self.class_nodes.get(name)
+            if (
+                base is None
+                or name in seen
+                or self.classes[name].case
+                or self.naming.test_class(base)
+            ):
+                continue  # another file's, or collected on its own (its tests are its own)
+            own = [s for s in base.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for method in [*own, *self.mixed_in(base, case, seen | {name})]:
+                if self.naming.test_function(method.name, case):
+                    found.setdefault(method.name, method)
+        return [method for name, method in found.items() if name not in defined]
 
     def helper_class(self, node: ast.ClassDef, prefix: str) -> None:
         """A class pytest does not collect (a base or mixin of test classes): its methods are
@@ -987,6 +1013,7 @@ class FileScan:
         for node in body:
             if isinstance(node, ast.ClassDef):
                 self.classes[node.name] = self.setups[id(node)] = self.class_setup(node)
+                self.class_nodes[node.name] = node
         for name, node in setup.methods.items():
             self.hook(node, "", name in MODULE_RUNNERS | FUNCTION_RUNNERS, setup, [])
         return setup
