@@ -4,9 +4,10 @@
         [--repo . --base B --head H] [--parent-python P --patch-python Q] [--cache FILE]
 
 A test is a `test*` function, or a `test*` method of a `Test*` class or a `*TestCase` subclass,
-its own or inherited from a mixin of its file, named `path::Class::name`. Assertions: `assert`, unittest `assert*` calls, `pytest.raises`,
-`pytest.warns`, `pytest.fail`, the helper patterns of `assert_helpers` in judge.yaml, and calls
-to functions that assert (same module, conftest.py, helper modules under the test folders).
+its own or inherited from a mixin of its file, named `path::Class::name`. Assertions: `assert`,
+unittest `assert*` calls, `pytest.raises`, `pytest.warns`, `pytest.fail`, the helper patterns of
+`assert_helpers` in judge.yaml, and calls to functions that assert (same module, conftest.py,
+helper modules under the test folders).
 A project's own `assert*` helper (a function, or a method of the test's class or of a base
 class, wherever that lives) counts the checks its body runs, once per item of a literal argument
 for a check in a loop over that parameter. Per-test counts in the report count such a call into
