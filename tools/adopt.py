@@ -172,7 +172,8 @@ def pick_command(project: Project, wanted: str | None) -> str:
     if not project.commands:
         raise AdoptError(
             f"{project.name} has no console script; the cassettes run one: add one to "
-            "[project.scripts] (or entry_points), or pass --command"
+            "[project.scripts] (or entry_points), or pass --command (a library: --command "
+            "python, and cases such as `nox -s case -- -- -c 'import pkg; print(pkg.f(1))'`)"
         )
     same = [c for c in project.commands if c.replace("_", "-") == project.name.lower()]
     return (same or list(project.commands))[0]
