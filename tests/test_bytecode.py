@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 from _gate.bytecode import write_bytecode
 from _gate.envs import build_env
-from _gate.seal import build_digest
+from _gate.manifest import check, strays
+from _gate.protocol import FailClosed
+from _gate.seal import build_digest, digest
 
 from tests.helpers import BACKENDS, SCRIPTS
 from tests.test_provenance import tiny
@@ -30,17 +32,13 @@ SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packag
 RULES = "def rate():\n    return 20\n"
 PATCHED = "def rate():\n    return 21\n"
 
-# A build backend that leaves bytecode of its own in the environment it installs into (the
-# backend runs with that environment's interpreter): for a tool's module and for the
-# package's, by the source's mtime and size, by its hash, and unchecked. Each holds code that
-# sets FORGED.
-PLANTING_BACKEND = """
+# Bytecode planted in an environment: for a tool's module and for the package's, by the
+# source's mtime and size, by its hash, and unchecked. Each holds code that sets FORGED.
+PLANTS = """
 import importlib._bootstrap_external as external
 import importlib.util
 import pathlib
 import sysconfig
-from flit_core import buildapi
-from flit_core.buildapi import *
 
 def plant(source, how, data=None, optimization=""):
     forged = compile("FORGED = True\\n", str(source), "exec")
@@ -54,16 +52,29 @@ def plant(source, how, data=None, optimization=""):
     pathlib.Path(cached).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(cached).write_bytes(bytes(pyc))
 
-def build_wheel(*args, **kwargs):
+def plant_all(rules):
     site = pathlib.Path(sysconfig.get_paths()["purelib"])
     plant(site / "iniconfig" / "__init__.py", "mtime")
     plant(site / "_pytest" / "reports.py", "checked")
     plant(site / "yaml" / "__init__.py", "unchecked")
     plant(site / "packaging" / "__init__.py", "mtime", optimization=1)  # run under -O
     # The package's own module, before the installer writes it: by the hash of its source.
-    plant(site / "tiny" / "rules.py", "checked", pathlib.Path("tiny/rules.py").read_bytes())
+    plant(site / "tiny" / "rules.py", "checked", rules)
+"""
+
+# A build backend that plants them in the environment it runs in: before issue 48 that was
+# the environment then judged (no build isolation, the build installed into it).
+PLANTING_BACKEND = (
+    PLANTS
+    + """
+from flit_core import buildapi
+from flit_core.buildapi import *
+
+def build_wheel(*args, **kwargs):
+    plant_all(pathlib.Path("tiny/rules.py").read_bytes())
     return buildapi.build_wheel(*args, **kwargs)
 """
+)
 
 
 Builder = Callable[..., Path]
@@ -145,7 +156,7 @@ def test_a_build_of_the_same_files_is_the_same_build_with_its_bytecode(
     assert run(same, "import tiny.rules; print(tiny.rules.rate())") == "20"
 
 
-FORGED = ("iniconfig", "_pytest.reports", "yaml", "tiny.rules")  # what the backend plants
+FORGED = ("iniconfig", "_pytest.reports", "yaml", "tiny.rules")  # what PLANTS plants
 
 
 def forged(env: Path, *flags: str) -> list[str]:
@@ -174,11 +185,25 @@ def test_a_donor_pyc_that_claims_the_patchs_source_hash_is_not_taken(
     assert run(patch, "import tiny.rules; print(tiny.rules.rate())") == "21"
 
 
-def test_bytecode_a_build_backend_leaves_in_the_environment_is_never_run(
-    parent: Path, build: Builder
+def test_a_build_backend_plants_nothing_in_the_environment_it_is_judged_in(
+    build: Builder,
 ) -> None:
+    """The backend runs in a throwaway environment of its own (issue 48): what it plants
+    there never reaches the one judged, which holds its manifest alone."""
     planted = build("planted", PATCHED, PLANTING_BACKEND)
-    # Before the judge writes its bytecode, Python runs what the backend left.
+    assert forged(planted) == [] and forged(planted, "-O") == []
+    assert strays(planted, digest(planted)) == []
+    assert not list((planted / SITE).rglob("__pycache__"))  # the installer compiles nothing
+    assert run(planted, "import tiny.rules; print(tiny.rules.rate())") == "21"
+
+
+def test_bytecode_planted_in_an_environment_is_never_run(parent: Path, build: Builder) -> None:
+    """However bytecode came into an environment before the judge writes its own (pip's
+    fallback venv compiles its own tools), the judge's replaces it."""
+    planted = build("planted-after", PATCHED)
+    rules = PATCHED.encode()
+    run(planted, f"{PLANTS}\nplant_all({rules!r})")
+    # Before the judge writes its bytecode, Python runs what was planted.
     assert forged(planted) == [*FORGED]
     assert forged(planted, "-O") == ["packaging"]  # -O reads only the .opt-1.pyc
     write_bytecode(planted, parent)
@@ -187,3 +212,23 @@ def test_bytecode_a_build_backend_leaves_in_the_environment_is_never_run(
         assert pyc(planted, module).read_bytes() == pyc(parent, module).read_bytes()
     assert not list((planted / SITE).rglob("*.opt-1.pyc"))
     assert run(planted, "import tiny.rules; print(tiny.rules.rate())") == "21"
+
+
+def test_the_manifest_names_each_file_no_install_wrote(parent: Path, tmp_path: Path) -> None:
+    """An environment holds its distributions' RECORDs, the installer's own files and the
+    judge's bytecode of listed modules; anything else is named (_gate/manifest.py)."""
+    env = Path(shutil.copytree(parent, tmp_path / "env", symlinks=True))
+    assert strays(env, digest(env)) == []
+    site = env / SITE
+    (site / "sitecustomize.py").write_text("import os\n", "utf-8")
+    (site / "tiny/rules.py").write_text(PATCHED, "utf-8")
+    (site / "tiny/__pycache__/ghost.cpython-311.pyc").write_bytes(b"\0")
+    (env / "bin/activate").write_text("# the installer's file, rewritten: not run by the judge\n")
+    found = strays(env, digest(env))
+    assert found == [
+        f"{SITE}/sitecustomize.py, which no RECORD lists",
+        f"{SITE}/tiny/__pycache__/ghost.cpython-311.pyc, which no RECORD lists",
+        f"{SITE}/tiny/rules.py, which differs from its RECORD",
+    ]
+    with pytest.raises(FailClosed, match=r"the patch environment holds .*sitecustomize.py"):
+        check(env, digest(env), "patch")

@@ -630,7 +630,7 @@ def built_cli(
                     f"{sha[:12]} has no {requirements}: the gate is not on that commit yet "
                     "(merge the branch that adds it into the base first)"
                 )
-            fresh, pins = Path(tmp) / "env", tree / requirements
+            fresh, pins = Path(tmp) / "parent", tree / requirements  # a base's build
             env = base_env(repo, sha, tree, fresh, wheelhouse, pins, held)
             yield BuiltCli(tree, bin_dir(env.python.parent.parent) / command, env.came)
         finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from _gate.process import Completed, run_group
 from _gate.protocol import FailClosed, NotInWheelhouse
+from _gate.provenance import project_info
 from _gate.sandbox import run_confined
 
 # Merge-time evidence must not depend on what the author's shell exported.
@@ -43,9 +44,18 @@ BUILD_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SOURCE_DATE_EPOCH",
 NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
+# What the judge's own installs inherit of its environment: where the installer keeps its
+# cache, and what any process needs. Nothing else: a shell's UV_OVERRIDE, UV_EXCLUDE or
+# PIP_CONSTRAINT would change what an environment holds.
+TOOL_PASS_THROUGH = (
+    *("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "SYSTEMROOT", "UV_CACHE_DIR", "XDG_CACHE_HOME"),
+)
+
+
 def run_tool(cmd: list[str], what: str, extra: Mapping[str, str] | None = None) -> Completed:
     """A trusted command of the judge's own tools (a venv, an install from the wheelhouse)."""
-    env = {**os.environ, **INSTALL_ENV, **(extra or {})}
+    env = {key: os.environ[key] for key in TOOL_PASS_THROUGH if key in os.environ}
+    env.update(INSTALL_ENV, **(extra or {}))
     return finished(run_group(cmd, timeout=BUILD_TIMEOUT, env=env), what)
 
 
@@ -66,14 +76,15 @@ def venv_bin(folder: Path) -> bool:
     return folder.is_absolute() and (folder.parent / "pyvenv.cfg").is_file()
 
 
-def run_build(cmd: list[str], what: str, scratch: Path, dest: Path) -> Completed:
-    """An install that runs a tree's build backend: confined to the scratch (the tree's copy,
-    HOME) and the environment it fills, with the environment of anyone's build."""
+def run_build(cmd: list[str], what: str, scratch: Path) -> Completed:
+    """A tree's build backend at work: confined to its scratch (the tree's copy, the throwaway
+    environment it builds in, HOME, the wheel it makes), with the environment of anyone's
+    build."""
     env = build_variables()
     env.update(NO_BYTECODE)
     home = scratch / "home"
     home.mkdir(exist_ok=True)
-    done = run_confined(cmd, writable=[scratch, dest], home=home, timeout=BUILD_TIMEOUT, env=env)
+    done = run_confined(cmd, writable=[scratch], home=home, timeout=BUILD_TIMEOUT, env=env)
     return finished(done, what, backend_error(done))
 
 
@@ -146,29 +157,48 @@ def dist_infos(env: Path) -> set[Path]:
 
 
 def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> Path:
-    """A fresh venv holding the hash-checked tools and a non-editable build of `tree`.
+    """A fresh venv holding the hash-checked tools and `tree`'s wheel; returns its python.
 
-    Installs only from the local wheelhouse: the judge never reaches the network. The build is
-    not editable so that the tree's own files (conftest.py, pytest settings) never sit on
-    sys.path. Runtime dependencies come from the hash-pinned requirements only: the build is
-    installed without them, then checked, so a dependency the wheelhouse lacks fails closed
-    by name instead of crashing every case.
+    The tree's backend is the tree's own code: it builds the wheel in a throwaway environment
+    that nothing else uses (build_wheel), and the environment judged is then made by the
+    installer alone, from that wheel and the local wheelhouse, so no code of the tree ever
+    ran in it (_gate/manifest.py holds it to that). Offline: the judge never reaches the
+    network. Not editable, so that the tree's own files (conftest.py, pytest settings) never
+    sit on sys.path. Runtime dependencies come from the hash-pinned requirements only: the
+    wheel is installed without them, then checked, so a dependency the wheelhouse lacks
+    fails closed by name instead of crashing every case.
     """
-    python, pip = tools_env(dest, wheelhouse, requirements)
-    before = dist_infos(dest)
     with tempfile.TemporaryDirectory(prefix="oracle-build-") as name:
-        scratch = Path(name)
-        # Built from a copy: a backend writes build/ and *.egg-info beside the sources, and
-        # the worktree stays as checked out for the steps that read it.
-        copy = scratch / "tree"
-        shutil.copytree(tree, copy, symlinks=True)
-        cache = ["--cache-dir", str(scratch / "cache")] if find_uv() else ["--no-cache-dir"]
-        install = [*pip, *cache, "--no-deps", "--no-build-isolation"]
-        run_build([*install, str(copy)], f"build of {tree}", scratch, dest)
-    for info in sorted(dist_infos(dest) - before):
-        refuse_direct_references(info / "METADATA", tree)
+        wheel = build_wheel(tree, Path(name), wheelhouse, requirements)
+        python, pip = tools_env(dest, wheelhouse, requirements)
+        run_tool([*pip, "--no-deps", str(wheel)], f"install of {wheel.name}")
+    refuse_direct_references(project_info(dest) / "METADATA", tree)
     check_dependencies(python, tree, requirements)
     return python
+
+
+def build_wheel(tree: Path, scratch: Path, wheelhouse: Path, requirements: Path) -> Path:
+    """`tree`'s wheel, built by its backend in a throwaway environment in `scratch` that holds
+    the pinned tools (the backend among them: no build isolation, offline), from a copy: a
+    backend writes build/ and *.egg-info beside the sources, and the worktree stays as
+    checked out for the steps that read it."""
+    python = tools_env(scratch / "env", wheelhouse, requirements)[0]
+    copy, out = scratch / "tree", scratch / "dist"
+    shutil.copytree(tree, copy, symlinks=True)
+    uv = find_uv()
+    if uv:
+        cmd = [uv, "build", "--wheel", "--quiet", "--offline", "--no-index"]
+        cmd += ["--no-build-isolation", "--python", str(python), "--out-dir", str(out)]
+        cmd += ["--cache-dir", str(scratch / "cache"), str(copy)]
+    else:
+        cmd = [str(python), "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check"]
+        cmd += ["--no-deps", "--no-build-isolation", "--no-index", "--no-cache-dir"]
+        cmd += ["--wheel-dir", str(out), str(copy)]
+    run_build(cmd, f"build of {tree}", scratch)
+    wheels = sorted(out.glob("*.whl"))
+    if len(wheels) != 1:
+        raise FailClosed(f"build of {tree} made {len(wheels)} wheels; a build makes one")
+    return wheels[0]
 
 
 def refuse_direct_references(metadata: Path, tree: Path) -> None:

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from _gate import manifest
 from _gate.bytecode import write_bytecode
 from _gate.envs import bin_dir, build_env, build_variables
 from _gate.git import git
@@ -72,8 +73,8 @@ def env_limit() -> int:
 
 class Env(NamedTuple):
     python: Path
+    sealed: Sealed  # its digest and stats, as kept_env took or checked them (seal.seal's)
     came: str  # KEPT, BUILT or CHANGED
-    sealed: Sealed | None  # its digest and stats where kept_env took them (seal.seal's)
 
 
 def oracle_env_key(requirements: Path) -> str:
@@ -133,9 +134,10 @@ def kept_env(cache: Cache | None, key: str, fresh: Path, build: Build) -> Env:
     """The environment `build` makes, and how it came: KEPT (built earlier, by a judgment or
     base_env, under `key` in the cache, its files as built), BUILT (by this one, and kept when
     there is a cache), or CHANGED (the kept one changed since it was built: built at `fresh`
-    instead, as when nothing is kept)."""
+    instead, as when nothing is kept). Every environment built is held to its manifest
+    (_gate/manifest.py) before its digest is taken: a kept one is held to what it held then."""
     if cache is None or fcntl is None:
-        return Env(build(fresh), BUILT, None)
+        return Env(*made(build, fresh, fresh.name), BUILT)
     home = kept_home(cache.folder, key)
     with locked(home.with_suffix(".lock")):
         env = home / "env"
@@ -143,18 +145,26 @@ def kept_env(cache: Cache | None, key: str, fresh: Path, build: Build) -> Env:
         if isinstance(was.get("files"), dict):
             built = Sealed(was["files"], was.get("stats") or {})
             found, checked = changes(env, built)
-            if found:
-                return Env(build(fresh), CHANGED, None)  # not ours to trust, nor to delete
+            if found:  # not ours to trust, nor to delete
+                return Env(*made(build, fresh, fresh.name), CHANGED)
             if checked != built:
                 keep(home, "digest", checked._asdict())  # its content as built: its stats now
             used(home, cache.held)
-            return Env(bin_dir(env) / "python", KEPT, checked)
+            return Env(bin_dir(env) / "python", checked, KEPT)
         shutil.rmtree(home, ignore_errors=True)  # a build that did not finish
-        python = build(env)
-        sealed = taken(env)
+        python, sealed = made(build, env, fresh.name)
         keep(home, "digest", sealed._asdict())
         used(home, cache.held)
-    return Env(python, BUILT, sealed)
+    return Env(python, sealed, BUILT)
+
+
+def made(build: Build, dest: Path, name: str) -> tuple[Path, Sealed]:
+    """Build at `dest`, take its digest and hold it to its manifest (`name` names the
+    environment where it fails); its python and that seal."""
+    python = build(dest)
+    sealed = taken(dest)
+    manifest.check(dest, sealed.files, name)
+    return python, sealed
 
 
 def used(home: Path, held: contextlib.ExitStack) -> None:

@@ -63,13 +63,13 @@ class Provenance:
 
 
 def project_info(env: Path) -> Path:
-    """The dist-info of the tree built into `env`: the one installed from a folder (PEP 610's
-    `dir_info`); the tools come from the wheelhouse."""
-    found = [
+    """The dist-info of the tree's wheel in `env`: the one installed from a file (PEP 610's
+    `direct_url.json`, _gate/envs.py); the tools come by name from the wheelhouse."""
+    found = sorted(
         info
-        for info in sorted(env.glob("lib/python*/site-packages/*.dist-info"))
-        if "dir_info" in read_text(info / "direct_url.json")
-    ]
+        for info in env.glob("lib/python*/site-packages/*.dist-info")
+        if (info / "direct_url.json").is_file()
+    )
     if len(found) != 1:
         raise FailClosed(f"{env}: {len(found)} distributions built from a tree; expected one")
     return found[0]
