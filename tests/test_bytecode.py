@@ -38,6 +38,7 @@ PLANTS = """
 import importlib._bootstrap_external as external
 import importlib.util
 import pathlib
+import sys
 import sysconfig
 
 def plant(source, how, data=None, optimization=""):
@@ -53,13 +54,22 @@ def plant(source, how, data=None, optimization=""):
     pathlib.Path(cached).write_bytes(bytes(pyc))
 
 def plant_all(rules):
-    site = pathlib.Path(sysconfig.get_paths()["purelib"])
-    plant(site / "iniconfig" / "__init__.py", "mtime")
-    plant(site / "_pytest" / "reports.py", "checked")
-    plant(site / "yaml" / "__init__.py", "unchecked")
-    plant(site / "packaging" / "__init__.py", "mtime", optimization=1)  # run under -O
-    # The package's own module, before the installer writes it: by the hash of its source.
-    plant(site / "tiny" / "rules.py", "checked", rules)
+    # Every folder of packages the interpreter has, its own and any other on sys.path,
+    # quietly giving up where it may not.
+    sites = {sysconfig.get_paths()["purelib"], *(p for p in sys.path if "-packages" in p)}
+    for site in map(pathlib.Path, sites):
+        for args in (
+            (site / "iniconfig" / "__init__.py", "mtime"),
+            (site / "_pytest" / "reports.py", "checked"),
+            (site / "yaml" / "__init__.py", "unchecked"),
+            (site / "packaging" / "__init__.py", "mtime", None, 1),  # run under -O
+            # The package's own module, before the installer writes it: by its source's hash.
+            (site / "tiny" / "rules.py", "checked", rules),
+        ):
+            try:
+                plant(*args)
+            except OSError:
+                pass
 """
 
 # A build backend that plants them in the environment it runs in: before issue 48 that was

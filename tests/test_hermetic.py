@@ -40,20 +40,23 @@ def _honest(discounted_cents, bps):
 _d.invert_discount = _honest
 """
 
-# Writes each of PLANTS (path under site-packages, text) where the running interpreter's
-# packages are, quietly giving up where it may not.
+# Writes each of PLANTS (path under site-packages, text) into every folder of packages the
+# running interpreter has (its own, and any other on sys.path), quietly giving up where it
+# may not.
 PLANT = """
 import pathlib as _pathlib
+import sys as _sys
 import sysconfig as _sysconfig
 
 def _plant():
-    _site = _pathlib.Path(_sysconfig.get_paths()["purelib"])
-    for _name, _text in PLANTS:
-        try:
-            (_site / _name).parent.mkdir(parents=True, exist_ok=True)
-            (_site / _name).write_text(_text)
-        except OSError:
-            pass
+    _sites = {_sysconfig.get_paths()["purelib"], *(p for p in _sys.path if "-packages" in p)}
+    for _site in map(_pathlib.Path, _sites):
+        for _name, _text in PLANTS:
+            try:
+                (_site / _name).parent.mkdir(parents=True, exist_ok=True)
+                (_site / _name).write_text(_text)
+            except OSError:
+                pass
 """
 
 # Appended to the package: flit_core imports it to read a version that is not a literal.

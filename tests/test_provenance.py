@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 from _gate.envs import build_env, dist_infos, without_installer
+from _gate.manifest import strays
 from _gate.protocol import FailClosed
 from _gate.provenance import Installed, Provenance, compare, provenance, refuse_startup_files
+from _gate.seal import digest
 
 from tests.helpers import BACKENDS, SCRIPTS
 from tools.bakery import branch, edit, judge
@@ -469,3 +472,51 @@ def test_ordinary_packaging_changes_merge(shop: Path) -> None:
     }
     assert rows["shop/pricing/discounts.py"] == "src/shop/pricing/discounts.py"
     assert rows["shop/rates.json"] == "src/shop/rates.json"
+
+
+# An honest setuptools build that compiles a C extension in its throwaway environment, ships
+# package data, reads its version from the package at build time and writes caches of its
+# own (build/, the egg-info, a compiler's temporary files) in its scratch.
+EXTENSION = """
+#include <Python.h>
+static PyObject *twice(PyObject *self, PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    return PyLong_FromLong(2 * n);
+}
+static PyMethodDef methods[] = {{"twice", twice, METH_O, NULL}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speed", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__speed(void) { return PyModule_Create(&module); }
+"""
+COMPILED_SETUP = """
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension("tiny._speed", ["tiny/_speed.c"])])
+"""
+
+
+def test_honest_builds_keep_working_in_their_throwaway_environment(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    tree = tiny(tmp_path / "tree")
+    config = SETUPTOOLS.format(remap="").replace('version = "0.1.0"', 'dynamic = ["version"]')
+    config += '\n[tool.setuptools.dynamic]\nversion = {attr = "tiny.__version__"}\n'
+    config += '\n[tool.setuptools.package-data]\ntiny = ["data.json"]\n'
+    (tree / "pyproject.toml").write_text(config, "utf-8")
+    (tree / "setup.py").write_text(COMPILED_SETUP, "utf-8")
+    (tree / "tiny/_speed.c").write_text(EXTENSION, "utf-8")
+    (tree / "tiny/__init__.py").write_text('"""tiny"""\n__version__ = "1.2.3"\n', "utf-8")
+    info = built(tree, tmp_path / "env", wheelhouse)
+    env = tmp_path / "env"
+    python = env / "bin/python"
+    code = "import tiny, tiny._speed as s; print(tiny.__version__, s.twice(21))"
+    assert subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split() == ["1.2.3", "42"]
+    assert info.name == "tiny-1.2.3.dist-info" and (info.parent / "tiny/data.json").is_file()
+    assert strays(env, digest(env)) == []
+    found = provenance(tree, info, "head:")
+    generated = [f.path for f in found.files if not f.source]  # the compiled module alone
+    assert len(generated) == 1 and generated[0].startswith("tiny/_speed."), generated
+    assert generated[0].endswith(".so"), generated
+    assert not (tree / "build").exists() and not list(tree.glob("*.egg-info"))  # a copy built

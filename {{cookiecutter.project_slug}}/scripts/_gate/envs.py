@@ -15,7 +15,7 @@ from pathlib import Path
 from _gate.process import Completed, run_group
 from _gate.protocol import FailClosed, NotInWheelhouse
 from _gate.provenance import project_info
-from _gate.sandbox import run_confined
+from _gate.sandbox import confines, run_confined
 
 # Merge-time evidence must not depend on what the author's shell exported.
 WHEELHOUSE = Path(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
@@ -168,22 +168,28 @@ def build_env(tree: Path, dest: Path, wheelhouse: Path, requirements: Path) -> P
     wheel is installed without them, then checked, so a dependency the wheelhouse lacks
     fails closed by name instead of crashing every case.
     """
+    python, pip = tools_env(dest, wheelhouse, requirements)
     with tempfile.TemporaryDirectory(prefix="oracle-build-") as name:
-        wheel = build_wheel(tree, Path(name), wheelhouse, requirements)
-        python, pip = tools_env(dest, wheelhouse, requirements)
+        # The tools the backend imports: this environment's, read-only to it, where it runs
+        # confined; a copy of its own where it would not be (it could rewrite a RECORD here).
+        tools = dest if confines() else None
+        wheel = build_wheel(tree, Path(name), wheelhouse, requirements, tools)
         run_tool([*pip, "--no-deps", str(wheel)], f"install of {wheel.name}")
     refuse_direct_references(project_info(dest) / "METADATA", tree)
     check_dependencies(python, tree, requirements)
     return python
 
 
-def build_wheel(tree: Path, scratch: Path, wheelhouse: Path, requirements: Path) -> Path:
-    """`tree`'s wheel, built by its backend in a throwaway environment in `scratch` that holds
-    the pinned tools (the backend among them: no build isolation, offline), from a copy: a
-    backend writes build/ and *.egg-info beside the sources, and the worktree stays as
-    checked out for the steps that read it."""
-    python = tools_env(scratch / "env", wheelhouse, requirements)[0]
-    copy, out = scratch / "tree", scratch / "dist"
+def build_wheel(
+    tree: Path, scratch: Path, wheelhouse: Path, requirements: Path, tools: Path | None
+) -> Path:
+    """`tree`'s wheel, built by its backend (no build isolation, offline) in a throwaway
+    environment in `scratch` that imports the pinned tools from the environment `tools`
+    (none: it holds a copy of its own), from a copy of the tree: a backend writes build/ and
+    *.egg-info beside the sources, and the worktree stays as checked out for the steps that
+    read it."""
+    env, copy, out = scratch / "env", scratch / "tree", scratch / "dist"
+    python = tools_env(env, wheelhouse, requirements)[0] if tools is None else borrowing(env, tools)
     shutil.copytree(tree, copy, symlinks=True)
     uv = find_uv()
     if uv:
@@ -199,6 +205,21 @@ def build_wheel(tree: Path, scratch: Path, wheelhouse: Path, requirements: Path)
     if len(wheels) != 1:
         raise FailClosed(f"build of {tree} made {len(wheels)} wheels; a build makes one")
     return wheels[0]
+
+
+def borrowing(dest: Path, tools: Path) -> Path:
+    """An empty venv at `dest` whose interpreter imports what `tools` holds, as a site folder
+    of its own (its `.pth` files processed): the tools without a second install. Its own
+    site-packages, where a build's writes land, is the one `sysconfig` names."""
+    uv = find_uv()
+    if uv:
+        run_tool([uv, "venv", "--quiet", "--python", sys.executable, str(dest)], "uv venv")
+    else:
+        run_tool([sys.executable, "-m", "venv", "--without-pip", str(dest)], "python -m venv")
+    (own,) = dest.glob("lib/python*/site-packages")
+    (theirs,) = tools.glob("lib/python*/site-packages")
+    (own / "_oracle_tools.pth").write_text(f"import site; site.addsitedir({str(theirs)!r})\n")
+    return bin_dir(dest) / "python"
 
 
 def refuse_direct_references(metadata: Path, tree: Path) -> None:

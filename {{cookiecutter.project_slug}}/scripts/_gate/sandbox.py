@@ -9,6 +9,7 @@ launcher of their own; either is watched like any group (process.py).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -193,6 +194,12 @@ def launch(
     return run_group(
         launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap, terminate=True
     )
+
+
+@functools.cache
+def confines() -> bool:
+    """Whether this machine confines a job (probe_sandbox, once a process)."""
+    return probe_sandbox().level != "none"
 
 
 def probe_sandbox() -> confine.Status:
