@@ -33,6 +33,9 @@ from tools.bakery import TEMPLATE, bake, branch, edit, git
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 # Build backends beside flit_core, for the builds of tests/test_provenance.py.
 BACKENDS = TEMPLATE / "tests" / "data" / "requirements-backends.txt"
+# The variables of a job a test hands the launcher itself (run_confined takes no default:
+# the gate builds each job's from _gate/patch_env.py).
+JOB_ENV = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"}
 # The baked oracle/judge.yaml's perturbed runs (the suite's `shop` runs none: conftest.py).
 PERTURBATIONS = "perturb: [env, clock, terminal, files]\n"
 Built = Callable[[str, str], dict[str, Path]]  # (ref, side) -> {"tree": ..., "python": ...}

@@ -4,12 +4,17 @@ do at each level this kernel reaches, and the one way the gate starts such a pro
 from __future__ import annotations
 
 import ast
+import errno
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import textwrap
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,6 +23,7 @@ from _gate.envs import build_env
 from _gate.protocol import FailClosed
 from _gate.sandbox import Sandbox, Server, probe_sandbox, run_confined
 
+from tests.helpers import JOB_ENV as ENV
 from tests.helpers import SCRIPTS, running
 
 pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
@@ -27,9 +33,14 @@ LEVELS = ("namespaces", "subreaper")
 
 @pytest.fixture(params=LEVELS)
 def level(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each level the launcher can take here, the lower one by capping it."""
+    """Each level the launcher can take here, the lower one by capping it. The subreaper
+    level cannot hide the machine's services (no mounts of its own): `sandbox: required`
+    refuses it (test_a_subreaper_job_fails_closed_where_the_sandbox_is_required), so its
+    jobs here run as under `best-effort`."""
     monkeypatch.setenv(confine.LEVEL_VARIABLE, request.param)
     assert probe_sandbox().level == request.param, "this kernel cannot reach the level"
+    if request.param == "subreaper":
+        monkeypatch.setattr(Sandbox, "required", False)
     return str(request.param)
 
 
@@ -61,7 +72,7 @@ def test_a_confined_command_writes_its_scratch_and_nothing_else(tmp_path: Path, 
             except OSError:
                 print("refused")
     """
-    done = run_confined(python(code), writable=[scratch], timeout=30)
+    done = run_confined(python(code), writable=[scratch], timeout=30, env=ENV)
     assert done.exit_code == 0, done.stderr.tail()
     assert done.confinement == level
     assert done.stdout.head.decode().split() == ["refused"] * 7
@@ -90,7 +101,7 @@ def test_a_process_left_running_fails_closed_named_and_is_killed(
 ) -> None:
     code = "import os, signal, subprocess, sys, time\n" + escape
     with pytest.raises(FailClosed, match="outlived its command") as caught:
-        run_confined([sys.executable, "-I", "-c", code], writable=[tmp_path], timeout=30)
+        run_confined([sys.executable, "-I", "-c", code], writable=[tmp_path], timeout=30, env=ENV)
     assert "python" in str(caught.value)  # named by its command line
     assert not running("sleep(60)")
 
@@ -113,7 +124,7 @@ def test_forked_processes_each_get_their_own_answers_from_the_launcher(tmp_path:
     """mutmut forks a worker per mutant from a process that has already run confined jobs:
     each fork's jobs get their own status and output, never a sibling's."""
     echo = [sys.executable, "-I", "-c", "import sys; print(sys.argv[1])"]
-    assert run_confined([*echo, "parent"], writable=[tmp_path], timeout=60).exit_code == 0
+    assert run_confined([*echo, "parent"], writable=[tmp_path], timeout=60, env=ENV).exit_code == 0
     children = []
     for child in range(3):
         pid = os.fork()
@@ -122,7 +133,7 @@ def test_forked_processes_each_get_their_own_answers_from_the_launcher(tmp_path:
             try:
                 for turn in range(10):
                     said = f"{child}-{turn}"
-                    done = run_confined([*echo, said], writable=[tmp_path], timeout=60)
+                    done = run_confined([*echo, said], writable=[tmp_path], timeout=60, env=ENV)
                     code = code or int(done.stdout.head.strip() != said.encode())
             except BaseException:
                 code = 3
@@ -142,9 +153,10 @@ def test_each_launchs_status_folder_goes_with_it_even_in_a_child_that_skips_exit
         import os, sys
         from _gate.sandbox import run_confined
         look = [sys.executable, "-c", "import os; print(*os.listdir({str(temp)!r}))"]
-        print(run_confined(look, writable=[], timeout=60).stdout.head.decode().strip())
+        done = run_confined(look, writable=[], timeout=60, env=dict(os.environ))
+        print(done.stdout.head.decode().strip())
         if os.fork() == 0:
-            run_confined(look, writable=[], timeout=60)
+            run_confined(look, writable=[], timeout=60, env=dict(os.environ))
             os._exit(0)
         os.wait()
     """
@@ -173,7 +185,7 @@ def test_no_network_for_a_confined_command(tmp_path: Path, level: str) -> None:
             except OSError as exc:
                 print("refused", type(exc).__name__)
         """
-        done = run_confined(python(code), writable=[tmp_path], timeout=30)
+        done = run_confined(python(code), writable=[tmp_path], timeout=30, env=ENV)
     assert done.stdout.head.startswith(b"refused"), done.stdout.head
 
 
@@ -188,7 +200,7 @@ def test_a_confined_command_cannot_signal_the_judge(tmp_path: Path, level: str) 
         except OSError as exc:
             print("refused", type(exc).__name__)
     """
-    done = run_confined(python(code), writable=[tmp_path], timeout=30)
+    done = run_confined(python(code), writable=[tmp_path], timeout=30, env=ENV)
     assert done.stdout.head.startswith(b"refused"), done.stdout.head
 
 
@@ -244,7 +256,8 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
             raise PermissionError("no socket held")
         def forge():  # in every launch's status folder in sight, its own among them
             folders = glob.glob(os.path.join({tempfile.gettempdir()!r}, "oracle-confine-*"))
-            assert folders, "no status folder in sight"
+            if not folders:  # hidden: the job's /tmp is its own (namespaces)
+                raise PermissionError("no status folder in sight")
             refused = 0
             for folder in folders:
                 try:
@@ -273,7 +286,7 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
         os.kill(os.getppid(), signal.SIGKILL)  # its supervisor: ignored, or refused
     """
     tty = THROUGH[through]
-    done = run_confined(python(code), writable=[tmp_path], timeout=30, tty=tty)
+    done = run_confined(python(code), writable=[tmp_path], timeout=30, env=ENV, tty=tty)
     lines = done.stdout.head.decode().replace("\r", "").splitlines()  # a pty ends lines CR LF
     said = dict(line.split() for line in lines)
     # The command holds no capability at either level, even as root (this machine runs the
@@ -286,7 +299,7 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
     assert done.confinement == level  # the supervisor lived to write the status
     # The job went through the server, which still serves the next one.
     assert Server.sockets.get(level) is not None
-    again = run_confined(python("print('served')"), writable=[tmp_path], timeout=30)
+    again = run_confined(python("print('served')"), writable=[tmp_path], timeout=30, env=ENV)
     assert (again.stdout.head, again.confinement) == (b"served\n", level)
 
 
@@ -322,7 +335,7 @@ def test_a_terminal_job_has_a_terminal_of_its_own_and_never_the_users(
         print("read", reach(os.O_RDONLY))
         reach(os.O_WRONLY)
     """
-    done = run_confined(python(code), writable=[tmp_path], timeout=30, tty=(0, 1))
+    done = run_confined(python(code), writable=[tmp_path], timeout=30, env=ENV, tty=(0, 1))
     os.set_blocking(users, False)
     try:
         shown = os.read(users, 4096)
@@ -346,7 +359,8 @@ def test_required_refuses_to_run_unconfined_naming_what_is_missing(
     monkeypatch.setenv(confine.LEVEL_VARIABLE, "none")
     marker = tmp_path / "ran"
     with pytest.raises(FailClosed, match=r"cannot confine .*ORACLE_SANDBOX_LEVEL.*best-effort"):
-        run_confined(python(f"open({str(marker)!r}, 'w')"), writable=[tmp_path], timeout=30)
+        opens = python(f"open({str(marker)!r}, 'w')")
+        run_confined(opens, writable=[tmp_path], timeout=30, env=ENV)
     assert not marker.exists()  # it never ran
 
 
@@ -356,7 +370,7 @@ def test_best_effort_runs_unconfined_and_says_so(
     monkeypatch.setenv(confine.LEVEL_VARIABLE, "none")
     monkeypatch.setattr(Sandbox, "required", False)
     outside = tmp_path / "outside"
-    done = run_confined(python(f"open({str(outside)!r}, 'w')"), writable=[], timeout=30)
+    done = run_confined(python(f"open({str(outside)!r}, 'w')"), writable=[], timeout=30, env=ENV)
     assert (done.exit_code, done.confinement) == (0, "none")
     assert outside.exists()
 
@@ -364,12 +378,12 @@ def test_best_effort_runs_unconfined_and_says_so(
 def test_a_level_that_is_not_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(confine.LEVEL_VARIABLE, "off")
     with pytest.raises(FailClosed, match="cannot confine"):
-        run_confined(python("pass"), writable=[], timeout=30)
+        run_confined(python("pass"), writable=[], timeout=30, env=ENV)
 
 
 def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, level: str) -> None:
     with pytest.raises(FailClosed, match=r"no-such-program could not be confined"):
-        run_confined([str(tmp_path / "no-such-program")], writable=[tmp_path], timeout=30)
+        run_confined([str(tmp_path / "no-such-program")], writable=[tmp_path], timeout=30, env=ENV)
 
 
 # Modules that may start a process, and why each start runs no code of a tree under judgment
@@ -514,7 +528,8 @@ def test_a_build_writes_its_scratch_from_a_copy_of_the_tree_and_nothing_else(
     before = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
     requirements = SCRIPTS / "requirements-judge.txt"
     python = build_env(tree, tmp_path / "env", wheelhouse, requirements)
-    done = run_confined([python, "-c", "import tiny; print(tiny.VALUE)"], writable=[], timeout=60)
+    cmd: list[str | Path] = [python, "-c", "import tiny; print(tiny.VALUE)"]
+    done = run_confined(cmd, writable=[], timeout=60, env=ENV)
     assert done.stdout.head.strip() == b"42"
     assert not outside.exists()
     after = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
@@ -531,6 +546,127 @@ def test_a_command_killed_on_its_timeout_takes_what_it_started_with_it(
                          stderr=subprocess.DEVNULL)
         time.sleep(60)
     """
-    done = run_confined(python(code), writable=[tmp_path], timeout=2)
+    done = run_confined(python(code), writable=[tmp_path], timeout=2, env=ENV)
     assert done.timed_out
     assert not running("sleep(61)")
+
+
+# Reaches for every service of the machine it is told of: a pathname unix socket (connect, and
+# a datagram sent to it), and an abstract one; prints what it reached.
+SERVICES = """
+import socket, sys
+for path in map(bytes.fromhex, sys.argv[1:]):
+    path = path.decode()
+    for kind, act in (
+        ("stream", lambda s, a: s.connect(a)),
+        ("datagram", lambda s, a: s.sendto(b"hi", a)),
+    ):
+        family = socket.SOCK_STREAM if kind == "stream" else socket.SOCK_DGRAM
+        address = (path if kind == "stream" else path + ".d").replace("@", "\\0", 1)
+        with socket.socket(socket.AF_UNIX, family) as s:
+            try:
+                act(s, address)
+                print("REACHED", kind, path)
+            except OSError as exc:
+                print("refused", kind, path, exc.errno)
+"""
+
+
+@contextmanager
+def services(tmp: Path) -> Iterator[list[str]]:
+    """Unix sockets a machine's services listen on (stream and datagram at each path): in a
+    folder of the temporary directory, under /run, and an abstract one."""
+    host = Path(tempfile.mkdtemp(prefix="host-"))
+    paths = [str(host / "engine.sock"), f"/run/oracle-test-{os.getpid()}.sock"]
+    names = [*paths, f"@oracle-test-{os.getpid()}"]
+    held = []
+    try:
+        for name in names:
+            for family in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                server = socket.socket(socket.AF_UNIX, family)
+                where = name.replace("@", "\0", 1) + ("" if family == socket.SOCK_STREAM else ".d")
+                server.bind(where)
+                if family == socket.SOCK_STREAM:
+                    server.listen()
+                held.append(server)
+        yield names
+    finally:
+        for server in held:
+            server.close()
+        for path in paths:
+            for suffix in ("", ".d"):
+                Path(path + suffix).unlink(missing_ok=True)
+        shutil.rmtree(host, ignore_errors=True)
+
+
+def test_a_namespaced_job_reaches_no_service_of_the_machine(tmp_path: Path) -> None:
+    """Its /tmp, /var/tmp and /run are empty mounts of its own but for what it names (its
+    scratch among them); an abstract socket is out of its Landlock domain (issue 48)."""
+    with services(tmp_path) as names:
+        # Named in hex: a path a job names is bound back into its view (confine.Job.kept).
+        cmd = [sys.executable, "-I", "-c", SERVICES, *(name.encode().hex() for name in names)]
+        unconfined = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        done = run_confined(cmd, writable=[tmp_path], timeout=30, env=ENV)
+    said = done.stdout.head.decode()
+    assert unconfined.count("REACHED") == 6, unconfined  # each is there to reach
+    assert "REACHED" not in said, said
+    assert said.count("refused") == 6 and done.confinement == "namespaces"
+    listing = run_confined(
+        [sys.executable, "-I", "-c", "import os; print(sorted(os.listdir('/run')))"],
+        writable=[tmp_path],
+        timeout=30,
+        env=ENV,
+    )
+    assert listing.stdout.head.decode().strip() == "[]"  # nothing of the machine's /run
+
+
+def test_a_subreaper_job_fails_closed_where_the_sandbox_is_required(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without mounts of its own a job could reach the machine's services, which Landlock
+    cannot refuse: `sandbox: required` says so and what to do; `best-effort` runs it."""
+    monkeypatch.setenv(confine.LEVEL_VARIABLE, "subreaper")
+    marker = tmp_path / "ran"
+    code = python(f"open({str(marker)!r}, 'w')")
+    with pytest.raises(FailClosed, match=r"cannot hide its services .*subreaper level"):
+        run_confined(code, writable=[tmp_path], timeout=30, env=ENV)
+    assert not marker.exists()  # it never ran
+    monkeypatch.setattr(Sandbox, "required", False)
+    assert run_confined(code, writable=[tmp_path], timeout=30, env=ENV).confinement == "subreaper"
+    assert marker.exists()
+
+
+def test_jobs_reach_no_abstract_socket_of_another_job(tmp_path: Path) -> None:
+    """The jobs of one launcher share its network namespace, where abstract sockets live:
+    Landlock's scope keeps each job's out of the others' reach (ABI 6)."""
+    name = f"oracle-test-job-{os.getpid()}"
+    listen = f"""
+        import socket
+        s = socket.socket(socket.AF_UNIX)
+        s.bind("\\0{name}")
+        s.listen()
+        s.settimeout(3)
+        try:
+            s.accept()
+            print("ACCEPTED")
+        except OSError:
+            print("alone")
+    """
+    dial = f"""
+        import socket, time
+        for _ in range(100):
+            try:
+                socket.socket(socket.AF_UNIX).connect("\\0{name}")
+                print("REACHED")
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.05)
+            except OSError as exc:
+                print("refused", exc.errno)
+                break
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(run_confined, python(listen), writable=[tmp_path], timeout=30, env=ENV)
+        second = run_confined(python(dial), writable=[tmp_path], timeout=30, env=ENV)
+        assert second.stdout.head.decode().split() == ["refused", str(errno.EPERM)]
+        assert first.result().stdout.head.decode().strip() == "alone"

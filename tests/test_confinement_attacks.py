@@ -34,6 +34,7 @@ from _gate.context import REVIEW
 from _gate.reuse import CACHE_ENV
 from _gate.sandbox import run_confined
 
+from tests.helpers import JOB_ENV as ENV
 from tests.helpers import PERTURBATIONS
 from tools.bakery import Verdict, branch, edit, git, judge
 
@@ -779,7 +780,7 @@ def test_a_command_killed_at_its_timeout_leaves_no_daemon_running(
     ticks = tmp_path / "ticks"
     cmd = [sys.executable, "-c", HANG, str(ticks)]
     try:
-        done = run_confined(cmd, writable=[tmp_path], timeout=3.0)
+        done = run_confined(cmd, writable=[tmp_path], timeout=3.0, env=ENV)
         time.sleep(1.0)  # SIGKILL is acted on when each process is next scheduled
         left = processes_naming(str(ticks))
         size = ticks.stat().st_size
@@ -828,6 +829,7 @@ def test_a_confined_command_changes_nothing_outside_its_scratch(tmp_path: Path) 
             [sys.executable, "-c", METADATA, str(shm), str(target), str(dev)],
             writable=[scratch],
             timeout=30.0,
+            env=ENV,
         )
         left = [str(p) for p in (shm, dev) if p.exists()]
     finally:

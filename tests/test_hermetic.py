@@ -222,3 +222,67 @@ def test_a_landed_patchs_plant_never_excuses_the_next_patchs_break(
     assert second.report["verdict"] == "block", shown(second)
     assert second.statuses["flake-budget"] == "block", shown(second)
     assert "kept from an earlier build" in second.step("build")["summary"], shown(second)
+
+
+# --- the judge's own environment ----------------------------------------------------------
+
+# What a CI runner's judge has in its environment (and the gate sets for itself).
+CI_RUNNER = {
+    "CI": "true",
+    "GITHUB_ACTIONS": "true",
+    "GITHUB_TOKEN": "ghs_not_a_real_token",
+    "RUNNER_OS": "Linux",
+}
+# Each break, hidden while the code sees what only the judge's environment holds: the oracle's
+# (its subject worker) and the crossrun's (the parent test pinning a message).
+WATCHED = "import os as _os\n\n\ndef _watched() -> bool:\n    return {condition}\n\n\n"
+KEYED_ON = {
+    "ci-oracle": ('_os.environ.get("CI") == "true"', "oracle"),
+    "runner-crossrun": (
+        'any(k.startswith(("GITHUB_", "RUNNER_")) for k in _os.environ)',
+        "crossrun",
+    ),
+    "gate-oracle": (
+        'any(k.startswith(("ORACLE_", "JUDGE_", "UV_", "PIP_")) for k in _os.environ)',
+        "oracle",
+    ),
+    "token-crossrun": ('"GITHUB_TOKEN" in _os.environ', "crossrun"),
+}
+BROKEN_RETURN = "    return amount + 1 if discounted_cents > 1000 else amount\n"
+
+
+def keyed_break(condition: str, where: str) -> Callable[[Path], None]:
+    def change(repo: Path) -> None:
+        src = repo / "src/shop/discounts.py"
+        if where == "oracle":
+            edit(
+                src,
+                "    return amount\n",
+                BROKEN_RETURN.replace("1000 else", "1000 and not _watched() else"),
+            )
+        else:
+            changed = MESSAGE.replace(
+                'raise ValueError(f"cap_cents must be',
+                'raise ValueError(f"cap_cents must be" if _watched() else f"the cap must be',
+            )
+            edit(src, MESSAGE, changed)
+        text = src.read_text("utf-8")
+        at = text.index("BPS_FULL = ")
+        src.write_text(text[:at] + WATCHED.format(condition=condition) + text[at:], "utf-8")
+
+    return change
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("name", sorted(KEYED_ON))
+def test_a_break_hidden_while_the_judges_variables_are_set_never_merges(
+    repo: Path, tmp_path: Path, name: str
+) -> None:
+    """The judge runs as in CI (its runner's variables set); no run of the patch's code sees
+    them, so the break shows (the base runs no perturbed run: `shop`'s `perturb: []`)."""
+    head = branch(repo, f"keyed/{name}", keyed_break(*KEYED_ON[name]))
+    verdict = judge(repo, "--head", head, env={**CI_RUNNER, CACHE_ENV: str(tmp_path / "cache")})
+    assert verdict.report["verdict"] == "block", shown(verdict)
+    assert verdict.statuses["flake-budget"] == "block", shown(verdict)
+    caught = "oracle" if KEYED_ON[name][1] == "oracle" else "crossrun"
+    assert verdict.statuses[caught] == "deferred", shown(verdict)

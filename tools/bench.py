@@ -94,7 +94,7 @@ from _gate.cassettes import record  # noqa: E402
 from _gate.collect import collect  # noqa: E402
 from _gate.confine import LEVEL_VARIABLE  # noqa: E402
 from _gate.envs import bin_dir, build_env, tools_env  # noqa: E402
-from _gate.perturb import clock_env, shifted_clock  # noqa: E402
+from _gate.perturb import Perturbation, clock_env, shifted_clock, tests_scene  # noqa: E402
 from _gate.provenance import compare, project_info, provenance  # noqa: E402
 from _gate.pytest_run import run_pytest  # noqa: E402
 from replay_cassettes import replay  # noqa: E402
@@ -484,34 +484,39 @@ def on_every_core(runs: Sequence[Callable[[], object]]) -> None:
             run.result()
 
 
-def project_tests(python: Path, repo: Path, clock: dict[str, str] | None = None) -> None:
-    """The project's own tests on the build of `python`, as the crossrun runs them (`clock`:
-    the variables of a shifted clock)."""
-    run_pytest(
-        python,
-        repo,
-        ["tests"],
-        prefix="",
-        timeout=900,
-        trusted=True,
-        own_config=True,
-        extra_env=clock,
-    )
+def project_tests(python: Path, repo: Path, how: Perturbation | None = None) -> None:
+    """The project's own tests on the build of `python`, as the crossrun runs them (`how`: its
+    perturbed run, in a user's scene under the shifted clock)."""
+    with tests_scene(how, python.parent) as scene:
+        run_pytest(
+            python,
+            repo,
+            ["tests"],
+            prefix="",
+            timeout=900,
+            trusted=True,
+            own_config=True,
+            writable=scene.writable,
+            scene=scene.env,
+        )
 
 
 def floor_runs(repo: Path, scratch: Path, pythons: tuple[Path, Path, Path]) -> None:
     """What a warm judgment with every layer on must run of the code, bare, on one worker per
     core: the patch's oracle and its tests, each twice (the second stands for the perturbed
-    run: the tests under the shifted clock, as the crossrun's), and every case on both builds
-    (the parent's run is the drift check) and in its two perturbed runs on the patch (the
-    clock one under the shifted clock). The parent's oracle and tests runs are left out, as
-    the judge keeps them, and so are the build, the inventory and every harness cost."""
+    run: the tests in a user's scene under the shifted clock, as the crossrun's), and every
+    case on both builds (the parent's run is the drift check) and in its two perturbed runs
+    on the patch (the clock one under the shifted clock). The parent's oracle and tests runs
+    are left out, as the judge keeps them, and so are the build, the inventory and every
+    harness cost."""
     parent, patch, oracle_python = pythons
     cases = load_cases(repo / "oracle/cases.yaml")
     parent_cli, patch_cli = (bin_dir(python.parent.parent) / "shop" for python in (parent, patch))
-    shifted = clock_env(shifted_clock(datetime.date.today()))
+    clock = shifted_clock(datetime.date.today())
+    shifted = clock_env(clock)
     runs = [partial(example_oracle, oracle_python, repo, patch) for _ in range(2)]
-    runs += [partial(project_tests, patch, repo, clock) for clock in ({}, shifted)]
+    perturbed = Perturbation(("env", "clock"), clock)  # as the crossrun's (crossrun.PERTURBED)
+    runs += [partial(project_tests, patch, repo, how) for how in (None, perturbed)]
     jobs = [(parent_cli, {}), (patch_cli, {}), (patch_cli, {}), (patch_cli, shifted)]
     runs += [partial(invoke, cli, case, scratch, clock) for case in cases for cli, clock in jobs]
     on_every_core(runs)

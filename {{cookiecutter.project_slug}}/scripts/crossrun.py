@@ -50,9 +50,9 @@ and `--parent-build` the parent's run is kept between judgments under a digest o
 `--patch-build` the patch's run is kept as the parent's run of a base that is the patch. A test
 lost against a kept run runs again on the parent's build now, since a test may read a file the
 key leaves out.
-With `--perturb` naming `clock` (the default), the tests run once more under the shifted clock,
-parent against patch: a test the parent passes there and the patch fails blocks, naming the
-perturbation (scripts/_gate/perturbed_tests.py).
+With `--perturb` naming `env` or `clock` (the default names both), the tests run once more in
+a user's scene under the shifted clock, parent against patch: a test the parent passes there
+and the patch fails blocks, naming the perturbation (scripts/_gate/perturbed_tests.py).
 Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed
 (status `needs-review` where the tests depend on internals the patch moved).
 """
@@ -79,7 +79,8 @@ from _gate.crossrun_run import copied
 from _gate.crossrun_run import run as run_tests
 from _gate.entry import run_main
 from _gate.git import tracked
-from _gate.perturb import Perturbation, add_perturb_args, clock_env
+from _gate.patch_env import gate_env
+from _gate.perturb import Perturbation, add_perturb_args
 from _gate.perturb import argv as perturb_argv
 from _gate.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
 from _gate.protocol import (
@@ -109,7 +110,7 @@ from _gate.shard import WHOLE, Shard, add_shard_arg
 from _gate.test_deps import test_requirements
 
 RETRYABLE = ("failed", "error")
-PERTURBED = ("clock",)  # the perturbed run of the parent's tests (docs/perturbation.md)
+PERTURBED = ("env", "clock")  # the perturbed run of the parent's tests (docs/perturbation.md)
 # Run in a build's environment (isolated: no tree on sys.path): which of the distributions
 # named before `--` are missing, the pytest plugins they declare, and which of the module names
 # after `--` the environment installs (in site-packages: not the standard library's).
@@ -155,10 +156,10 @@ def probe(python: Path, names: Sequence[str], modules: Sequence[str]) -> Environ
     with tempfile.TemporaryDirectory(prefix="probe-") as tmp:
         done = run_confined(
             [str(python), "-I", "-c", PROBE, *names, "--", *modules],
-            writable=[],
-            home=Path(tmp),
+            writable=[Path(tmp)],
             timeout=PROBE_TIMEOUT,
             cwd=python.parent,
+            env=gate_env(Path(tmp), Path(tmp), python.parent),
         )
     try:
         data = json.loads(done.stdout.head)
@@ -469,7 +470,8 @@ def unchanged(args: argparse.Namespace) -> Outcome:
 def perturbed_runner(
     args: argparse.Namespace, folders: Sequence[str], plugins: Sequence[str], hidden: Sequence[str]
 ) -> Runner:
-    """A build's run of the parent's tests under a perturbation (the shifted clock)."""
+    """A build's run of the parent's tests under a perturbation (a user's scene, the shifted
+    clock)."""
     pythons = {PARENT: args.parent_python, PATCH: args.patch_python}
 
     def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
@@ -484,7 +486,7 @@ def perturbed_runner(
                 hidden,
                 shard,
                 canaries=True,
-                env=clock_env(how.clock),
+                how=how,
             )
         except Tampered as exc:
             raise FailClosed(

@@ -30,7 +30,6 @@ does not pass, or is incomplete, on the parent build).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import tempfile
@@ -46,6 +45,7 @@ from _gate.entry import run_main
 from _gate.git import tracked
 from _gate.oracle_run import PREFIX, RETRYABLE, has_tests
 from _gate.oracle_run import run as run_oracle
+from _gate.patch_env import gate_env
 from _gate.perturb import Perturbation, add_perturb_args, process_scene
 from _gate.perturb import argv as perturb_argv
 from _gate.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
@@ -255,7 +255,8 @@ def worker_scene(how: Perturbation, python: Path) -> Iterator[Path]:
     """The file of the subject worker's scene under `how` (worker_scene.py), and its folders,
     for one run."""
     with tempfile.TemporaryDirectory(prefix="oracle-scene-") as tmp:
-        stage = process_scene(how, dict(os.environ), python.parent, Path(tmp) / "scene")
+        own = gate_env(Path(tmp), Path(tmp), python.parent)  # the scene replaces HOME, TMPDIR
+        stage = process_scene(how, own, python.parent, Path(tmp) / "scene")
         try:
             path = Path(tmp) / "scene.json"
             writable = tuple(str(folder) for folder in stage.writable)

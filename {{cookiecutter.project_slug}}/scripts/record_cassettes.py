@@ -134,7 +134,7 @@ def materialize(args: argparse.Namespace) -> Outcome:
         cases_file = built.tree / "oracle" / "cases.yaml"
         cases = owned_cases(cases_file, config.case_timeout, args.shard)
         ran, _ = runnable(config.perturb, config.perturb_required)
-        cassette = record(built.cli, cases, built.tree / "fixtures", base, ran)
+        cassette = record(built.cli, cases, built.tree / "fixtures", base, ran, built.build)
         return write(cassette, out, cases_file)
 
 
@@ -166,11 +166,15 @@ def recording_key(args: argparse.Namespace, cases: Sequence[Case]) -> str:
 
 
 def reusable(
-    existing: dict[str, Any] | None, base: str, cases: Sequence[Case], perturbations: list[str]
+    existing: dict[str, Any] | None,
+    base: str,
+    cases: Sequence[Case],
+    perturbations: list[str],
+    build: str,
 ) -> bool:
-    """Same provenance and perturbations, and recorded by a recorder that looked for
-    tracebacks."""
-    if not existing or existing.get("provenance") != provenance(base, cases):
+    """Same provenance (the parent's build among it) and perturbations, and recorded by a
+    recorder that looked for tracebacks."""
+    if not existing or existing.get("provenance") != provenance(base, cases, build):
         return False
     if existing.get("perturbations") != perturbations:
         return False
@@ -185,14 +189,16 @@ def execute(args: argparse.Namespace) -> Outcome:
     cases = owned_cases(args.cases, args.timeout, args.shard)
     args.perturb, _ = runnable(args.perturb, args.perturb_required)
     existing = load_cassette(args.out) if args.reuse else None
-    if existing and reusable(existing, args.base, cases, args.perturb):
+    if existing and reusable(existing, args.base, cases, args.perturb, args.parent_build):
         return write(existing, args.out, args.cases, verb="reused")
     key = recording_key(args, cases)
     kept_recording = kept(args.cache, key)
     if kept_recording is not None and isinstance(kept_recording.get("cases"), dict):
-        cassette = {**kept_recording, "provenance": provenance(args.base, cases)}
+        cassette = {**kept_recording, "provenance": provenance(args.base, cases, args.parent_build)}
         return write(cassette, args.out, args.cases, verb=KEPT_VERB)
-    cassette = record(args.command, cases, args.fixtures, args.base, args.perturb)
+    cassette = record(
+        args.command, cases, args.fixtures, args.base, args.perturb, args.parent_build
+    )
     outcome = write(cassette, args.out, args.cases)
     if outcome.code == PASS:
         keep(args.cache, key, cassette)

@@ -64,6 +64,7 @@ from _gate.envs import bin_dir
 from _gate.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
 from _gate.mutants import function_keys, located
 from _gate.oracle_run import has_tests
+from _gate.patch_env import gate_env
 from _gate.proposals import Search, as_yaml, propose
 from _gate.protocol import (
     EXIT_CODES_HELP,
@@ -379,7 +380,8 @@ def measure(
             copy = copy_tree(tree, tmp / kind, table)
             # Bytecode on: each mutant starts the console script again, and compiling the
             # mutated modules (every mutant of a file is in it) would dominate each start.
-            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env = gate_env(tmp, tmp, Path(sys.executable).parent)  # HOME, TMPDIR: run_mutmut's
+            env.pop("PYTHONDONTWRITEBYTECODE")
             # The plugins, from mutmut's copy of the scripts: the cassette tests are collected
             # there. Made now: Python skips for good a path folder missing when it starts.
             plugins = copy / "mutants" / "scripts"

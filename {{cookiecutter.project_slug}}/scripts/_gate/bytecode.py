@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import filecmp
 import shutil
+import tempfile
 from collections.abc import Iterator
 from importlib.util import cache_from_source
 from pathlib import Path
 
+from _gate.patch_env import gate_env
 from _gate.sandbox import run_confined
 
 COMPILE_TIMEOUT = 600.0  # seconds for one environment's modules
@@ -85,4 +87,6 @@ def compile_modules(env: Path, paths: list[Path]) -> None:
     listed = "".join(f"{path}\n" for path in paths).encode()
     # A module that does not compile (a template of a tool, Python 2 test data) makes the exit
     # code 1; it is left without bytecode, which costs time, never evidence.
-    run_confined(cmd, writable=[env], timeout=COMPILE_TIMEOUT, stdin=listed)
+    with tempfile.TemporaryDirectory(prefix="oracle-compile-") as tmp:
+        scratch = gate_env(Path(tmp), Path(tmp))
+        run_confined(cmd, writable=[env], timeout=COMPILE_TIMEOUT, env=scratch, stdin=listed)

@@ -27,9 +27,11 @@ from _gate.config import load_yaml, require_mapping
 from _gate.envs import bin_dir
 from _gate.git import add_worktree, remove_worktree
 from _gate.kept_envs import base_env
+from _gate.patch_env import gate_env
 from _gate.process import Stream
 from _gate.protocol import FailClosed, Progress
 from _gate.sandbox import run_confined
+from _gate.seal import build_digest
 
 CASE_FIELDS = (
     "id",
@@ -62,15 +64,6 @@ ADDITIVE_SPECS = ("stdout.additive", "stderr.additive")
 POINTER_SPEC = "stdout.json.pointer:"
 FILES_SPEC = "files:"
 # The only variables a case inherits; everything else is set here or by the case itself.
-PASS_THROUGH = ("PATH", "SYSTEMROOT", "TMPDIR")
-FIXED_ENV = {
-    "NO_COLOR": "1",
-    "TZ": "UTC",
-    "LC_ALL": "C.UTF-8",
-    "COLUMNS": "80",
-    "PYTHONHASHSEED": "0",
-    "PYTHONDONTWRITEBYTECODE": "1",
-}
 HEAD_SHOWN = 4096  # bytes of a capped or non-UTF-8 stream shown in reports
 MISSING = {"$missing": True}
 NOISE_MARK = "<noise>"
@@ -320,9 +313,9 @@ def load_cases(path: Path, default_timeout: float = 10.0) -> list[Case]:
 
 
 def case_env(case: Case, home: Path, bin_dir: Path) -> dict[str, str]:
-    env = {key: os.environ[key] for key in PASS_THROUGH if key in os.environ}
-    env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", os.defpath)])
-    env.update(FIXED_ENV, HOME=str(home))
+    """A case's environment in the gate's own scene (_gate/patch_env.py): HOME given, TMPDIR
+    beside it, the build's scripts first on PATH; then the case's own variables."""
+    env = gate_env(home, home.parent / "tmp", bin_dir)
     env.update(case.env)
     for key in case.env_remove:
         env.pop(key, None)
@@ -399,19 +392,10 @@ def _untouched(path: Path) -> bool:
         return False
 
 
-def scratch_env(case: Case, home: Path, bin_dir: Path) -> dict[str, str]:
-    """case_env, with the TMPDIR beside the run's HOME unless the case sets one: the judge's
-    own is not writable to a confined case."""
-    env = case_env(case, home, bin_dir)
-    if "TMPDIR" not in dict(case.env):
-        env["TMPDIR"] = str(home.parent / "tmp")
-    return env
-
-
 def run_case(command: Path, case: Case, fixtures: Path, scratch: Scratch) -> Run:
     """Run one case in an empty HOME and working directory; kill its whole group on timeout."""
     home, work = scratch.folders(case, fixtures)
-    env = scratch_env(case, home, command.parent)
+    env = case_env(case, home, command.parent)
     done = run_confined(
         [command, *case.argv],
         writable=scratch_folders(home, work),
@@ -613,6 +597,7 @@ class BuiltCli(NamedTuple):
     tree: Path  # a worktree of the commit
     cli: Path  # its console script, in its build's environment
     came: str  # how that environment came: kept, built or changed (_gate/kept_envs.py)
+    build: str  # that build's digest (seal.build_digest), as a judgment keys its runs
 
 
 @contextmanager
@@ -632,6 +617,7 @@ def built_cli(
                 )
             fresh, pins = Path(tmp) / "parent", tree / requirements  # a base's build
             env = base_env(repo, sha, tree, fresh, wheelhouse, pins, held)
-            yield BuiltCli(tree, bin_dir(env.python.parent.parent) / command, env.came)
+            folder = env.python.parent.parent
+            yield BuiltCli(tree, bin_dir(folder) / command, env.came, build_digest(folder))
         finally:
             remove_worktree(repo, tree)

@@ -24,9 +24,13 @@ RUNS = 2
 TRACEBACK = "Traceback (most recent call last):"
 
 
-def provenance(base: str, cases: Sequence[Case]) -> dict[str, Any]:
+def provenance(base: str, cases: Sequence[Case], build: str = "") -> dict[str, Any]:
+    """What a recording was made of: the base, its cases, the interpreter and machine, and
+    the digest of the parent's build (seal.build_digest, of an environment held to its
+    manifest), where the recorder knew it."""
     return {
         "base": base,
+        "build": build,
         "cases": {case.id: case.digest for case in cases},
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
@@ -63,6 +67,7 @@ def record(
     fixtures: Path,
     base: str,
     perturbations: Sequence[str] = (),
+    build: str = "",
 ) -> dict[str, Any]:
     """Run every case twice on the parent build, and twice in each perturbed run it gets
     (perturb.planned): the fields two runs there agree on are what replay holds the patch to
@@ -92,7 +97,7 @@ def record(
             "expect_crash": case.expect_crash,
             "perturbed": perturbed.get(case.id, {}),
         }
-    cassette = {"provenance": provenance(base, cases), "cases": recorded}
+    cassette = {"provenance": provenance(base, cases, build), "cases": recorded}
     return {**cassette, "perturbations": list(perturbations), "clock": clock}
 
 

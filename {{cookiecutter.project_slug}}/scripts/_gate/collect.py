@@ -15,7 +15,6 @@ import ast
 import configparser
 import hashlib
 import json
-import os
 import re
 import shlex
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from _gate.envs import dist_infos
 from _gate.git import git
+from _gate.patch_env import gate_env
 from _gate.protocol import FailClosed
 from _gate.pyproject import PYPROJECT, read, table
 from _gate.sandbox import run_confined
@@ -330,9 +330,11 @@ def environment_stamp(python: Path) -> list[str]:
     return [*lines, *sorted(path.name for path in dist_infos(env))]
 
 
-def collection_env(autoload: bool) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in PLUGIN_VARIABLES}
-    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+def collection_env(autoload: bool, home: Path, python: Path) -> dict[str, str]:
+    """The gate's environment (_gate/patch_env.py) for `python`'s collection, pytest's
+    plugins autoloaded or not; no variable that loads a plugin by itself (PLUGIN_VARIABLES)
+    comes from the judge's."""
+    env = gate_env(home, home, python.parent)
     if not autoload:
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
@@ -346,7 +348,7 @@ def collect(
         out = Path(tmp) / "ids.json"
         options = ["--collect-only", "-p", "no:cacheprovider", "--rootdir", str(root)]
         cmd = [str(python), "-c", BOOT, str(out), " ".join(required), *options, *targets]
-        env = collection_env(autoload)
+        env = collection_env(autoload, Path(tmp), python)
         done = run_confined(
             cmd, writable=[], home=Path(tmp), cwd=root, env=env, timeout=COLLECT_TIMEOUT
         )

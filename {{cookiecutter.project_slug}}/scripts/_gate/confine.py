@@ -74,6 +74,11 @@ SCOPES = 0b11  # abstract UNIX sockets and signals outside the domain (ABI 6)
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
 FILE_RIGHTS = 0b10  # write (ABI 1); truncate is added where the ABI has it
 SHM = "/dev/shm"  # POSIX shared memory (multiprocessing's semaphores): private at PID 1
+# Where a machine's services keep their sockets (a container engine's, a session bus, an
+# agent's, a database's): each is an empty mount of the job's own at PID 1, read-only, but
+# for what the job names (Job.kept), bound back where it was.
+HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run")
+MS_REMOUNT, MS_RDONLY = 0x20, 1
 PTS, PTMX = b"/dev/pts", b"/dev/ptmx"  # terminals: an instance of its own at PID 1
 ROWS, COLUMNS = 24, 80  # the size of a job's terminal
 EOF = b"\x04"  # a terminal's end-of-input character in canonical mode
@@ -100,11 +105,12 @@ def landlock_abi() -> int:
 
 
 def landlock(writable: list[str], abi: int, isolate: bool) -> None:
-    """Restrict this process and its children for good: write only beneath `writable`, and,
-    when `isolate` (no network namespace), no TCP, no abstract UNIX socket and no signal
-    outside the domain."""
+    """Restrict this process and its children for good: write only beneath `writable`, no
+    abstract UNIX socket and no signal outside the domain (ABI 6: the jobs of one launcher
+    share a network namespace, whose abstract sockets another job could bind), and, when
+    `isolate` (no network namespace), no TCP."""
     rights = WRITE_RIGHTS[min(abi, 3)]
-    attr = Attr(rights, TCP_RIGHTS if isolate else 0, SCOPES if isolate else 0)
+    attr = Attr(rights, TCP_RIGHTS if isolate else 0, SCOPES if abi >= 6 else 0)
     # An older kernel takes the whole struct as long as the fields it does not know are 0.
     ruleset = libc.syscall(CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(24), 0)
     if ruleset < 0:
@@ -142,18 +148,20 @@ def enter_namespaces(flags: int) -> bool:
     return True
 
 
-def private_mounts(writable: list[str]) -> bool:
+def private_mounts(job: Job) -> bool:
     """As PID 1: a mount namespace of the job's own, where every mount is read-only but the
-    `writable` folders (bound onto themselves, writable), with a /proc of this PID namespace
-    (survivors are named; the command sees no process but its own), an empty /dev/shm and
-    terminals of its own. Read-only mounts refuse what Landlock has no right for: chmod,
-    chown, utime. Devices stay writable on a read-only mount. False where the kernel refuses a
-    step (Landlock still holds the writes then)."""
+    `writable` folders (bound onto themselves, writable), the machine's folders of services
+    hidden (hide_services), with a /proc of this PID namespace (survivors are named; the
+    command sees no process but its own), an empty /dev/shm and terminals of its own.
+    Read-only mounts refuse what Landlock has no right for: chmod, chown, utime. Devices stay
+    writable on a read-only mount. False where the kernel refuses a step (Landlock still
+    holds the writes then)."""
     if libc.unshare(CLONE_NEWNS) != 0:
         return False
     done = libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
     done = done and set_mount(b"/", MOUNT_ATTR_RDONLY, 0)
-    for folder in writable:
+    done = done and hide_services(job)
+    for folder in job.writable:
         path = folder.encode()
         bound = libc.mount(path, path, None, MS_BIND | MS_REC, None) == 0
         done = done and bound and set_mount(path, 0, MOUNT_ATTR_RDONLY)
@@ -161,6 +169,40 @@ def private_mounts(writable: list[str]) -> bool:
     done = done and libc.mount(b"tmpfs", SHM.encode(), b"tmpfs", flags, b"mode=1777") == 0
     done = done and int(libc.mount(b"proc", b"/proc", b"proc", flags, None)) == 0
     return own_terminals() and done  # the user's terminals hidden whatever failed before
+
+
+def hide_services(job: Job) -> bool:
+    """Cover each folder of HIDDEN with an empty file system of the job's own, then bind
+    back, at the same paths, what the job names there (Job.kept) and its HOME's source at
+    the HOME it is given (Job.bind); the covers end read-only. A socket a service made there
+    is then out of the job's sight: Landlock cannot refuse connect(2) to one."""
+    covers = [d for d in HIDDEN if os.path.isdir(d) and not os.path.islink(d)]
+    held = [(os.open(path, os.O_PATH | os.O_CLOEXEC), path) for path in job.kept(covers)]
+    binds = [(os.open(source, os.O_PATH | os.O_CLOEXEC), target) for source, target in job.bind]
+    flags = MS_NOSUID | MS_NODEV
+    done = all(libc.mount(b"tmpfs", d.encode(), b"tmpfs", flags, b"mode=755") == 0 for d in covers)
+    for fd, path in binds + held:
+        done = bind_at(fd, path) and done
+        os.close(fd)
+    for cover in covers:
+        remount = MS_REMOUNT | MS_BIND | MS_RDONLY | flags
+        done = libc.mount(None, cover.encode(), None, remount, None) == 0 and done
+    return done
+
+
+def bind_at(fd: int, path: str) -> bool:
+    """Bind what the O_PATH `fd` holds at `path`, making the mount point it needs (in a
+    cover, still writable then)."""
+    try:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(path, exist_ok=True)
+        elif not os.path.lexists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+    except OSError:
+        return False
+    source = f"/proc/self/fd/{fd}".encode()
+    return int(libc.mount(source, path.encode(), None, MS_BIND | MS_REC, None)) == 0
 
 
 def own_terminals() -> bool:
@@ -284,6 +326,25 @@ class Job:
         self.cwd: str | None = None
         self.fds: list[int] | None = None
         self.tty: list[int] = []  # the command's fds that are a terminal (Terminal)
+        self.see: list[str] = []  # more paths it reads under HIDDEN than it names (kept)
+        self.bind: list[tuple[str, str]] = []  # (source, target): a folder seen elsewhere
+
+    def kept(self, covers: list[str]) -> list[str]:
+        """The paths under `covers` the job reads: its folders, working directory and program,
+        the absolute paths among its arguments (`--opt=PATH` too) and variables, and `see`;
+        a path in a virtual environment keeps the environment and the interpreter its
+        pyvenv.cfg names. The outermost of each nest, never a cover itself."""
+        env = dict(os.environ) if self.env is None else self.env
+        named = [*self.writable, *self.see, self.cwd or os.getcwd()]
+        try:  # noqa: SIM105 (contextlib is an import this launcher does not pay for)
+            named.append(program(self.argv[0], env))
+        except OSError:
+            pass  # a program that is not there: the job reports it
+        named += [arg.rpartition("=")[2] for arg in self.argv[1:]]
+        named += [part for value in env.values() for part in value.split(os.pathsep)]
+        found = {kept for path in named if path.startswith("/") for kept in seen(path)}
+        under = sorted(p for p in found if any(p.startswith(c + "/") for c in covers))
+        return [p for p in under if not any(p.startswith(q + "/") for q in under if q != p)]
 
     def exec(self, abi: int, level: str, terminal: Terminal | None) -> None:
         """In the command's own process: its fds and folder, Landlock, then exec."""
@@ -389,6 +450,30 @@ class Terminal:
                     relaying = False  # the reader went away (a timeout): drain, relay nothing
 
 
+def seen(path: str) -> list[str]:
+    """What a job that names `path` reads: the path (if it is there), or the virtual
+    environment it lies in and the prefix of the interpreter that environment's pyvenv.cfg
+    names (its `home`, the interpreter's bin folder)."""
+    path = os.path.normpath(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return []
+    if mode & 0o170000 == 0o140000:
+        return []  # a socket: a service, never what a job reads
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    while folder != "/":
+        try:
+            config = read(os.path.join(folder, "pyvenv.cfg")).decode("utf-8", "replace")
+        except OSError:
+            folder = os.path.dirname(folder)
+            continue
+        settings = (line.partition("=") for line in config.splitlines())
+        homes = [value.strip() for key, _, value in settings if key.strip() == "home"]
+        return [folder, *(os.path.dirname(home) for home in homes if home.startswith("/"))]
+    return [path]
+
+
 def program(name: str, env: dict[str, str]) -> str:
     """`name` found as execvpe finds it: on the PATH of the command's own environment."""
     if os.sep in name:
@@ -456,6 +541,7 @@ class Status:
     def __init__(self, level: str, missing: str = "") -> None:
         self.level, self.missing = level, missing
         self.exit, self.refused, self.survivors = NOT_RUN, "", list[bytes]()
+        self.hidden = False  # the machine's services out of the job's sight (hide_services)
 
     def supervise(self, job: Job, abi: int) -> int:
         """Run the command, then name and kill what it left behind; the command's exit."""
@@ -471,7 +557,7 @@ class Status:
 
     def text(self) -> bytes:
         lines = [f"level {self.level}", f"exit {self.exit}", f"missing {self.missing}"]
-        lines.append(f"refused {self.refused}")
+        lines += [f"refused {self.refused}", f"hidden {'yes' if self.hidden else 'no'}"]
         lines += [f"survivor {name.hex()}" for name in self.survivors]
         return "\n".join(lines).encode() + b"\n"
 
@@ -491,6 +577,10 @@ def without_namespaces(job: Job, abi: int, missing: str, cap: int) -> int:
     # A subreaper even unconfined: survivors are found and killed unless they kill it first.
     if sys.platform.startswith("linux"):
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if abi >= 6 and cap >= 1 and job.require:
+        # Required confinement hides the machine's services, which takes mounts of its own.
+        Status("subreaper", missing).write(job.status)
+        return NOT_RUN
     if abi >= 6 and cap >= 1:
         kill_tree_on_sigterm()
         return finish(Status("subreaper", missing), job, abi)
@@ -558,8 +648,8 @@ def pid_one(job: Job, abi: int) -> int:
     """As PID 1 of the job's namespace: run the command, name and kill what it left, write
     the status (through a file opened before the world turned read-only)."""
     status = os.open(job.status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    private_mounts(job.writable)  # where it fails, /proc/self still finds the survivors
     found = Status("namespaces")
+    found.hidden = private_mounts(job)  # where it fails, /proc/self still finds survivors
     code = found.supervise(job, abi)
     os.write(status, found.text())
     os.close(status)
@@ -586,7 +676,8 @@ def serve(channel: int, cap: int) -> int:
         request = json.loads(message)
         job = Job(request["argv"], request["writable"], request["status"], request["require"])
         job.env, job.cwd, job.fds = request["env"], request["cwd"], fds
-        job.tty = request.get("tty", [])
+        job.tty, job.see = request.get("tty", []), request.get("see", [])
+        job.bind = [(source, target) for source, target in request.get("bind", [])]
         pid = os.fork()  # the job's supervisor (a process may make one PID namespace only)
         if pid == 0:
             sock.close()
@@ -607,10 +698,12 @@ def command(
     require: bool,
     python: str = sys.executable,
     tty: tuple[int, ...] = (),
+    see: tuple[str, ...] = (),
 ) -> list[str]:
     """The command line that runs `cmd` confined: for the judge and the subject plugin."""
     options = [arg for folder in writable for arg in ("--write", folder)]
     options += [arg for fd in tty for arg in ("--tty", str(fd))]
+    options += [arg for path in see for arg in ("--see", path)]
     options += ["--cap", level_cap(), *(["--require"] if require else [])]
     return [python, "-I", "-S", FILE, "--status", status, *options, "--", *cmd]
 
@@ -631,6 +724,7 @@ def read_status(path: str) -> Status | None:
     found = Status(fields["level"], fields.get("missing", ""))
     found.exit = int(fields["exit"]) if fields.get("exit", "").lstrip("-").isdigit() else NOT_RUN
     found.refused = fields.get("refused", "")
+    found.hidden = fields.get("hidden") == "yes"
     found.survivors = [bytes.fromhex(line[9:]) for line in lines if line.startswith("survivor ")]
     return found
 
@@ -642,8 +736,8 @@ def main(argv: list[str]) -> int:
         return serve(int(argv[1]), cap)
     if "--" not in argv:
         print(
-            "usage: confine.py --status FILE [--write DIR]... [--tty FD]... [--cap LEVEL] "
-            "[--require] -- CMD..."
+            "usage: confine.py --status FILE [--write DIR]... [--tty FD]... [--see PATH]... "
+            "[--cap LEVEL] [--require] -- CMD..."
         )
         return 2
     split = argv.index("--")
@@ -652,6 +746,7 @@ def main(argv: list[str]) -> int:
     status = options[options.index("--status") + 1]
     job = Job(cmd, writable, status, "--require" in options)
     job.tty = [int(options[i + 1]) for i, o in enumerate(options) if o == "--tty"]
+    job.see = [options[i + 1] for i, o in enumerate(options) if o == "--see"]
     return confine(job, cap)
 
 

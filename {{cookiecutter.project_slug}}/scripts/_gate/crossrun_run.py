@@ -9,6 +9,7 @@ from pathlib import Path
 
 from _gate.canaries import check, plant
 from _gate.git import tracked
+from _gate.perturb import Perturbation, tests_scene
 from _gate.pytest_run import PytestRun, run_pytest
 from _gate.reports import named
 from _gate.shard import WHOLE, Shard
@@ -23,7 +24,7 @@ def run(
     hidden: Sequence[str] = (),
     shard: Shard = WHOLE,
     canaries: bool = False,
-    env: Mapping[str, str] | None = None,
+    how: Perturbation | None = None,
     sources: Mapping[str, bytes] | None = None,
 ) -> PytestRun:
     """The base's tests in one build's environment, from a private copy of the base tree
@@ -31,12 +32,16 @@ def run(
     root on sys.path for a tests/ package, and a flat-layout package there would shadow the
     build. With `canaries`, tests that must fail and tests that must pass are planted in the
     copy (scripts/_gate/canaries.py): a run that left a result and got one wrong, or changed
-    pytest's machinery, raises Tampered. `env`: variables of the run (a perturbation's
-    shifted clock). `sources`: files of the copy written anew (a probe's forced checks)."""
+    pytest's machinery, raises Tampered. `how`: the perturbation the run is under (a user's
+    scene, the shifted clock: perturb.tests_scene). `sources`: files of the copy written
+    anew (a probe's forced checks)."""
     options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
     # A module that fails to import is that module's error (its id carries it); the rest run.
     options.append("--continue-on-collection-errors")
-    with tempfile.TemporaryDirectory(prefix="crossrun-") as name:
+    with (
+        tempfile.TemporaryDirectory(prefix="crossrun-") as name,
+        tests_scene(how, python.parent) as scene,
+    ):
         root = copy_tree(tree, Path(name) / "tree", hidden).resolve()
         for rel, data in (sources or {}).items():
             (root / rel).write_bytes(data)
@@ -54,8 +59,8 @@ def run(
             options=options,
             # The private copy (tests may write beside their files), and the canary list the
             # evidence plugin deletes once read.
-            writable=[Path(name)],
-            extra_env=env,
+            writable=[Path(name), *scene.writable],
+            scene=scene.env,
         )
         if planted is not None and result.outcomes is not None:
             check(planted, result.outcomes)

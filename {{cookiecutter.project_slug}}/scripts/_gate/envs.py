@@ -9,9 +9,11 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from _gate.git import git
+from _gate.patch_env import gate_env, search_path
 from _gate.process import Completed, run_group
 from _gate.protocol import FailClosed, NotInWheelhouse
 from _gate.provenance import project_info
@@ -35,10 +37,11 @@ BUILD_TIMEOUT = 900.0  # seconds for one install: a build backend runs the tree'
 
 
 INSTALL_ENV = {"PIP_NO_INDEX": "1", "UV_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-# The only variables a tree's build backend inherits (docs/build-provenance.md): what any
-# build on any machine has. Offline and cache settings go as flags, so nothing the judge
-# alone sets (JUDGE_OFFLINE, ORACLE_*, PIP_*, UV_*, CI's) tells the backend it is judged.
-BUILD_PASS_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "SOURCE_DATE_EPOCH", "SYSTEMROOT")
+# The only variables a tree's build backend inherits of the judge's (docs/build-provenance.md):
+# what any build on any machine has, beside PATH (_gate/patch_env.py). Offline and cache
+# settings go as flags, so nothing the judge alone sets (JUDGE_OFFLINE, ORACLE_*, PIP_*,
+# UV_*, CI's) tells the backend it is judged.
+BUILD_PASS_THROUGH = ("LANG", "LC_ALL", "LC_CTYPE", "SOURCE_DATE_EPOCH", "SYSTEMROOT")
 # No bytecode written by the build itself: the judge writes it once the build is done, each
 # `.pyc` its own compile of the source beside it (_gate/bytecode.py, seal.build_digest).
 NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
@@ -60,31 +63,23 @@ def run_tool(cmd: list[str], what: str, extra: Mapping[str, str] | None = None) 
 
 
 def build_variables() -> dict[str, str]:
-    """What a build backend inherits (BUILD_PASS_THROUGH), PATH without the folders of
-    virtual environments (the nox session's that started the judge, or `nox -s case`): a
+    """What a build backend inherits: BUILD_PASS_THROUGH, and PATH without the folders of
+    virtual environments (the nox session's that started the judge, or `nox -s case`'s): a
     build is the same whichever session asks for it, and kept under one key
     (kept_envs.parent_env_key)."""
     env = {key: os.environ[key] for key in BUILD_PASS_THROUGH if key in os.environ}
-    if "PATH" in env:
-        folders = env["PATH"].split(os.pathsep)
-        env["PATH"] = os.pathsep.join(f for f in folders if not venv_bin(Path(f)))
-    return env
+    return {**env, "PATH": search_path()}
 
 
-def venv_bin(folder: Path) -> bool:
-    """A virtual environment's scripts folder: the folder above it holds a pyvenv.cfg."""
-    return folder.is_absolute() and (folder.parent / "pyvenv.cfg").is_file()
-
-
-def run_build(cmd: list[str], what: str, scratch: Path) -> Completed:
+def run_build(cmd: list[str], what: str, scratch: Path, see: Sequence[Path]) -> Completed:
     """A tree's build backend at work: confined to its scratch (the tree's copy, the throwaway
     environment it builds in, HOME, the wheel it makes), with the environment of anyone's
-    build."""
+    build; `see`: what it reads beyond what it names (sandbox.run_confined)."""
     env = build_variables()
     env.update(NO_BYTECODE)
     home = scratch / "home"
     home.mkdir(exist_ok=True)
-    done = run_confined(cmd, writable=[scratch], home=home, timeout=BUILD_TIMEOUT, env=env)
+    done = run_confined(cmd, writable=[scratch], home=home, timeout=BUILD_TIMEOUT, env=env, see=see)
     return finished(done, what, backend_error(done))
 
 
@@ -200,11 +195,21 @@ def build_wheel(
         cmd = [str(python), "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check"]
         cmd += ["--no-deps", "--no-build-isolation", "--no-index", "--no-cache-dir"]
         cmd += ["--wheel-dir", str(out), str(copy)]
-    run_build(cmd, f"build of {tree}", scratch)
+    # What it reads and does not name: the tools it imports, and the repository the tree's
+    # version may come from (a worktree's .git names it).
+    see = [*([tools] if tools else []), *git_folders(tree)]
+    run_build(cmd, f"build of {tree}", scratch, see)
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:
         raise FailClosed(f"build of {tree} made {len(wheels)} wheels; a build makes one")
     return wheels[0]
+
+
+def git_folders(tree: Path) -> list[Path]:
+    """The git folders a build of `tree` may read its version from: the repository's (its
+    common folder), where the tree is a checkout."""
+    found = git(tree, "rev-parse", "--git-common-dir", check=False).strip()
+    return [(tree / found).resolve()] if found else []  # relative to the tree, or absolute
 
 
 def borrowing(dest: Path, tools: Path) -> Path:
@@ -243,8 +248,8 @@ def check_dependencies(python: Path, tree: Path, requirements: Path) -> None:
     )
     # The build's python runs its environment's .pth files: the patch's code, so confined.
     with tempfile.TemporaryDirectory(prefix="oracle-check-") as tmp:
-        env = {**os.environ, "UV_CACHE_DIR": tmp, **NO_BYTECODE}
-        done = run_confined(cmd, writable=[], home=Path(tmp), timeout=BUILD_TIMEOUT, env=env)
+        env = {**gate_env(Path(tmp), Path(tmp)), "UV_CACHE_DIR": tmp}
+        done = run_confined(cmd, writable=[Path(tmp)], timeout=BUILD_TIMEOUT, env=env)
     if done.exit_code == 0:
         return
     problems = [

@@ -29,11 +29,13 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
+from _gate.patch_env import gate_env, search_path
 from _gate.process import Stream, run_group
 from _gate.protocol import FailClosed
 
@@ -340,15 +342,63 @@ def user_zone(zoneinfo: Path = Path("/usr/share/zoneinfo")) -> str:
 def user_scene(case: Setting) -> Scene:
     """A login shell's environment in a project folder of an ordinary HOME, outside the
     temporary directory; what the case pins stays pinned (its TZ, its locale)."""
+    outside, home, tmp = user_home()
+    work = home / PROJECT
+    make_work(work, case.cwd, case.fixtures)
+    env = {**user_variables(home, tmp, case.bin_dir), "PWD": str(work)}
+    env.update(case.pinned)
+    return Scene(home, work, (home, tmp), env, elsewhere=(outside, tmp))
+
+
+def user_home() -> tuple[Path, Path, Path]:
+    """An ordinary HOME, with its dotfiles and folders, in a folder of its own outside the
+    temporary directory, and a TMPDIR: that folder (removed after the run), HOME, TMPDIR.
+    A user's /tmp is writable and a confined run's is not: without a TMPDIR of its own,
+    tempfile would fall back to the working directory, which no user's does."""
     outside = user_root()
     home = outside / USER
     write_files(home, {**DOTFILES, **NEIGHBOURS})
-    work = home / PROJECT
-    make_work(work, case.cwd, case.fixtures)
-    # A user's /tmp is writable and the confined run's is not: without a TMPDIR of its own,
-    # tempfile would fall back to the working directory, which no user's does.
-    tmp = Path(tempfile.mkdtemp())
-    env = {**USER_ENV, "TZ": user_zone(), "HOME": str(home), "PWD": str(work), "TMPDIR": str(tmp)}
-    env["PATH"] = os.pathsep.join([str(case.bin_dir), os.environ.get("PATH", os.defpath)])
-    env.update(case.pinned)
-    return Scene(home, work, (home, tmp), env, elsewhere=(outside, tmp))
+    return outside, home, Path(tempfile.mkdtemp())
+
+
+def user_variables(home: Path, tmp: Path, bin_dir: Path) -> dict[str, str]:
+    """What a login shell of a user exports (_gate/patch_env.py's list in their scene): their
+    name, shell, locale, terminal type and zone, HOME and TMPDIR, and PATH with `bin_dir`
+    (the build's scripts) first."""
+    env = {**USER_ENV, "TZ": user_zone(), "HOME": str(home), "TMPDIR": str(tmp)}
+    return {**env, "PATH": search_path(bin_dir)}
+
+
+@dataclass(frozen=True)
+class TestsScene:
+    """The variables of a pytest run under a perturbation (None: the gate's own, which the
+    run makes itself) and the folders of its scene it may write."""
+
+    env: dict[str, str] | None
+    writable: tuple[Path, ...]
+
+
+@contextmanager
+def tests_scene(how: Perturbation | None, bin_dir: Path) -> Iterator[TestsScene]:
+    """A pytest run's scene under `how` (the crossrun's perturbed run): a user's variables
+    and HOME where it has `env`, the gate's in a folder of its own where it does not, the
+    shifted clock where it has `clock`; its folders removed afterwards. Its working directory
+    stays the run's (the tests' root). `bin_dir`: the build's scripts folder."""
+    if how is None:
+        yield TestsScene(None, ())
+        return
+    made: tuple[Path, ...]
+    writable: tuple[Path, ...]
+    if "env" in how.names:
+        outside, home, tmp = user_home()
+        env, made, writable = user_variables(home, tmp, bin_dir), (outside, tmp), (home, tmp)
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="oracle-scene-"))
+        env, made, writable = gate_env(folder, folder, bin_dir), (folder,), (folder,)
+    if "clock" in how.names:
+        env.update(clock_env(how.clock))
+    try:
+        yield TestsScene(env, writable)
+    finally:
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from _gate.patch_env import gate_env
 from _gate.process import Completed, run_group
 from _gate.sandbox import Sandbox, run_confined
 from _gate.worker import CALL_TIMEOUT
@@ -21,6 +22,7 @@ from _gate.worker import CALL_TIMEOUT
 PLUGIN_FILES = (
     "__init__.py",
     "confine.py",
+    "patch_env.py",
     "pytest_evidence.py",
     "shard.py",
     "subject.py",
@@ -118,7 +120,7 @@ def run_pytest(
     own_config: bool = False,
     confined: bool = True,
     writable: Sequence[Path] = (),
-    extra_env: Mapping[str, str] | None = None,
+    scene: Mapping[str, str] | None = None,
 ) -> PytestRun:
     """Run pytest on `targets` (relative to `root`); outcomes come from the evidence plugin.
 
@@ -128,8 +130,8 @@ def run_pytest(
     pytest configuration and runs from `root` (the crossrun, from its private copy) instead of
     an empty one with importlib imports from outside (the oracle). `subject` is the python of
     the build the oracle calls through `root/adapter.py`; `subject_scene` the scene its worker
-    runs in under a perturbation (worker_scene.py). `extra_env`: variables of pytest's process
-    (a perturbation's shifted clock).
+    runs in under a perturbation (worker_scene.py). `scene`: the variables of pytest's process
+    under a perturbation (perturb.tests_scene), instead of the gate's own.
 
     `confined` (in a build's environment, the patch's code runs in pytest's own process):
     pytest runs under the launcher and may write its run folder and `writable` only. The
@@ -147,11 +149,11 @@ def run_pytest(
             shutil.copy(Path(__file__).with_name(plugin), plugins / "_gate" / plugin)
         cmd = [str(python), "-m", "pytest", "-q", "-p", "_gate.pytest_evidence"]
         cmd += [f"--oracle-evidence={evidence}", "-o", "enable_assertion_pass_hook=true"]
-        path = os.pathsep.join(filter(None, [str(plugins), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1", "TZ": "UTC"}
         (tmp / "tmp").mkdir()
-        env.update(HOME=str(tmp), TMPDIR=str(tmp / "tmp"))  # tmp_path lands in the run folder
-        env.update(extra_env or {})
+        # The gate's scene (_gate/patch_env.py), tmp_path in the run folder; the gate's
+        # plugins importable by name.
+        own = gate_env(tmp, tmp / "tmp", python.parent) if scene is None else scene
+        env = {**own, "PYTHONPATH": str(plugins)}
         if trusted:
             cmd += trusted_options(root, tmp, env, own_config)
         if subject is not None:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from _gate import confine, process
 from _gate.process import OUTPUT_CAP, Completed, Spawned, run_group, watched
@@ -85,6 +85,7 @@ class Server:
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            env={},  # each job brings its own (_gate/patch_env.py); none is the judge's
         )
         theirs.close()  # the server ends when this process does: its socket then reads EOF
         return ours
@@ -121,25 +122,29 @@ def run_confined(
     *,
     writable: Sequence[Path],
     timeout: float,
+    env: Mapping[str, str],
     cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
     stdin: bytes = b"",
     cap: int = OUTPUT_CAP,
     home: Path | None = None,
     tty: tuple[int, ...] = (),
+    see: Sequence[Path] = (),
 ) -> Completed:
     """Run `cmd`, which may execute the patch's code, confined by the launcher: it may write
     only beneath `writable` and `home` (its HOME and TMPDIR, where given); its `tty` fds (1, or
-    0 and 1) are a terminal the launcher relays to stdout. A process it leaves running, or a
-    launcher that could not confine it where the sandbox is required, fails the step
-    closed."""
+    0 and 1) are a terminal the launcher relays to stdout. `env` is all it sees of variables
+    (_gate/patch_env.py builds it; never the judge's own). Of the folders where a machine's
+    services keep their sockets (/tmp, /run: confine.HIDDEN) it sees only what it names and
+    `see`. A process it leaves running, or a launcher that could not confine it (or hide
+    those) where the sandbox is required, fails the step closed."""
     parts: list[str] = [str(part) for part in cmd]
     folders = [str(folder) for folder in writable]
     if home is not None:
-        env = {**(os.environ if env is None else env), "HOME": str(home), "TMPDIR": str(home)}
+        env = {**env, "HOME": str(home), "TMPDIR": str(home)}
         folders.append(str(home))
+    job = Request(parts, folders, cwd, env, tty, [str(path) for path in see])
     with status_file() as status:
-        done = launch(parts, folders, status, timeout, cwd, env, stdin, cap, tty)
+        done = launch(job, status, timeout, stdin, cap)
         found = confine.read_status(str(status))
     if found is None:
         if done.timed_out:
@@ -149,6 +154,8 @@ def run_confined(
         )
     if found.level == "none" and Sandbox.required:
         raise FailClosed(unconfinable(found.missing))
+    if not found.hidden and Sandbox.required:
+        raise FailClosed(unhidden(found))
     if found.refused:
         raise FailClosed(f"{shown(parts)} could not be confined: {found.refused}")
     if found.survivors:
@@ -163,36 +170,42 @@ def run_confined(
     )
 
 
-def launch(
-    parts: list[str],
-    folders: list[str],
-    status: Path,
-    timeout: float,
-    cwd: Path | None,
-    env: Mapping[str, str] | None,
-    stdin: bytes,
-    cap: int,
-    tty: tuple[int, ...],
-) -> Completed:
+class Request(NamedTuple):
+    """What the launcher is asked to run: the command, the folders it may write, its folder,
+    variables, terminal fds, and the paths it reads under confine.HIDDEN beyond those it
+    names."""
+
+    argv: list[str]
+    writable: list[str]
+    cwd: Path | None
+    env: Mapping[str, str]
+    tty: tuple[int, ...]
+    see: list[str]
+
+
+def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -> Completed:
     """Start the job through the launcher's server, or, where there is none, a launcher of
     its own; watch it as run_group does."""
     request: dict[str, object] = {
-        "argv": parts,
-        "writable": folders,
+        "argv": job.argv,
+        "writable": job.writable,
         "status": str(status),
         "require": Sandbox.required,
-        "env": dict(env) if env is not None else dict(os.environ),
-        "cwd": str(cwd) if cwd is not None else None,
-        "tty": list(tty),
+        "env": dict(job.env),
+        "cwd": str(job.cwd) if job.cwd is not None else None,
+        "tty": list(job.tty),
+        "see": job.see,
     }
     with process.slots():
         start = time.perf_counter()
         spawned = Server.spawn(request)
         if spawned is not None:
             return watched(spawned, stdin, cap, timeout, True, start)
-    launched = confine.command(parts, folders, str(status), Sandbox.required, tty=tty)
+    launched = confine.command(
+        job.argv, job.writable, str(status), Sandbox.required, tty=job.tty, see=tuple(job.see)
+    )
     return run_group(
-        launched, timeout=timeout, cwd=cwd, env=env, stdin=stdin, cap=cap, terminate=True
+        launched, timeout=timeout, cwd=job.cwd, env=job.env, stdin=stdin, cap=cap, terminate=True
     )
 
 
@@ -209,6 +222,22 @@ def probe_sandbox() -> confine.Status:
         run_group(launched, timeout=60.0)
         found = confine.read_status(str(status))
     return found or confine.Status("none", "the launcher confine.py did not run")
+
+
+def unhidden(found: confine.Status) -> str:
+    """Why a confined job could still reach the machine's services, and the fix."""
+    if found.level == "namespaces":
+        why = "the job's private mounts failed"
+    else:
+        why = (
+            f"at the {found.level} level a job has no mounts of its own, and Landlock cannot "
+            f"refuse a unix socket's connect: missing {found.missing or 'user namespaces'}"
+        )
+    return (
+        f"sandbox: this machine cannot hide its services (sockets under /tmp and /run) from "
+        f"the patch's code ({why}); enable user namespaces, or set oracle/judge.yaml "
+        "sandbox: best-effort to judge without"
+    )
 
 
 def unconfinable(missing: str) -> str:

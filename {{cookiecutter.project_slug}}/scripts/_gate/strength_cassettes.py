@@ -46,12 +46,12 @@ from _gate.cases import (
     Case,
     Run,
     Scratch,
+    case_env,
     file_digests,
     holds,
     load_cases,
     observe,
     run_case,
-    scratch_env,
 )
 from _gate.process import OUTPUT_CAP, Sink, Stream, ends_within
 from _gate.reuse import keep, kept
@@ -169,7 +169,7 @@ def forked(case: Case, env: dict[str, str], tmp: Path) -> Run:
     timeout."""
     tmp.mkdir()
     home, work = Scratch(tmp).folders(case, Path(RECORDING["fixtures"]))
-    env = {**scratch_env(case, home, Path(RECORDING["command"]).parent), **env}
+    env = {**case_env(case, home, Path(RECORDING["command"]).parent), **env}
     files = (home.parent / "stdin", home.parent / "stdout", home.parent / "stderr")
     files[0].write_bytes(case.stdin)
     files[1].touch()

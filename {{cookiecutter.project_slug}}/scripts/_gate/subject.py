@@ -79,7 +79,8 @@ class Worker:
         # -B: no bytecode written, where the build is the trusted env itself (variance).
         # A perturbed run's scene (docs/perturbation.md) is a user's: Python as a user starts
         # it, in the scene's environment and working directory.
-        scene = self.scene or WorkerScene.own(tempfile.mkdtemp(prefix="subject-"))
+        bin_dir = self.python.parent
+        scene = self.scene or WorkerScene.own(tempfile.mkdtemp(prefix="subject-"), bin_dir)
         flags = ["-I", "-B"] if scene.isolated else []
         worker = [str(self.python), *flags, str(WORKER), str(self.adapter)]
         # Confined: it writes only its scratch, and whatever it spawns dies with it (it runs

@@ -5,9 +5,10 @@ run's (docs/perturbation.md), which the oracle step writes to a file for the sub
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from _gate.patch_env import gate_env
 
 
 @dataclass(frozen=True)
@@ -21,10 +22,10 @@ class WorkerScene:
     isolated: bool
 
     @classmethod
-    def own(cls, scratch: str) -> WorkerScene:
-        """The gate's own: pytest's environment, HOME and TMPDIR a fresh scratch folder."""
-        env = {**os.environ, "HOME": scratch, "TMPDIR": scratch}
-        return cls(env, None, (scratch,), True)
+    def own(cls, scratch: str, bin_dir: Path) -> WorkerScene:
+        """The gate's own (_gate/patch_env.py): HOME and TMPDIR a fresh scratch folder, the
+        build's scripts folder `bin_dir` first on PATH."""
+        return cls(gate_env(Path(scratch), Path(scratch), bin_dir), None, (scratch,), True)
 
     @classmethod
     def read(cls, path: Path) -> WorkerScene:
