@@ -32,7 +32,7 @@ import pytest
 from _gate.confine import LEVEL_VARIABLE
 from _gate.context import REVIEW
 from _gate.reuse import CACHE_ENV
-from _gate.sandbox import run_confined
+from _gate.sandbox import Sandbox, run_confined
 
 from tests.helpers import JOB_ENV as ENV
 from tests.helpers import PERTURBATIONS
@@ -96,7 +96,11 @@ SITES = "lib/python*/site-packages"
 
 
 def targets(markers: Path) -> dict[str, str]:
-    return {"SITES": SITES, "KEPT": str(markers.parent / "cache")}
+    """Where planted code looks: the oracle environment's site folder (SITES) in the cache
+    (KEPT) and in the judge's temporary folders (under TEMP, the machine's temporary
+    directory: a build's own TMPDIR is its scratch)."""
+    cache = str(markers.parent / "cache")
+    return {"SITES": SITES, "KEPT": cache, "TEMP": tempfile.gettempdir()}
 
 
 def best_effort(repo: Path) -> None:
@@ -372,13 +376,15 @@ from pathlib import Path
 
 
 def inits():
-    oracle = Path(sys.executable).parents[2] / "oracle"
-    beside = oracle.glob(SITES + "/pytest/__init__.py")
+    # The judge's temporary folders (the backend runs in a scratch folder beside them), and
+    # the environments kept between judgments.
+    judges = Path(TEMP).glob("oracle-judge-*/envs/oracle")
+    beside = [init for oracle in judges for init in oracle.glob(SITES + "/pytest/__init__.py")]
     return sorted([*beside, *Path(KEPT).glob("envs/*/env/" + SITES + "/pytest/__init__.py")])
 
 
 def plant():
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 20  # the oracle environment is sealed before it starts
     while not (found := inits()):
         if time.monotonic() > deadline:
             raise RuntimeError(f"no oracle environment beside {sys.executable} nor kept")
@@ -443,11 +449,14 @@ def test_a_build_backend_cannot_plant_in_the_oracle_environment(shop: Path, tmp_
     # Unconfined, the backend planted them before any oracle ran, and only the seal stopped a
     # clean, forged merge.
     assert_sealed_against(unconfined)
-    # Confined, the build refuses both writes and the patch does not build.
+    # Confined, the build finds no oracle environment in sight (the judge's temporary folders
+    # and the cache are not its own: issue 48), or is refused both writes, and the patch does
+    # not build.
     assert_confined_and_not_merged(confined)
     assert confined.verdict.step("build")["status"] == "block", shown(confined.verdict)
     built = confined.verdict.step("build")["summary"]
-    assert "the patch does not build" in built and "PLANT REFUSED" in built, built
+    assert "the patch does not build" in built, built
+    assert "PLANT REFUSED" in built or "no oracle environment" in built, built
 
 
 # The patch's backend writes only where a build may: the environment it installs into. It
@@ -510,7 +519,6 @@ def test_a_build_cannot_forge_through_the_files_its_environment_shares(
 # The patch's backend replaces the base worktree's property oracles with one that passes
 # (and marks that it ran); refused, it goes on silently, as an attacker would.
 REPLACE_ORACLES = """
-import sys
 from pathlib import Path
 
 PASSING = (
@@ -519,11 +527,13 @@ PASSING = (
     f"    open(os.path.join({MARKERS!r}, 'replaced-oracle.' + str(os.getpid())), 'w').close()\\n"
     "    assert os.getpid() > 0\\n"
 )
-try:
-    judge = Path(sys.executable).parents[3]
-    (judge / "parent" / "oracle" / "test_properties.py").write_text(PASSING)
-except OSError:
-    pass
+# The judge's folders, where an attacker who read the gate looks: its temporary folders (the
+# backend runs in an environment of its own, in a scratch folder beside them).
+for judge in Path(TEMP).glob("oracle-judge-*"):
+    try:
+        (judge / "parent" / "oracle" / "test_properties.py").write_text(PASSING)
+    except OSError:
+        pass
 from flit_core.buildapi import *  # noqa: E402,F403
 """
 
@@ -552,7 +562,8 @@ if Path(sys.argv[0]).name == "shop":
 def rewrites_judged_files(markers: Path) -> Callable[[Path], None]:
     def change(repo: Path) -> None:
         breaks_the_rules(repo)
-        backend(named(REPLACE_ORACLES, MARKERS=str(markers), CAUGHT_BY=CAUGHT_BY))(repo)
+        code = named(REPLACE_ORACLES, MARKERS=str(markers), CAUGHT_BY=CAUGHT_BY, **targets(markers))
+        backend(code)(repo)
         append(repo / "src/shop/cli.py", named(FORGE_CASSETTE, MARKERS=str(markers)))
 
     return change
@@ -775,8 +786,10 @@ def test_a_command_killed_at_its_timeout_leaves_no_daemon_running(
 ) -> None:
     """At its timeout the gate SIGKILLs the launcher's group. In namespaces the daemon dies
     with PID 1; a subreaper that is killed reaps nothing, so its orphans must not outlive it
-    either (issue 22: no process started for a step outlives that step)."""
+    either (issue 22: no process started for a step outlives that step). The subreaper level
+    runs as under `sandbox: best-effort`: it cannot hide the machine's services."""
     monkeypatch.setenv(LEVEL_VARIABLE, level)
+    monkeypatch.setattr(Sandbox, "required", level == "namespaces")
     ticks = tmp_path / "ticks"
     cmd = [sys.executable, "-c", HANG, str(ticks)]
     try:

@@ -100,6 +100,25 @@ ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
         doing('for path in Path.cwd().parent.glob("*.json"):\n    path.unlink()'),
         "files",
     ),
+    # A real user's HOME (issue 48), told from the gate's by the user database: where the
+    # HOME is the user's own, a file planted in ~/.config, or the Downloads emptied.
+    "writes-a-real-home": (
+        doing(
+            "import pwd\n"
+            "if Path.home() == Path(pwd.getpwuid(os.getuid()).pw_dir):\n"
+            '    (Path.home() / ".config" / "shop").mkdir(parents=True, exist_ok=True)\n'
+            '    (Path.home() / ".config" / "shop" / "id").write_text("x")'
+        ),
+        "files",
+    ),
+    "empties-a-real-users-downloads": (
+        doing(
+            'if os.path.expanduser("~" + os.environ.get("USER", "")) == str(Path.home()):\n'
+            '    for path in (Path.home() / "Downloads").iterdir():\n'
+            "        path.unlink()"
+        ),
+        "files",
+    ),
 }
 
 

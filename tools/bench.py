@@ -563,6 +563,108 @@ def project_seconds(work: Path) -> tuple[float, float, float, float]:
     return statistics.median(judged[True]), first, code, statistics.median(alone)
 
 
+# The gate before issue 48 (hermetic environments): `--only against` holds today's to it.
+BEFORE = "d366c73"
+AGAINST_ROUNDS = 3  # of the yamllint half of `against`: a judgment there takes a minute
+
+
+def older_scripts(ref: str, dest: Path) -> Path:
+    """The gate's scripts/ as the template held them at `ref` (plain Python: no answer of the
+    bake is in them), in `dest`."""
+    dest.mkdir(parents=True)
+    folder = "{{cookiecutter.project_slug}}/scripts"
+    archive = subprocess.run(
+        ["git", "-C", str(TEMPLATE), "archive", ref, folder], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest / folder
+
+
+def judged_by(repo: Path, scripts: Path, base: str, name: str) -> str:
+    """`base` with the gate's scripts/ replaced by `scripts`: a branch `name` whose judge is
+    that gate (nox -s judge runs the base checkout's scripts)."""
+    git(repo, "checkout", "-q", "-b", name, base)
+    shutil.rmtree(repo / "scripts")
+    shutil.copytree(scripts, repo / "scripts")
+    git(repo, "add", "-A", "scripts")
+    git(repo, "commit", "-q", "--no-verify", "-m", f"the gate's scripts of {name}")
+    git(repo, "checkout", "-q", base)
+    return name
+
+
+def patched(repo: Path, base: str, name: str, change: Callable[[], None]) -> str:
+    git(repo, "checkout", "-q", "-b", name, base)
+    change()
+    git(repo, "commit", "-q", "--no-verify", "-am", name)
+    git(repo, "checkout", "-q", base)
+    return name
+
+
+def against_example(repo: Path, older: Path) -> tuple[float, float]:
+    """Median wall seconds, warm, of the judge (every layer on) of a refactor of the example,
+    by today's gate and by the gate of `older`'s scripts, in turns, ROUNDS each."""
+    bases = {"now": "main", "then": judged_by(repo, older, "main", "then")}
+    env = {**os.environ, "JUDGE_OFFLINE": "1"}
+    wheelhouse = Path(os.environ.get("ORACLE_WHEELHOUSE", repo / ".oracle" / "wheelhouse"))
+
+    def judged(side: str, n: int) -> float:
+        def comment() -> None:
+            with (repo / "src/shop/__init__.py").open("a", encoding="utf-8") as out:
+                out.write(f"\n# the smallest refactor ({side} {n})\n")
+
+        head = patched(repo, bases[side], f"{side}-refactor-{n}", comment)
+        git(repo, "checkout", "-q", bases[side])
+        cmd = [sys.executable, "scripts/judge.py", "--repo", str(repo), "--base", bases[side]]
+        cmd += ["--head", head, "--wheelhouse", str(wheelhouse), "--reports", "bench-reports"]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=repo, capture_output=True, text=True, check=False, env=env)
+        seconds = time.perf_counter() - start
+        git(repo, "checkout", "-q", "main")
+        if proc.returncode != 0:
+            raise SystemExit(f"the {side} gate did not merge the refactor: {proc.stdout[-800:]}")
+        return seconds
+
+    for side in bases:  # warm: the cassette recorded, the base's environments kept
+        judged(side, 0)
+    rounds = [[judged(side, n) for side in bases] for n in range(1, ROUNDS + 1)]
+    now, then = (statistics.median(times) for times in zip(*rounds, strict=True))
+    return now, then
+
+
+def against_project(work: Path, older: Path) -> tuple[float, float]:
+    """Median wall seconds of the judge of yamllint's first code commit after the adoption,
+    on a base judged before (its environments kept), by today's gate and by `older`'s."""
+    wheelhouse = adopted_history.adopted_wheelhouse()
+    repo, commits = adopted_history.prepare(
+        YAMLLINT, YAMLLINT_START, work, wheelhouse, YAMLLINT_CASES
+    )
+    code = commits[0]  # code, README, README, code: the first changes code
+    base = adopted_history.BASE
+    bases = {"now": base, "then": judged_by(repo, older, base, "then")}
+
+    def judged(side: str, n: int) -> float:
+        head = f"{side}-code-{n}"
+        git(repo, "checkout", "-q", "-b", head, bases[side])
+        parents = git(repo, "rev-list", "--parents", "-1", code).split()
+        git(repo, "cherry-pick", "--no-commit", *(["-m", "1"] if len(parents) > 2 else []), code)
+        with (repo / "yamllint" / "__init__.py").open("a", encoding="utf-8") as out:
+            out.write(f"\n# judged {side} {n}\n")  # a build of its own each round
+        git(repo, "commit", "-q", "--no-verify", "-am", head)
+        git(repo, "checkout", "-q", bases[side])
+        start = time.perf_counter()
+        judge = ["-s", "judge", "--", "--base", bases[side], "--head", head]
+        adopted_history.nox(repo, wheelhouse, *judge, check=False)
+        seconds = time.perf_counter() - start
+        git(repo, "checkout", "-q", base)
+        return seconds
+
+    for side in bases:
+        judged(side, 0)
+    rounds = [[judged(side, n) for side in bases] for n in range(1, AGAINST_ROUNDS + 1)]
+    now, then = (statistics.median(times) for times in zip(*rounds, strict=True))
+    return now, then
+
+
 def scratch(tmp: Path, name: str) -> Path:
     """A folder of its own for one benchmark: each makes worktrees named parent and patch."""
     path = tmp / name
@@ -583,8 +685,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "judge",
             "project",
             "strength",
+            "against",
         ),
         help="run one benchmark",
+    )
+    parser.add_argument(
+        "--against",
+        default=BEFORE,
+        metavar="REF",
+        help=f"the template commit whose gate `against` holds today's to (default {BEFORE}, "
+        "the last before issue 48's hermetic environments)",
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="oracle-bench-") as name:
@@ -676,6 +786,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             both = statistics.median([first, code])
             print(f"  both code commits  {both:8.2f} s   judge / own tests = {both / alone:5.2f}")
+        if args.only in (None, "against"):
+            older = older_scripts(args.against, tmp / "older")
+            now, then = against_example(bake(tmp / "bake-against"), older)
+            print(f"the judge against the gate of {args.against}, warm, every layer on")
+            shown = f"now / then = {now / then:5.2f}  (<= 1.1)"
+            print(f"  example refactor   {now:8.2f} s   then {then:6.2f} s   {shown}")
+            now, then = against_project(scratch(tmp, "project-against"), older)
+            shown = f"now / then = {now / then:5.2f}  (<= 1.1)"
+            print(f"  yamllint code      {now:8.2f} s   then {then:6.2f} s   {shown}")
         if args.only in (None, "strength"):
             repo = bake(tmp / "bake-strength")
             gate, alone = strength_seconds(repo, scratch(tmp, "strength"))

@@ -30,7 +30,7 @@ from _gate.kept_envs import base_env
 from _gate.patch_env import gate_env
 from _gate.process import Stream
 from _gate.protocol import FailClosed, Progress
-from _gate.sandbox import run_confined
+from _gate.sandbox import hides, run_confined
 from _gate.seal import build_digest
 
 CASE_FIELDS = (
@@ -558,7 +558,9 @@ def run_perturbed(
         bin_dir=command.parent,
         stdin_piped=bool(case.stdin),
     )
-    stage = perturb.scene(how, setting, folder)
+    # A user's HOME where they keep it, where the launcher can show it there (its mounts).
+    shown = perturb.passwd_home() if hides() else None
+    stage = perturb.scene(how, setting, folder, shown)
     for key in case.env_remove:
         stage.env.pop(key, None)
     try:
@@ -567,10 +569,11 @@ def run_perturbed(
             [command, *case.argv],
             writable=stage.writable,
             timeout=case.timeout,
-            cwd=stage.work,
+            cwd=stage.cwd,
             env=stage.env,
             stdin=case.stdin,
             tty=stage.tty,
+            bind=stage.bind,
         )
         moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
         files = file_digests(stage.work, case.compare)

@@ -177,11 +177,15 @@ def hide_services(job: Job) -> bool:
     the HOME it is given (Job.bind); the covers end read-only. A socket a service made there
     is then out of the job's sight: Landlock cannot refuse connect(2) to one."""
     covers = [d for d in HIDDEN if os.path.isdir(d) and not os.path.islink(d)]
-    held = [(os.open(path, os.O_PATH | os.O_CLOEXEC), path) for path in job.kept(covers)]
+    shown = [target for _, target in job.bind]  # what the job names there is bound back too
+    held = [(os.open(p, os.O_PATH | os.O_CLOEXEC), p) for p in job.kept([*covers, *shown])]
     binds = [(os.open(source, os.O_PATH | os.O_CLOEXEC), target) for source, target in job.bind]
     flags = MS_NOSUID | MS_NODEV
     done = all(libc.mount(b"tmpfs", d.encode(), b"tmpfs", flags, b"mode=755") == 0 for d in covers)
-    for fd, path in binds + held:
+    for fd, path in binds:  # the job's own folder: writable, so mount points can be made
+        done = bind_at(fd, path) and set_mount(path.encode(), 0, MOUNT_ATTR_RDONLY) and done
+        os.close(fd)
+    for fd, path in held:
         done = bind_at(fd, path) and done
         os.close(fd)
     for cover in covers:
@@ -471,7 +475,19 @@ def seen(path: str) -> list[str]:
         settings = (line.partition("=") for line in config.splitlines())
         homes = [value.strip() for key, _, value in settings if key.strip() == "home"]
         return [folder, *(os.path.dirname(home) for home in homes if home.startswith("/"))]
-    return [path]
+    return [path, *shebang(path)]
+
+
+def shebang(path: str) -> list[str]:
+    """What a script's interpreter line names (and that interpreter reads)."""
+    try:
+        with open(path, "rb") as script:
+            line = script.readline(256)
+    except OSError:
+        return []
+    words = line[2:].split() if line.startswith(b"#!") else []
+    named = words[0].decode("utf-8", "replace") if words else ""
+    return seen(named) if named.startswith("/") and named != path else []
 
 
 def program(name: str, env: dict[str, str]) -> str:
@@ -699,12 +715,16 @@ def command(
     python: str = sys.executable,
     tty: tuple[int, ...] = (),
     see: tuple[str, ...] = (),
+    bind: list[tuple[str, str]] | None = None,
+    cap: str = "",
 ) -> list[str]:
-    """The command line that runs `cmd` confined: for the judge and the subject plugin."""
+    """The command line that runs `cmd` confined: for the judge and the subject plugin, whose
+    process has none of the judge's variables and is given the judge's `cap` (level_cap)."""
     options = [arg for folder in writable for arg in ("--write", folder)]
     options += [arg for fd in tty for arg in ("--tty", str(fd))]
     options += [arg for path in see for arg in ("--see", path)]
-    options += ["--cap", level_cap(), *(["--require"] if require else [])]
+    options += [arg for pair in bind or () for arg in ("--bind", *pair)]
+    options += ["--cap", cap or level_cap(), *(["--require"] if require else [])]
     return [python, "-I", "-S", FILE, "--status", status, *options, "--", *cmd]
 
 
@@ -737,7 +757,7 @@ def main(argv: list[str]) -> int:
     if "--" not in argv:
         print(
             "usage: confine.py --status FILE [--write DIR]... [--tty FD]... [--see PATH]... "
-            "[--cap LEVEL] [--require] -- CMD..."
+            "[--bind DIR AS]... [--cap LEVEL] [--require] -- CMD..."
         )
         return 2
     split = argv.index("--")
@@ -747,6 +767,7 @@ def main(argv: list[str]) -> int:
     job = Job(cmd, writable, status, "--require" in options)
     job.tty = [int(options[i + 1]) for i, o in enumerate(options) if o == "--tty"]
     job.see = [options[i + 1] for i, o in enumerate(options) if o == "--see"]
+    job.bind = [(options[i + 1], options[i + 2]) for i, o in enumerate(options) if o == "--bind"]
     return confine(job, cap)
 
 

@@ -188,7 +188,8 @@ def build_wheel(
     shutil.copytree(tree, copy, symlinks=True)
     uv = find_uv()
     if uv:
-        cmd = [uv, "build", "--wheel", "--quiet", "--offline", "--no-index"]
+        # Not --quiet: it hides what the backend says went wrong (error_line reads it).
+        cmd = [uv, "build", "--wheel", "--offline", "--no-index"]
         cmd += ["--no-build-isolation", "--python", str(python), "--out-dir", str(out)]
         cmd += ["--cache-dir", str(scratch / "cache"), str(copy)]
     else:

@@ -67,7 +67,7 @@ DOTFILES = {
     ".config/app/settings.json": '{"theme": "dark"}\n',
     "Documents/notes.txt": "call the bank\n",
     "Documents/budget.json": '{"rent": 1200}\n',
-    "Downloads/.keep": "",
+    "Downloads/statement-2031-03.pdf": "%PDF-1.7\n",
 }
 PROJECT = "projects/acme"  # the working directory, under HOME
 NEIGHBOURS = {"projects/README.md": "# projects\n", "projects/ledger.json": '{"total": 3}\n'}
@@ -189,6 +189,16 @@ class Scene:
     tty: tuple[int, ...] = ()  # the command's fds on a terminal (sandbox.run_confined)
     watched: Path | None = None  # the folder whose files `files.touched` compares
     elsewhere: tuple[Path, ...] = ()  # folders made outside the run's own, removed after it
+    # The run's HOME shown at the user's own (passwd_home): (home, where the run sees it).
+    bind: tuple[tuple[Path, Path], ...] = ()
+
+    @property
+    def cwd(self) -> Path:
+        """The working directory as the run sees it (under its HOME's place, where bound)."""
+        for source, target in self.bind:
+            if self.work.is_relative_to(source):
+                return target / self.work.relative_to(source)
+        return self.work
 
 
 # Perturbed runs per case: a user at a terminal today, and a user's script (pipes) more than a
@@ -276,11 +286,12 @@ class Setting:
     stdin_piped: bool
 
 
-def scene(how: Perturbation, case: Setting, root: Path) -> Scene:
+def scene(how: Perturbation, case: Setting, root: Path, shown: Path | None = None) -> Scene:
     """The scene of one perturbed run, in the empty folder `root`: each perturbation of `how`
-    applied to the gate's own scene (an empty HOME and working directory under `root`)."""
+    applied to the gate's own scene (an empty HOME and working directory under `root`).
+    `shown`: where a user's HOME is shown to the run (passwd_home), if anywhere."""
     if "env" in how.names:
-        stage = user_scene(case)
+        stage = user_scene(case, shown)
     else:
         # HOME and the working directory side by side, as the gate's own run has them; TMPDIR
         # beside their folder, so temporary files are never what the run touched.
@@ -339,15 +350,40 @@ def user_zone(zoneinfo: Path = Path("/usr/share/zoneinfo")) -> str:
     return ZONE if (zoneinfo / ZONE).is_file() else ZONE_RULE
 
 
-def user_scene(case: Setting) -> Scene:
+def user_scene(case: Setting, shown: Path | None = None) -> Scene:
     """A login shell's environment in a project folder of an ordinary HOME, outside the
-    temporary directory; what the case pins stays pinned (its TZ, its locale)."""
+    temporary directory; what the case pins stays pinned (its TZ, its locale). With `shown`
+    (the user's own HOME, passwd_home), the run sees that HOME there, under the user's
+    name: the launcher binds it at that path in the job's mount namespace, so code that
+    tells a real HOME from the gate's by the user database sees a real one."""
     outside, home, tmp = user_home()
     work = home / PROJECT
     make_work(work, case.cwd, case.fixtures)
-    env = {**user_variables(home, tmp, case.bin_dir), "PWD": str(work)}
+    seen = shown or home
+    env = {**user_variables(seen, tmp, case.bin_dir), "PWD": str(seen / PROJECT)}
+    if shown is not None:
+        env.update(USER=passwd_name(), LOGNAME=passwd_name())
     env.update(case.pinned)
-    return Scene(home, work, (home, tmp), env, elsewhere=(outside, tmp))
+    bind = ((home, shown),) if shown is not None else ()
+    return Scene(home, work, (seen, tmp), env, elsewhere=(outside, tmp), bind=bind)
+
+
+def passwd_home() -> Path | None:
+    """The HOME the user database gives this user, where a run may be shown a HOME of its
+    own (an existing folder, not the root); None elsewhere."""
+    import pwd
+
+    try:
+        home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        return None
+    return home if home.is_dir() and home.resolve() != Path("/") else None
+
+
+def passwd_name() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
 
 
 def user_home() -> tuple[Path, Path, Path]:

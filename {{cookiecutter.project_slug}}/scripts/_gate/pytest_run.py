@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from _gate.confine import level_cap
 from _gate.patch_env import gate_env
 from _gate.process import Completed, run_group
 from _gate.sandbox import Sandbox, run_confined
@@ -162,6 +163,7 @@ def run_pytest(
                 f"--subject-adapter={root / 'adapter.py'}",
                 f"--subject-timeout={subject_timeout}",
                 f"--subject-sandbox={'required' if Sandbox.required else 'best-effort'}",
+                f"--subject-cap={level_cap()}",
             ]
             cmd += [f"--subject-scene={subject_scene}"] if subject_scene else []
         cmd += [*options, *(str(root / t) for t in targets)]

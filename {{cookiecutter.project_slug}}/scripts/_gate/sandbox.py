@@ -129,20 +129,23 @@ def run_confined(
     home: Path | None = None,
     tty: tuple[int, ...] = (),
     see: Sequence[Path] = (),
+    bind: Sequence[tuple[Path, Path]] = (),
 ) -> Completed:
     """Run `cmd`, which may execute the patch's code, confined by the launcher: it may write
     only beneath `writable` and `home` (its HOME and TMPDIR, where given); its `tty` fds (1, or
     0 and 1) are a terminal the launcher relays to stdout. `env` is all it sees of variables
     (_gate/patch_env.py builds it; never the judge's own). Of the folders where a machine's
     services keep their sockets (/tmp, /run: confine.HIDDEN) it sees only what it names and
-    `see`. A process it leaves running, or a launcher that could not confine it (or hide
-    those) where the sandbox is required, fails the step closed."""
+    `see`. `bind`: (folder, where the job sees it) pairs, at the namespaces level only. A
+    process it leaves running, or a launcher that could not confine it (or hide those) where
+    the sandbox is required, fails the step closed."""
     parts: list[str] = [str(part) for part in cmd]
     folders = [str(folder) for folder in writable]
     if home is not None:
         env = {**env, "HOME": str(home), "TMPDIR": str(home)}
         folders.append(str(home))
-    job = Request(parts, folders, cwd, env, tty, [str(path) for path in see])
+    pairs = [(str(source), str(target)) for source, target in bind]
+    job = Request(parts, folders, cwd, env, tty, [str(path) for path in see], pairs)
     with status_file() as status:
         done = launch(job, status, timeout, stdin, cap)
         found = confine.read_status(str(status))
@@ -181,6 +184,7 @@ class Request(NamedTuple):
     env: Mapping[str, str]
     tty: tuple[int, ...]
     see: list[str]
+    bind: list[tuple[str, str]]
 
 
 def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -> Completed:
@@ -195,6 +199,7 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
         "cwd": str(job.cwd) if job.cwd is not None else None,
         "tty": list(job.tty),
         "see": job.see,
+        "bind": job.bind,
     }
     with process.slots():
         start = time.perf_counter()
@@ -202,7 +207,13 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
         if spawned is not None:
             return watched(spawned, stdin, cap, timeout, True, start)
     launched = confine.command(
-        job.argv, job.writable, str(status), Sandbox.required, tty=job.tty, see=tuple(job.see)
+        job.argv,
+        job.writable,
+        str(status),
+        Sandbox.required,
+        tty=job.tty,
+        see=tuple(job.see),
+        bind=job.bind,
     )
     return run_group(
         launched, timeout=timeout, cwd=job.cwd, env=job.env, stdin=stdin, cap=cap, terminate=True
@@ -213,6 +224,12 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
 def confines() -> bool:
     """Whether this machine confines a job (probe_sandbox, once a process)."""
     return probe_sandbox().level != "none"
+
+
+@functools.cache
+def hides() -> bool:
+    """Whether a job here has mounts of its own (the namespaces level), once a process."""
+    return probe_sandbox().level == "namespaces"
 
 
 def probe_sandbox() -> confine.Status:

@@ -68,6 +68,7 @@ class Worker:
     ) -> None:
         self.python, self.adapter, self.timeout, self.require = python, adapter, timeout, require
         self.scene = scene
+        self.cap = ""  # the judge's launcher level cap (confine.level_cap), its own default
         self.proc: subprocess.Popen[bytes] | None = None
         self.buffer = b""
         self.stderr = bytearray()
@@ -87,7 +88,7 @@ class Worker:
         # under a PID 1 of its own, killed with the launcher). Same process group as pytest:
         # when the gate kills the run's group, the launcher goes with it.
         status = os.path.join(tempfile.mkdtemp(prefix="subject-status-"), "status")
-        cmd = confined(worker, list(scene.writable), status, self.require)
+        cmd = confined(worker, list(scene.writable), status, self.require, cap=self.cap)
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE,
@@ -215,6 +216,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--subject-adapter", help="oracle/adapter.py of the base tree")
     group.addoption("--subject-timeout", type=float, default=CALL_TIMEOUT)
     group.addoption("--subject-sandbox", choices=("required", "best-effort"), default="required")
+    group.addoption("--subject-cap", default="", help="the judge's launcher level cap")
     group.addoption("--subject-inprocess", action="store_true", help="benchmarks only")
     group.addoption("--subject-scene", help="a perturbed run's scene for the worker (JSON)")
 
@@ -233,6 +235,7 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
         scene = WorkerScene.read(Path(option.subject_scene)) if option.subject_scene else None
         python = Path(option.subject_python)
         backend = Worker(python, adapter, option.subject_timeout, require, scene)
+        backend.cap = option.subject_cap
     else:
         raise SubjectBroken("no --subject-python; run the oracle through the gate's scripts")
     yield Subject(backend)
