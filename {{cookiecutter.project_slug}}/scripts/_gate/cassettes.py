@@ -16,6 +16,7 @@ from typing import Any
 
 from _gate import perturb
 from _gate.cases import Case, Job, Run, describe, observe, run_jobs, run_until
+from _gate.sandbox import hides
 from _gate.shard import WHOLE, Shard
 
 RUNS = 2
@@ -98,7 +99,10 @@ def record(
             "perturbed": perturbed.get(case.id, {}),
         }
     cassette = {"provenance": provenance(base, cases, build), "cases": recorded}
-    return {**cassette, "perturbations": list(perturbations), "clock": clock}
+    # Whether its perturbed runs were watched (their network.reached and terminal.typed):
+    # a recording reused must have been, where replay watches.
+    watched = hides() if perturbations else False
+    return {**cassette, "perturbations": list(perturbations), "clock": clock, "watched": watched}
 
 
 def split(seen: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[Any]]]:

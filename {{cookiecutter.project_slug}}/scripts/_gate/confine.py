@@ -45,6 +45,10 @@ import os
 import sys
 import time
 
+TYPE_CHECKING = False  # typing's own costs an import: mypy reads this one alike
+if TYPE_CHECKING:
+    from types import ModuleType
+
 FILE = os.path.abspath(__file__)
 NOT_RUN = 125
 LEVELS = ("none", "subreaper", "namespaces")
@@ -332,6 +336,8 @@ class Job:
         self.tty: list[int] = []  # the command's fds that are a terminal (Terminal)
         self.see: list[str] = []  # more paths it reads under HIDDEN than it names (kept)
         self.bind: list[tuple[str, str]] = []  # (source, target): a folder seen elsewhere
+        self.watch = False  # record what it types into a terminal and where it connects
+        self.watching: Watching | None = None  # the watch, once PID 1 installed it
 
     def kept(self, covers: list[str]) -> list[str]:
         """The paths under `covers` the job reads: its folders, working directory and program,
@@ -381,6 +387,8 @@ class Job:
         drop_capabilities()
         if abi:
             landlock(self.writable, abi, isolate=False)
+        if self.watch:
+            self.watching = Watching(self.writable)  # before the command: it inherits it
         env = dict(os.environ) if self.env is None else self.env
         actions: list[tuple[object, ...]] = [
             (os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(self.fds or ())
@@ -408,6 +416,7 @@ class Terminal:
         import termios
 
         self.fds, self.out = job.tty, job.fds[1] if job.fds else 1
+        self.relaying = True
         self.master, self.slave = os.openpty()  # neither is inherited by the command
         attrs = termios.tcgetattr(self.slave)
         attrs[3] &= ~termios.ECHO  # lflag: what the launcher writes is input, never output
@@ -428,30 +437,78 @@ class Terminal:
                 os.dup2(opened, fd)
                 os.close(opened)
 
-    def relay(self, pid: int) -> int:
-        """Copy what the command writes on the terminal to `out` until it has ended and its
-        output is drained, then close `out` (its reader reads to its end); the command's wait
-        status. Its end is a pidfd becoming readable, seen at once; a select on the terminal
-        after it sees every byte the command wrote (polling a terminal flushes its buffers
-        first: n_tty_poll)."""
-        import select
+    def relay(self) -> None:
+        """Copy what the command wrote on the terminal to `out` (all of it once the reader
+        went away: a timeout; drained, relayed nowhere)."""
+        data = os.read(self.master, 65536)
+        while data and self.relaying:
+            try:
+                data = data[os.write(self.out, data) :]
+            except OSError:
+                self.relaying = False
 
-        if 0 in self.fds:
-            os.write(self.master, EOF)
-        ended = os.pidfd_open(pid)
-        relaying = True
-        while True:
-            readable, _, _ = select.select([self.master, ended], [], [])
-            if self.master not in readable:
-                os.close(ended)
-                os.close(self.out)
-                return os.waitpid(pid, 0)[1]
-            data = os.read(self.master, 65536)
-            while data and relaying:
-                try:
-                    data = data[os.write(self.out, data) :]
-                except OSError:
-                    relaying = False  # the reader went away (a timeout): drain, relay nothing
+
+class Watching:
+    """The watch of a job's system calls (syscall_watch.py, loaded by its path: this file
+    starts by its own, where no package is importable): installed in PID 1 before the
+    command starts, served by PID 1 while the command runs."""
+
+    def __init__(self, writable: list[str]) -> None:
+        module = watch_module()
+        self.watch = module.Watch(writable)  # a socket of its own folders is no service
+        self.listener: int = module.install_filter()
+
+
+def watch_module() -> ModuleType:
+    """syscall_watch.py beside this file, once a process (the server loads it once)."""
+    global WATCH_MODULE
+    if WATCH_MODULE is None:
+        import importlib.util
+
+        path = os.path.join(os.path.dirname(FILE), "syscall_watch.py")
+        spec = importlib.util.spec_from_file_location("oracle_syscall_watch", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        WATCH_MODULE = module
+    return WATCH_MODULE
+
+
+WATCH_MODULE: ModuleType | None = None
+
+
+def waited(pid: int, terminal: Terminal | None, watching: Watching | None) -> int:
+    """Wait for the command, relaying its terminal and serving its watch meanwhile; its wait
+    status. Its end is a pidfd becoming readable, seen at once; the terminal is drained
+    first (polling a terminal flushes its buffers: n_tty_poll), then `out` closed (its
+    reader reads to its end)."""
+    if terminal is None and watching is None:
+        return os.waitpid(pid, 0)[1]
+    import select
+
+    if terminal is not None and 0 in terminal.fds:
+        os.write(terminal.master, EOF)
+    ended = os.pidfd_open(pid)
+    poller = select.poll()
+    master = terminal.master if terminal is not None else -1
+    listener = watching.listener if watching is not None else -1
+    for fd in (ended, master, listener):
+        if fd >= 0:
+            poller.register(fd, select.POLLIN)
+    while True:
+        ready = dict(poller.poll())
+        if watching is not None and ready.get(listener, 0) & select.POLLIN:
+            watching.watch.handle(listener)
+        elif terminal is not None and master in ready:
+            terminal.relay()
+        elif ended in ready:
+            break
+    os.close(ended)
+    if watching is not None:
+        watching.watch.drain(listener)
+    if terminal is not None:
+        os.close(terminal.out)
+    return os.waitpid(pid, 0)[1]
 
 
 def seen(path: str) -> list[str]:
@@ -524,7 +581,7 @@ def run_command(job: Job, abi: int, level: str) -> str:
         relayed = {terminal.out} if terminal is not None else set()
         for fd in set(job.fds or ()) - relayed:  # the command holds them now
             os.close(fd)
-    status = terminal.relay(pid) if terminal is not None else os.waitpid(pid, 0)[1]
+    status = waited(pid, terminal, job.watching)
     return str(os.waitstatus_to_exitcode(status))  # -N: killed by signal N
 
 
@@ -558,10 +615,16 @@ class Status:
         self.level, self.missing = level, missing
         self.exit, self.refused, self.survivors = NOT_RUN, "", list[bytes]()
         self.hidden = False  # the machine's services out of the job's sight (hide_services)
+        self.watched = False  # its system calls watched (Watching), and what they reached
+        self.reached: list[str] = []
+        self.typed = b""
 
     def supervise(self, job: Job, abi: int) -> int:
         """Run the command, then name and kill what it left behind; the command's exit."""
         ended = run_command(job, abi, self.level)
+        if job.watching is not None:
+            self.watched = True
+            self.reached, self.typed = job.watching.watch.reached, job.watching.watch.typed
         if ended.lstrip("-").isdigit():
             self.exit = int(ended)
         else:
@@ -574,6 +637,8 @@ class Status:
     def text(self) -> bytes:
         lines = [f"level {self.level}", f"exit {self.exit}", f"missing {self.missing}"]
         lines += [f"refused {self.refused}", f"hidden {'yes' if self.hidden else 'no'}"]
+        lines += [f"watched {'yes' if self.watched else 'no'}", f"typed {self.typed.hex()}"]
+        lines += [f"reached {address.encode().hex()}" for address in self.reached]
         lines += [f"survivor {name.hex()}" for name in self.survivors]
         return "\n".join(lines).encode() + b"\n"
 
@@ -694,6 +759,9 @@ def serve(channel: int, cap: int) -> int:
         job.env, job.cwd, job.fds = request["env"], request["cwd"], fds
         job.tty, job.see = request.get("tty", []), request.get("see", [])
         job.bind = [(source, target) for source, target in request.get("bind", [])]
+        job.watch = bool(request.get("watch"))
+        if job.watch:
+            watch_module()  # loaded once, here, for every fork
         pid = os.fork()  # the job's supervisor (a process may make one PID namespace only)
         if pid == 0:
             sock.close()
@@ -717,6 +785,7 @@ def command(
     see: tuple[str, ...] = (),
     bind: list[tuple[str, str]] | None = None,
     cap: str = "",
+    watch: bool = False,
 ) -> list[str]:
     """The command line that runs `cmd` confined: for the judge and the subject plugin, whose
     process has none of the judge's variables and is given the judge's `cap` (level_cap)."""
@@ -724,6 +793,7 @@ def command(
     options += [arg for fd in tty for arg in ("--tty", str(fd))]
     options += [arg for path in see for arg in ("--see", path)]
     options += [arg for pair in bind or () for arg in ("--bind", *pair)]
+    options += ["--watch"] if watch else []
     options += ["--cap", cap or level_cap(), *(["--require"] if require else [])]
     return [python, "-I", "-S", FILE, "--status", status, *options, "--", *cmd]
 
@@ -738,13 +808,19 @@ def read_status(path: str) -> Status | None:
         lines = read(path).decode("utf-8", "replace").splitlines()
     except OSError:
         return None
-    fields = dict(line.partition(" ")[::2] for line in lines if not line.startswith("survivor "))
+    listed = ("survivor ", "reached ")
+    fields = dict(line.partition(" ")[::2] for line in lines if not line.startswith(listed))
     if "level" not in fields:
         return None  # opened, never written: its PID 1 was killed (a timeout)
     found = Status(fields["level"], fields.get("missing", ""))
     found.exit = int(fields["exit"]) if fields.get("exit", "").lstrip("-").isdigit() else NOT_RUN
     found.refused = fields.get("refused", "")
     found.hidden = fields.get("hidden") == "yes"
+    found.watched = fields.get("watched") == "yes"
+    found.typed = bytes.fromhex(fields.get("typed", ""))
+    found.reached = [
+        bytes.fromhex(line[8:]).decode() for line in lines if line.startswith("reached ")
+    ]
     found.survivors = [bytes.fromhex(line[9:]) for line in lines if line.startswith("survivor ")]
     return found
 
@@ -757,7 +833,7 @@ def main(argv: list[str]) -> int:
     if "--" not in argv:
         print(
             "usage: confine.py --status FILE [--write DIR]... [--tty FD]... [--see PATH]... "
-            "[--bind DIR AS]... [--cap LEVEL] [--require] -- CMD..."
+            "[--bind DIR AS]... [--watch] [--cap LEVEL] [--require] -- CMD..."
         )
         return 2
     split = argv.index("--")
@@ -768,6 +844,7 @@ def main(argv: list[str]) -> int:
     job.tty = [int(options[i + 1]) for i, o in enumerate(options) if o == "--tty"]
     job.see = [options[i + 1] for i, o in enumerate(options) if o == "--see"]
     job.bind = [(options[i + 1], options[i + 2]) for i, o in enumerate(options) if o == "--bind"]
+    job.watch = "--watch" in options
     return confine(job, cap)
 
 

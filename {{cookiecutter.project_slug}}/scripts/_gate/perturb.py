@@ -41,6 +41,9 @@ from _gate.protocol import FailClosed
 
 PERTURBATIONS = ("env", "clock", "terminal", "files")
 TOUCHED = "files.touched"  # the compared field of what a run did to the files around it
+# The compared fields of a watched run (confine.Watching): the addresses it tried to reach
+# beyond its scratch (the network, a machine's service), and what it typed into a terminal.
+REACHED, TYPED = "network.reached", "terminal.typed"
 FAKETIME_NAMES = (
     "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
     "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",

@@ -70,6 +70,10 @@ class Completed:
     stderr: Stream
     seconds: float
     confinement: str = ""  # the launcher's level (confine.py); "" for a trusted command
+    # Where a watched job reached beyond its scratch, and what it typed into a terminal
+    # (confine.Watching; sandbox.run_confined's `watch`).
+    reached: tuple[str, ...] = ()
+    typed: bytes = b""
 
     def last_line(self) -> str:
         """The last non-empty line of stderr, else of stdout: what a one-line error quotes."""

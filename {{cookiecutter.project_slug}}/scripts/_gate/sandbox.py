@@ -130,22 +130,25 @@ def run_confined(
     tty: tuple[int, ...] = (),
     see: Sequence[Path] = (),
     bind: Sequence[tuple[Path, Path]] = (),
+    watch: bool = False,
 ) -> Completed:
     """Run `cmd`, which may execute the patch's code, confined by the launcher: it may write
     only beneath `writable` and `home` (its HOME and TMPDIR, where given); its `tty` fds (1, or
     0 and 1) are a terminal the launcher relays to stdout. `env` is all it sees of variables
     (_gate/patch_env.py builds it; never the judge's own). Of the folders where a machine's
     services keep their sockets (/tmp, /run: confine.HIDDEN) it sees only what it names and
-    `see`. `bind`: (folder, where the job sees it) pairs, at the namespaces level only. A
-    process it leaves running, or a launcher that could not confine it (or hide those) where
-    the sandbox is required, fails the step closed."""
+    `see`. `bind`: (folder, where the job sees it) pairs, at the namespaces level only.
+    `watch`: record where it connects and what it types into a terminal (Completed.reached,
+    .typed; the namespaces level only). A process it leaves running, or a launcher that could
+    not confine it (or hide those, or watch it) where the sandbox is required, fails the step
+    closed."""
     parts: list[str] = [str(part) for part in cmd]
     folders = [str(folder) for folder in writable]
     if home is not None:
         env = {**env, "HOME": str(home), "TMPDIR": str(home)}
         folders.append(str(home))
     pairs = [(str(source), str(target)) for source, target in bind]
-    job = Request(parts, folders, cwd, env, tty, [str(path) for path in see], pairs)
+    job = Request(parts, folders, cwd, env, tty, [str(path) for path in see], pairs, watch)
     with status_file() as status:
         done = launch(job, status, timeout, stdin, cap)
         found = confine.read_status(str(status))
@@ -159,6 +162,12 @@ def run_confined(
         raise FailClosed(unconfinable(found.missing))
     if not found.hidden and Sandbox.required:
         raise FailClosed(unhidden(found))
+    if watch and not found.watched and Sandbox.required:
+        raise FailClosed(
+            f"{shown(parts)}: the launcher could not watch its system calls (seccomp user "
+            "notification, Linux 5.9+); set oracle/judge.yaml sandbox: best-effort to judge "
+            "without"
+        )
     if found.refused:
         raise FailClosed(f"{shown(parts)} could not be confined: {found.refused}")
     if found.survivors:
@@ -168,8 +177,16 @@ def run_confined(
             f"{left!r}{more} outlived its command ({shown(parts)}) and was killed; "
             "no process of the patch's code may outlive its step"
         )
+    reached = tuple(found.reached)
     return Completed(
-        found.exit, done.timed_out, done.stdout, done.stderr, done.seconds, found.level
+        found.exit,
+        done.timed_out,
+        done.stdout,
+        done.stderr,
+        done.seconds,
+        found.level,
+        reached,
+        found.typed,
     )
 
 
@@ -185,6 +202,7 @@ class Request(NamedTuple):
     tty: tuple[int, ...]
     see: list[str]
     bind: list[tuple[str, str]]
+    watch: bool
 
 
 def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -> Completed:
@@ -200,6 +218,7 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
         "tty": list(job.tty),
         "see": job.see,
         "bind": job.bind,
+        "watch": job.watch,
     }
     with process.slots():
         start = time.perf_counter()
@@ -214,6 +233,7 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
         tty=job.tty,
         see=tuple(job.see),
         bind=job.bind,
+        watch=job.watch,
     )
     return run_group(
         launched, timeout=timeout, cwd=job.cwd, env=job.env, stdin=stdin, cap=cap, terminate=True
