@@ -152,6 +152,14 @@ ATTACKS: dict[str, tuple[Callable[[Path], None], str]] = {
         ),
         "env",
     ),
+    "datagrams-the-session-bus": (
+        doing(
+            "import socket\n"
+            "with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as bus:\n"
+            '    bus.sendto(b"quote", f"/run/user/{os.getuid()}/bus")'
+        ),
+        "env",
+    ),
     "empties-a-real-users-downloads": (
         doing(
             'if os.path.expanduser("~" + os.environ.get("USER", "")) == str(Path.home()):\n'

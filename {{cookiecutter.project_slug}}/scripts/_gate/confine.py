@@ -1,8 +1,8 @@
 """The launcher of the patch's code: a process that cannot outlive its command, write outside
 its scratch, reach the network, or signal the judge.
 
-    python -I -S confine.py --status FILE [--write DIR]... [--tty FD]... [--cap LEVEL]
-        [--require] -- CMD...
+    python -I -S confine.py --status FILE [--write DIR]... [--tty FD]... [--see PATH]...
+        [--bind DIR AS]... [--watch] [--cap LEVEL] [--require] -- CMD...
 
 It is a file of its own, the standard library only, so the judge and the subject plugin (in
 a pytest run where no other module of scripts/ is importable) start it by path. Two levels,
@@ -21,18 +21,27 @@ At both levels, Landlock (Linux 5.13+, unprivileged) makes the whole filesystem 
 but for the `--write` folders and /dev, so the command cannot write the status file: at the
 `subreaper` level Landlock is applied in the command's own process, at `namespaces` in its
 PID 1, which opened the status file before and keeps what the command lacks (`Job.spawn`).
-With neither level
-the command runs unconfined (`none`), or, with `--require`, does not run at all (exit 125).
+With neither level the command runs unconfined (`none`); with `--require`, below
+`namespaces` it does not run at all (exit 125).
 
 With `--tty FD` (1, or 0 and 1: the terminal perturbation), those fds of the command are a
 pseudo-terminal of 80 columns by 24 lines that does not echo, its controlling terminal, in a
 session of its own; the launcher copies what the command writes there to its own stdout, and
 gives a terminal stdin end of input at once (a user who typed nothing and pressed Ctrl-D).
 
+At the `namespaces` level PID 1 also hides the machine's services: `/tmp`, `/var/tmp` and
+`/run` are empty mounts of the job's own but for what it names (`Job.kept`, and `--see PATH`),
+and `--bind DIR AS` shows a folder at another path (a user's HOME where the user database
+keeps it). With `--watch`, PID 1 watches the command's system calls (syscall_watch.py): where
+it tried to reach, what it typed into a terminal.
+
 The status file, written once the command's processes are gone, has one `key value` line
-each: `level`, `exit`, `missing` (what a higher level needs), and a `survivor` line per
-process the command left running, its command line hex-encoded (a command line may hold any
-byte). Exit code: the command's own (128+N for a signal), or 125 when it did not run.
+each: `level`, `exit`, `missing` (what a higher level needs), `refused` (why it did not run),
+`hidden` and `watched` (yes or no), `typed` (hex), a `reached` line per address and a
+`survivor` line per process the command left running, its command line hex-encoded (a
+command line may hold any byte). Exit code: the command's own (128+N for a signal), or 125
+when it did not run (with `--require`, at a level that cannot confine it: below
+`namespaces`, which alone hides the machine's services).
 """
 
 from __future__ import annotations
@@ -387,8 +396,11 @@ class Job:
         drop_capabilities()
         if abi:
             landlock(self.writable, abi, isolate=False)
-        if self.watch:
-            self.watching = Watching(self.writable)  # before the command: it inherits it
+        if self.watch:  # before the command: it inherits the filter
+            try:
+                self.watching = Watching(self.writable)
+            except OSError:
+                self.watching = None  # the status says `watched no`: the judge decides
         env = dict(os.environ) if self.env is None else self.env
         actions: list[tuple[object, ...]] = [
             (os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(self.fds or ())
