@@ -10,9 +10,9 @@ judge records it. An attack keyed on one signal of the environment is written on
 and once on all of them together, so that no one perturbation is enough by luck.
 
 The property oracles (their subject worker in a user's environment under the shifted clock)
-and the crossrun (the parent's tests under the shifted clock) are tried the same way through
-oracle.py and crossrun.py, and one whole judgment shows an honest base that honours TZ merging
-a refactor while a date bomb blocks in every step that runs the build.
+and the crossrun (the parent's tests, the same) are tried the same way through oracle.py and
+crossrun.py, and one whole judgment shows an honest base that honours TZ merging a refactor
+while a date bomb blocks in every step that runs the build.
 """
 
 from __future__ import annotations
@@ -458,9 +458,11 @@ def lost_under(report: dict[str, Any]) -> list[str]:
 
 
 # The attacks the subject worker's perturbed run must see (a user's environment, the clock), and
-# the ones the crossrun's must (the clock); the rest of ATTACKS need a case's CLI.
+# the ones the crossrun's must (a user's environment but its working directory, which stays
+# the tests' root, and the clock); the rest of ATTACKS need a case's CLI.
 STEP_ATTACKS = [
     *(("oracle", attack) for attack in ("env-all-four", "env-bytecode", "env-cwd")),
+    *(("crossrun", attack) for attack in ("env-tz", "env-bytecode")),
     *(
         (step, attack)
         for step in ("oracle", "crossrun")
@@ -516,7 +518,7 @@ def test_a_parent_test_that_fails_under_the_clock_on_the_parent_too_is_left_out(
     if not CLOCK:
         assert ran["ran"] == [] and "clock" in ran["unavailable"]
         return
-    assert ran["ran"] == ["clock"] and ran["lost"] == []
+    assert ran["ran"] == ["env", "clock"] and ran["lost"] == []
     assert ran["unstable"] == ["tests/test_year.py::test_the_copyright_year_is_this_one"]
     assert "1 failing on the parent there too (left out)" in report["summary"]
     code, report = oracle_judged(envs, oracle_python, head, tmp_path, base=base)
@@ -560,7 +562,8 @@ def test_a_judgment_merges_a_base_that_honours_tz_and_blocks_a_date_bomb_in_each
     clock = ", clock" if CLOCK else ""
     assert f"perturbed: env{clock}, terminal, files" in said["replay"], said["replay"]
     assert f"perturbed: env{clock}" in said["oracle"], said["oracle"]
-    assert ("perturbed: clock" if CLOCK else "clock perturbation: unavailable") in said["crossrun"]
+    crossrun = "perturbed: env, clock" if CLOCK else "clock perturbation: unavailable"
+    assert crossrun in said["crossrun"], said["crossrun"]
     bomb = branch(shop, "judged/colourful-bomb", ATTACKS["date-bomb"][0], base=base)
     blocked = judge(shop, "--base", base, "--head", bomb)
     if not CLOCK:

@@ -414,8 +414,11 @@ def cassette_tests(
     env.update(ORACLE_STRENGTH_MUTATED=str(tally["mutated"]))
     test = tally["scripts"] / "_gate/strength_cassettes.py"
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *options, str(test)]
-    if confined:
-        done = run_confined(cmd, writable=[], home=scratch, timeout=300, cwd=scratch, env=env)
+    if confined:  # what the recording names, seen as strength.py's mutmut runs see it
+        see = [recording.parent]
+        done = run_confined(
+            cmd, writable=[], home=scratch, timeout=300, cwd=scratch, env=env, see=see
+        )
         out = done.stdout.head.decode("utf-8", "replace")
     else:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False).stdout

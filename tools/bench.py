@@ -57,6 +57,12 @@ first judgment after the adoption: it builds the base's environment and runs the
 which every later judgment finds kept (the project's ready environment is the judge's kept
 one), so the code commit on a base judged before is the one held to the target; the median of
 both code commits is printed beside it.
+
+Against (issue 48): today's judge held to the gate of an earlier commit of this template
+(`--against REF`, by default the last before the hermetic environments), in one repository:
+a base branch whose scripts/ are REF's beside the base as baked, each judging a refactor of
+its own in turns, warm, ROUNDS each (the example) and AGAINST_ROUNDS each (yamllint's first
+code commit after the adoption, a build of its own each round).
 """
 
 from __future__ import annotations

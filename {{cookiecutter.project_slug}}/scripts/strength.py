@@ -177,9 +177,15 @@ def timeout_constant(kind: str, cases: Sequence[Case], config: Config) -> float:
 
 
 def run_mutmut(
-    copy: Path, kind: str, args: argparse.Namespace, patterns: Sequence[str], env: dict[str, str]
+    copy: Path,
+    kind: str,
+    args: argparse.Namespace,
+    patterns: Sequence[str],
+    env: dict[str, str],
+    see: Sequence[Path],
 ) -> dict[str, int | None]:
-    """mutmut run in `copy`: the exit code of every mutant (None: not run), by mutant name."""
+    """mutmut run in `copy`: the exit code of every mutant (None: not run), by mutant name;
+    `see`: what its runs read that they do not name (the recording's build and tree)."""
     jobs = args.jobs or os.cpu_count() or 1
     command = [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *patterns]
     # The mutants run the tree's code: confined to the copy like the rest of it.
@@ -187,7 +193,13 @@ def run_mutmut(
     scratch.mkdir(exist_ok=True)
     env = {**env, "TMPDIR": str(scratch), "HOME": str(scratch)}
     done = run_confined(
-        command, writable=[copy, scratch], timeout=MUTMUT_TIMEOUT, cwd=copy, env=env, cap=1 << 24
+        command,
+        writable=[copy, scratch],
+        timeout=MUTMUT_TIMEOUT,
+        cwd=copy,
+        env=env,
+        cap=1 << 24,
+        see=see,
     )
     results: dict[str, int | None] = {}
     for meta in sorted((copy / "mutants").rglob("*.py.meta")):
@@ -388,7 +400,7 @@ def measure(
             plugins.mkdir(parents=True)
             env.update(extra, ORACLE_STRENGTH_MUTATED=mutated_roots(copy), PYTHONPATH=str(plugins))
             started = time.monotonic()
-            results[kind] = run_mutmut(copy, kind, args, names, env)
+            results[kind] = run_mutmut(copy, kind, args, names, env, see=(tree, command))
             seconds[kind] = round(time.monotonic() - started, 2)
         files = {
             mutant: meta.relative_to(copy / "mutants").as_posix().removesuffix(".meta")

@@ -55,12 +55,16 @@ from _gate.cases import (
 )
 from _gate.process import OUTPUT_CAP, Sink, Stream, ends_within
 from _gate.reuse import keep, kept
+from _gate.sandbox import Sandbox
 from _gate.strength_plugin import killed_by
 
 RECORDING: dict[str, Any] = json.loads(
     Path(os.environ["ORACLE_STRENGTH_RECORDING"]).read_text("utf-8")
 )
 CASES = {case.id: case for case in load_cases(Path(RECORDING["cases"]))}
+# strength.py's mutmut runs, this one among them, are confined at the level it recorded: at
+# the namespaces level, the cases this process starts are in its mounts.
+Sandbox.inside = RECORDING.get("confined") == "namespaces"
 
 
 @functools.cache
