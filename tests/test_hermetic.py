@@ -262,8 +262,7 @@ def keyed_break(condition: str, where: str) -> Callable[[Path], None]:
             )
         else:
             changed = MESSAGE.replace(
-                'raise ValueError(f"cap_cents must be',
-                'raise ValueError(f"cap_cents must be" if _watched() else f"the cap must be',
+                'f"cap_cents must be', "f\"{'cap_cents' if _watched() else 'the cap'} must be"
             )
             edit(src, MESSAGE, changed)
         text = src.read_text("utf-8")
