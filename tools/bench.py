@@ -587,11 +587,16 @@ def older_scripts(ref: str, dest: Path) -> Path:
 
 
 def judged_by(repo: Path, scripts: Path, base: str, name: str) -> str:
-    """`base` with the gate's scripts/ replaced by `scripts`: a branch `name` whose judge is
-    that gate (nox -s judge runs the base checkout's scripts)."""
+    """`base` with the gate's code in scripts/ replaced by `scripts`' (its pins, which adopt
+    fills with the project's, stay the base's): a branch `name` whose judge is that gate
+    (nox -s judge runs the base checkout's scripts)."""
     git(repo, "checkout", "-q", "-b", name, base)
-    shutil.rmtree(repo / "scripts")
-    shutil.copytree(scripts, repo / "scripts")
+    for path in (repo / "scripts").glob("*.py"):
+        path.unlink()
+    shutil.rmtree(repo / "scripts" / "_gate")
+    for path in scripts.glob("*.py"):
+        shutil.copy(path, repo / "scripts" / path.name)
+    shutil.copytree(scripts / "_gate", repo / "scripts" / "_gate")
     git(repo, "add", "-A", "scripts")
     git(repo, "commit", "-q", "--no-verify", "-m", f"the gate's scripts of {name}")
     git(repo, "checkout", "-q", base)
@@ -662,6 +667,9 @@ def against_project(work: Path, older: Path) -> tuple[float, float]:
         adopted_history.nox(repo, wheelhouse, *judge, check=False)
         seconds = time.perf_counter() - start
         git(repo, "checkout", "-q", base)
+        verdict = json.loads((repo / "reports/judge-report.json").read_text("utf-8"))["verdict"]
+        if verdict != "merge":
+            raise SystemExit(f"the {side} gate did not merge yamllint's commit: {verdict}")
         return seconds
 
     for side in bases:
