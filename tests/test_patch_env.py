@@ -28,6 +28,8 @@ from _gate.worker_scene import WorkerScene
 
 from tests.helpers import SCRIPTS
 
+pytestmark = pytest.mark.fast  # real jobs of the launcher: no build, no nox
+
 DOC = SCRIPTS.parent / "docs" / "confinement.md"
 # A CI runner's judge: its variables, a token, and the gate's own settings.
 JUDGES = {

@@ -19,6 +19,8 @@ from _gate.patch_env import gate_env
 from _gate.process import Completed
 from _gate.sandbox import run_confined
 
+pytestmark = pytest.mark.fast  # real jobs of the launcher: no build, no nox
+
 # What each attempt returned, by name: 0, or the errno's name.
 PRELUDE = """
 import ctypes, errno, json, os, socket, struct, sys
