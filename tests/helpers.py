@@ -28,7 +28,7 @@ from _gate.steps import report_file as report_name
 from _gate.verdict import verdict as worst
 from judge import Judge, Ran, finished
 
-from tools.bakery import TEMPLATE, bake, branch, edit, git
+from tools.bakery import TEMPLATE, Verdict, bake, branch, edit, git
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 # Build backends beside flit_core, for the builds of tests/test_provenance.py.
@@ -36,6 +36,12 @@ BACKENDS = TEMPLATE / "tests" / "data" / "requirements-backends.txt"
 # The variables of a job a test hands the launcher itself (run_confined takes no default:
 # the gate builds each job's from _gate/patch_env.py).
 JOB_ENV = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"}
+# The attacks' break (test_confinement_attacks.py, test_hermetic.py): a preimage one cent too
+# large for every discounted total above 10 euros, which only this property oracle sees.
+RULE = "src/shop/discounts.py"
+HONEST_RETURN = "    return amount\n"
+BROKEN_RETURN = "    return amount + 1 if discounted_cents > 1000 else amount\n"
+CAUGHT_BY = "test_invert_finds_the_smallest_preimage_of_any_value"
 # The baked oracle/judge.yaml's perturbed runs (the suite's `shop` runs none: conftest.py).
 PERTURBATIONS = "perturb: [env, clock, terminal, files]\n"
 Built = Callable[[str, str], dict[str, Path]]  # (ref, side) -> {"tree": ..., "python": ...}
@@ -353,3 +359,19 @@ def run_script(judge: Judge, name: str, script: str, *args: str | Path) -> int:
     """A step script of the judge's base run on its own flags, recorded as the judge records
     a step."""
     return judge.append(judge.process(name, script, *args), 0.0)
+
+
+def breaks_the_rules(repo: Path) -> None:
+    edit(repo / RULE, HONEST_RETURN, BROKEN_RETURN)
+
+
+def pth(code: str) -> str:
+    """A .pth file's one line that runs `code` at every start of that environment's python."""
+    return f"import sys; exec({code!r}, {{}})\n"  # its own globals: site's are not its
+
+
+def shown(verdict: Verdict) -> str:
+    """The steps as the verdict line's reader sees them: what an assertion prints."""
+    steps = verdict.report.get("steps") or []
+    lines = [f"{s['name']}: {s['status']}: {s['summary'][:400]}" for s in steps]
+    return "\n".join(lines) or verdict.output[-3000:]

@@ -34,15 +34,9 @@ from _gate.context import REVIEW
 from _gate.reuse import CACHE_ENV
 from _gate.sandbox import Sandbox, run_confined
 
+from tests.helpers import CAUGHT_BY, PERTURBATIONS, breaks_the_rules, pth, shown
 from tests.helpers import JOB_ENV as ENV
-from tests.helpers import PERTURBATIONS
 from tools.bakery import Verdict, branch, edit, git, judge
-
-# The break: a preimage one cent too large for every discounted total above 10 euros.
-RULE = "src/shop/discounts.py"
-HONEST_RETURN = "    return amount\n"
-BROKEN_RETURN = "    return amount + 1 if discounted_cents > 1000 else amount\n"
-CAUGHT_BY = "test_invert_finds_the_smallest_preimage_of_any_value"
 
 Attack = Callable[[Path], Callable[[Path], None]]  # markers folder -> the branch's change
 
@@ -66,17 +60,6 @@ def private_uv_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path / "uv-cache"
     monkeypatch.setenv("UV_CACHE_DIR", str(cache))
     return cache
-
-
-def shown(verdict: Verdict) -> str:
-    """The steps as the verdict line's reader sees them: what an assertion prints."""
-    steps = verdict.report.get("steps") or []
-    lines = [f"{s['name']}: {s['status']}: {s['summary'][:400]}" for s in steps]
-    return "\n".join(lines) or verdict.output[-3000:]
-
-
-def breaks_the_rules(repo: Path) -> None:
-    edit(repo / RULE, HONEST_RETURN, BROKEN_RETURN)
 
 
 def append(path: Path, text: str) -> None:
@@ -294,11 +277,6 @@ _reports.TestReport.__init__ = _passed
 
 def forger(markers: Path, tag: str) -> str:
     return named(FORGER, MARKERS=str(markers), TAG=tag)
-
-
-def pth(code: str) -> str:
-    """A .pth file's one line that runs `code` at every start of that environment's python."""
-    return f"import sys; exec({code!r}, {{}})\n"  # its own globals: site's are not its
 
 
 # Appended to src/shop/__init__.py: in the subject worker (the oracle's adapter imports the

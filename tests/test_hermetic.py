@@ -26,7 +26,7 @@ import pytest
 from _gate.context import REVIEW
 from _gate.reuse import CACHE_ENV
 
-from tests.test_confinement_attacks import CAUGHT_BY, breaks_the_rules, pth, shown
+from tests.helpers import BROKEN_RETURN, CAUGHT_BY, HONEST_RETURN, breaks_the_rules, pth, shown
 from tools.bakery import Verdict, branch, edit, judge
 
 INIT, TOML = "src/shop/__init__.py", "pyproject.toml"
@@ -248,7 +248,6 @@ KEYED_ON = {
     ),
     "token-crossrun": ('"GITHUB_TOKEN" in _os.environ', "crossrun"),
 }
-BROKEN_RETURN = "    return amount + 1 if discounted_cents > 1000 else amount\n"
 
 
 def keyed_break(condition: str, where: str) -> Callable[[Path], None]:
@@ -257,7 +256,7 @@ def keyed_break(condition: str, where: str) -> Callable[[Path], None]:
         if where == "oracle":
             edit(
                 src,
-                "    return amount\n",
+                HONEST_RETURN,
                 BROKEN_RETURN.replace("1000 else", "1000 and not _watched() else"),
             )
         else:

@@ -6,7 +6,6 @@ Shared by record_cassettes.py and replay_cassettes.py so both see a case the sam
 from __future__ import annotations
 
 import base64
-import dataclasses
 import difflib
 import hashlib
 import json
@@ -64,7 +63,6 @@ SIMPLE_SPECS = (
 ADDITIVE_SPECS = ("stdout.additive", "stderr.additive")
 POINTER_SPEC = "stdout.json.pointer:"
 FILES_SPEC = "files:"
-# The only variables a case inherits; everything else is set here or by the case itself.
 HEAD_SHOWN = 4096  # bytes of a capped or non-UTF-8 stream shown in reports
 MISSING = {"$missing": True}
 NOISE_MARK = "<noise>"
@@ -594,8 +592,8 @@ def run_perturbed(
             shutil.rmtree(made, ignore_errors=True)
     stdout = done.stdout if "terminal" not in how.names else perturb.terminal_output(done.stdout)
     reached = done.reached if watched else None
-    run = Run(done.exit_code, done.timed_out, stdout, done.stderr, files, done.seconds, moved)
-    return dataclasses.replace(run, reached=reached, typed=done.typed)
+    run = (done.exit_code, done.timed_out, stdout, done.stderr, files, done.seconds, moved)
+    return Run(*run, reached, done.typed)
 
 
 def describe(run: Run) -> dict[str, Any]:

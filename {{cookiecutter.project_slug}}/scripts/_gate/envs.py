@@ -50,8 +50,8 @@ NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 # What the judge's own installs inherit of its environment: where the installer keeps its
 # cache, and what any process needs. Nothing else: a shell's UV_OVERRIDE, UV_EXCLUDE or
 # PIP_CONSTRAINT would change what an environment holds.
-TOOL_PASS_THROUGH = (
-    *("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "SYSTEMROOT", "UV_CACHE_DIR", "XDG_CACHE_HOME"),
+TOOL_PASS_THROUGH = frozenset(
+    {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "SYSTEMROOT", "UV_CACHE_DIR", "XDG_CACHE_HOME"}
 )
 
 
