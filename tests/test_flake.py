@@ -37,12 +37,21 @@ from judge import Judge, Ran
 from tests.helpers import Built, builder, compiled, finish
 from tools.bakery import bake, edit, git
 
+# The oracle tests below keep what they remember in a folder the test names in a file beside
+# them (`state`): the oracle's pytest sees none of the judge's variables (_gate/patch_env.py).
+STATE = 'Path(Path(__file__).with_name("state").read_text("utf-8"))'
+
+
+def remember(oracle: Path, folder: Path) -> None:
+    """Name `folder` to the oracle tests of `oracle` as their state folder."""
+    (oracle / "state").write_text(str(folder), "utf-8")
+
+
 # Fails the first time it judges the patch build, passes on every other run: a deterministic
 # stand-in for a test that fails 1 in N on the wall clock. The build it judges is the
 # environment of the subject worker (parent or patch), named by the gate's own option.
-FLAKY = """from __future__ import annotations
+FLAKY = f"""from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -50,7 +59,7 @@ import pytest
 
 def test_flaky_on_first_patch_run(request: pytest.FixtureRequest) -> None:
     side = Path(request.config.option.subject_python).parent.parent.name
-    seen = Path(os.environ["FLAKY_DIR"]) / (side + ".seen")
+    seen = {STATE} / (side + ".seen")
     first = not seen.exists()
     seen.touch()
     assert not (first and side == "patch")
@@ -100,9 +109,9 @@ def oracle_python(envs: Built, tmp_path_factory: pytest.TempPathFactory, wheelho
 
 
 @pytest.fixture
-def flaky_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def flaky_dir(tmp_path: Path, envs: Built) -> Path:
     """Where the flaky test remembers its runs: fresh per test, so it flakes once in each."""
-    monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
+    remember(envs("main", "parent")["tree"] / "oracle", tmp_path)
     return tmp_path
 
 
@@ -278,14 +287,13 @@ def test_live_quarantine_row_excludes_a_failing_oracle(
     assert budget["evidence"]["excluded"] == [{"id": FLAKY_ID, "step": "oracle", "by": by}]
 
 
-SECOND_RUN_FAILS = """from __future__ import annotations
+SECOND_RUN_FAILS = f"""from __future__ import annotations
 
-import os
 from pathlib import Path
 
 
 def test_fails_on_the_second_run() -> None:
-    runs = Path(os.environ["FLAKY_DIR"]) / "runs"
+    runs = {STATE} / "runs"
     runs.mkdir(exist_ok=True)
     count = len(list(runs.iterdir()))
     (runs / str(count)).touch()
@@ -314,6 +322,7 @@ class Machines:
             for other in ("test_properties.py", "test_replay_corpus.py"):
                 (clone / "oracle" / other).unlink()
             (clone / "oracle/test_second_run.py").write_text(SECOND_RUN_FAILS)
+            remember(clone / "oracle", self.tmp)  # one folder: the second run overall
         return clone
 
     def run(self, clone: str, runner: str | None, runs: int) -> Path:
@@ -355,7 +364,6 @@ class Machines:
 
 @pytest.fixture
 def machines(envs: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Machines:
-    monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
     repo = bake(tmp_path / "bake")  # a bake of its own: merges move its oracle ref
     machines = Machines(repo, envs("main", "parent")["python"], tmp_path, monkeypatch)
     machines.settings("variance_runs: 5", "variance_runs: 2")
@@ -441,11 +449,11 @@ def test_an_expired_row_drops_with_its_reason(machines: Machines) -> None:
 def test_local_variance_session_reports_and_leaves_the_ledger(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FLAKY_DIR", str(tmp_path))
     for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
     repo = bake(tmp_path / "bake")
     (repo / "oracle/test_flaky.py").write_text(SECOND_RUN_FAILS)
+    remember(repo / "oracle", tmp_path)
     git(repo, "add", "--all")
     git(repo, "commit", "-q", "-m", "an oracle test that fails on its second run")
     before = git(repo, "rev-parse", "oracle/main")
@@ -528,13 +536,15 @@ def test_an_empty_or_earlier_ledger_reads_as_its_rows(
     assert _gate.ledger.frozen_ids(read, dt.date(2000, 1, 2)) == set()
 
 
+# Skipped, and failing, on one image: clone `a`, which only runner-a runs (Machines.run); the
+# runner's own variables never reach an oracle test.
 BY_IMAGE = """from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import pytest
 
-ON_A = os.environ.get("RUNNER_NAME") == "runner-a"
+ON_A = Path(__file__).parents[1].name == "a"
 
 
 @pytest.mark.skipif(ON_A, reason="not on this image")

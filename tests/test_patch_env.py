@@ -119,7 +119,12 @@ def test_a_perturbed_case_sees_a_users_variables(command: Path, tmp_path: Path) 
 
 
 @pytest.mark.usefixtures("judged")
-def test_a_pytest_run_sees_the_gates_variables_and_its_plugins(tmp_path: Path) -> None:
+@pytest.mark.parametrize("confined", [True, False], ids=["crossrun", "oracle"])
+def test_a_pytest_run_sees_the_gates_variables_and_its_plugins(
+    tmp_path: Path, confined: bool
+) -> None:
+    """Confined (the crossrun, the inventory's runs) and not (the oracle's own pytest, whose
+    worker starts from it) alike."""
     out = tmp_path / "out"
     out.mkdir()
     root = tmp_path / "tree"
@@ -136,6 +141,7 @@ def test_a_pytest_run_sees_the_gates_variables_and_its_plugins(tmp_path: Path) -
         trusted=True,
         own_config=True,
         writable=[out],
+        confined=confined,
     )
     assert run.outcomes == {"tests/test_look.py::test_look": "passed"}, run
     assert set((out / "env").read_text().split()) == documented()["pytest"]

@@ -45,7 +45,7 @@ from _gate.protocol import (
 )
 from _gate.reports import write_json
 from _gate.reuse import REUSED, add_cache_args, cache_key, files_digest, keep, kept
-from _gate.sandbox import hides, require_sandbox
+from _gate.sandbox import require_sandbox
 from _gate.shard import Shard, add_shard_arg
 
 
@@ -178,8 +178,6 @@ def reusable(
         return False
     if existing.get("perturbations") != perturbations:
         return False
-    if existing.get("watched", False) != (hides() if perturbations else False):
-        return False  # its perturbed runs were watched where replay does not watch, or not
     return all("traceback" in case for case in existing.get("cases", {}).values())
 
 

@@ -26,12 +26,14 @@ TRACEBACK = "Traceback (most recent call last):"
 
 
 def provenance(base: str, cases: Sequence[Case], build: str = "") -> dict[str, Any]:
-    """What a recording was made of: the base, its cases, the interpreter and machine, and
-    the digest of the parent's build (seal.build_digest, of an environment held to its
+    """What a recording was made of: the base, its cases, the interpreter and machine
+    (whether its perturbed runs are watched there: their network.reached and terminal.typed),
+    and the digest of the parent's build (seal.build_digest, of an environment held to its
     manifest), where the recorder knew it."""
     return {
         "base": base,
         "build": build,
+        "watched": hides(),
         "cases": {case.id: case.digest for case in cases},
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
@@ -99,10 +101,7 @@ def record(
             "perturbed": perturbed.get(case.id, {}),
         }
     cassette = {"provenance": provenance(base, cases, build), "cases": recorded}
-    # Whether its perturbed runs were watched (their network.reached and terminal.typed):
-    # a recording reused must have been, where replay watches.
-    watched = hides() if perturbations else False
-    return {**cassette, "perturbations": list(perturbations), "clock": clock, "watched": watched}
+    return {**cassette, "perturbations": list(perturbations), "clock": clock}
 
 
 def split(seen: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[Any]]]:

@@ -348,12 +348,16 @@ class Job:
         self.watch = False  # record what it types into a terminal and where it connects
         self.watching: Watching | None = None  # the watch, once PID 1 installed it
 
+    def environ(self) -> dict[str, str]:
+        """The command's variables: its own, or where it has none the launcher's."""
+        return dict(os.environ) if self.env is None else self.env
+
     def kept(self, covers: list[str]) -> list[str]:
         """The paths under `covers` the job reads: its folders, working directory and program,
         the absolute paths among its arguments (`--opt=PATH` too) and variables, and `see`;
         a path in a virtual environment keeps the environment and the interpreter its
         pyvenv.cfg names. The outermost of each nest, never a cover itself."""
-        env = dict(os.environ) if self.env is None else self.env
+        env = self.environ()
         named = [*self.writable, *self.see, self.cwd or os.getcwd()]
         try:  # noqa: SIM105 (contextlib is an import this launcher does not pay for)
             named.append(program(self.argv[0], env))
@@ -401,7 +405,7 @@ class Job:
                 self.watching = Watching(self.writable)
             except OSError:
                 self.watching = None  # the status says `watched no`: the judge decides
-        env = dict(os.environ) if self.env is None else self.env
+        env = self.environ()
         actions: list[tuple[object, ...]] = [
             (os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(self.fds or ())
         ]

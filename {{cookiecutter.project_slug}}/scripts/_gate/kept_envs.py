@@ -44,7 +44,7 @@ from _gate.bytecode import write_bytecode
 from _gate.envs import bin_dir, build_env, build_variables
 from _gate.git import git
 from _gate.reuse import cache_folder, cache_key, files_digest, keep, kept, last_used, whole_number
-from _gate.sandbox import probe_sandbox
+from _gate.sandbox import confines
 from _gate.seal import Sealed, changes, taken
 
 try:
@@ -124,8 +124,7 @@ def base_env(
     build outside a judgment (`nox -s case`, `nox -s record`): the one a judgment whose base it
     is keeps, shared both ways; in use until `held` closes. Where the launcher cannot confine
     the build, nothing is kept or reused, as for an unconfined judgment."""
-    confined = probe_sandbox().level != "none"
-    cache = Cache(cache_folder(repo), env_limit(), held) if confined else None
+    cache = Cache(cache_folder(repo), env_limit(), held) if confines() else None
     build = base_build(tree, wheelhouse, requirements, lambda: None)
     return kept_env(cache, parent_env_key(repo, commit, requirements), fresh, build)
 

@@ -16,8 +16,8 @@ a confined job sees; tests/test_patch_env.py fails on one more.
   no bytecode written; or, in a perturbed run, a user's (_gate/perturb.py).
 - HOME and TMPDIR: folders of the run's own scratch.
 
-The oracle's own pytest process, in the oracle environment, runs none of the patch's code
-(its subject worker does, with variables of this module's) and keeps the judge's.
+The oracle's own pytest process gets them too: its subject worker, which runs the patch's
+code, starts from it, and a trusted test reads no more of the judge than the patch's code.
 
 A file of the standard library only: the subject plugin, in a trusted pytest run where no
 other module of scripts/ is importable, builds the worker's environment from it.

@@ -365,7 +365,8 @@ def user_scene(case: Setting, shown: Path | None = None) -> Scene:
     seen = shown or home
     env = {**user_variables(seen, tmp, case.bin_dir), "PWD": str(seen / PROJECT)}
     if shown is not None:
-        env.update(USER=passwd_name(), LOGNAME=passwd_name())
+        name = passwd_name()
+        env.update(USER=name, LOGNAME=name)
     env.update(case.pinned)
     bind = ((home, shown),) if shown is not None else ()
     return Scene(home, work, (seen, tmp), env, elsewhere=(outside, tmp), bind=bind)

@@ -154,8 +154,6 @@ def run_pytest(
         # The gate's scene (_gate/patch_env.py), tmp_path in the run folder; the gate's
         # plugins importable by name.
         own = gate_env(tmp, tmp / "tmp", python.parent) if scene is None else scene
-        if not confined:  # the oracle's own pytest: the gate's code, none of the patch's
-            own = {**os.environ, **own}  # (its worker's variables are patch_env's alone)
         env = {**own, "PYTHONPATH": str(plugins)}
         if trusted:
             cmd += trusted_options(root, tmp, env, own_config)

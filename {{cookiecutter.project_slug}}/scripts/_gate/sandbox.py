@@ -181,17 +181,8 @@ def run_confined(
             f"{left!r}{more} outlived its command ({shown(parts)}) and was killed; "
             "no process of the patch's code may outlive its step"
         )
-    reached = tuple(found.reached)
-    return Completed(
-        found.exit,
-        done.timed_out,
-        done.stdout,
-        done.stderr,
-        done.seconds,
-        found.level,
-        reached,
-        found.typed,
-    )
+    ran = (found.exit, done.timed_out, done.stdout, done.stderr, done.seconds, found.level)
+    return Completed(*ran, tuple(found.reached), found.typed)
 
 
 class Request(NamedTuple):
@@ -212,13 +203,14 @@ class Request(NamedTuple):
 def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -> Completed:
     """Start the job through the launcher's server, or, where there is none, a launcher of
     its own; watch it as run_group does."""
+    # Inside a job, a level below namespaces is hidden by the outer one's: the client holds
+    # it to `required` (run_confined), not the launcher, which would refuse it.
+    require = Sandbox.required and not Sandbox.inside
     request: dict[str, object] = {
         "argv": job.argv,
         "writable": job.writable,
         "status": str(status),
-        # Inside a job, a level below namespaces is hidden by the outer one's: the client
-        # holds it to `required` (run_confined), not the launcher, which would refuse it.
-        "require": Sandbox.required and not Sandbox.inside,
+        "require": require,
         "env": dict(job.env),
         "cwd": str(job.cwd) if job.cwd is not None else None,
         "tty": list(job.tty),
@@ -235,7 +227,7 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
         job.argv,
         job.writable,
         str(status),
-        Sandbox.required and not Sandbox.inside,
+        require,
         tty=job.tty,
         see=tuple(job.see),
         bind=job.bind,
@@ -246,16 +238,20 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
     )
 
 
-@functools.cache
 def confines() -> bool:
-    """Whether this machine confines a job (probe_sandbox, once a process)."""
-    return probe_sandbox().level != "none"
+    """Whether this machine confines a job (probe_sandbox)."""
+    return level(confine.level_cap()) != "none"
+
+
+def hides() -> bool:
+    """Whether a job here has mounts of its own (the namespaces level)."""
+    return level(confine.level_cap()) == "namespaces"
 
 
 @functools.cache
-def hides() -> bool:
-    """Whether a job here has mounts of its own (the namespaces level), once a process."""
-    return probe_sandbox().level == "namespaces"
+def level(cap: str) -> str:
+    """The level the launcher reaches under `cap` ($ORACLE_SANDBOX_LEVEL), probed once."""
+    return probe_sandbox().level
 
 
 def probe_sandbox() -> confine.Status:
