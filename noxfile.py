@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 # The pinned nox of requirements-dev.txt, which dev.py installs.
 nox.needs_version = ">=2026.10.20"
@@ -164,4 +165,9 @@ def adopt(session: nox.Session) -> None:
     # tomli reads pyproject.toml on Python 3.10 (tomllib is 3.11+).
     install(session, "cookiecutter", "PyYAML", "uv", "tomli; python_version < '3.11'")
     session.chdir(session.invoked_from)  # PATH is relative to where the user stands
-    session.run("python", "-m", "tools.adopt", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    try:
+        session.run("python", "-m", "tools.adopt", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    except CommandFailed as exc:
+        # The tool's own exit code (2: cannot adopt), not nox's 1 for any failure: SystemExit
+        # passes through nox unchanged, and dev.py exits with nox's code.
+        raise SystemExit(exc.return_code if exc.return_code is not None else 2) from None

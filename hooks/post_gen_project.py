@@ -223,7 +223,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             f" it changed or removed ({', '.join(kept) or 'none'}); take template changes with"
             " `cruft update`"
         )
+        return 0
+    if answers.get("_next_steps") != "no":  # adopt bakes to copy, not to use
+        print("\n".join(next_steps(root.name, answers)), file=sys.stderr)
     return 0
+
+
+PLACEHOLDER = "@org/maintainers"  # cookiecutter.json's `owners`: _gate/patterns.py names it too
+
+
+def next_steps(folder: str, answers: Mapping[str, Any]) -> list[str]:
+    """The three commands after a fresh bake, and the placeholder owner to replace: on
+    stderr, as a hint (`cruft diff` bakes too, and its stdout is the diff)."""
+    if answers["include_example"] == "no":
+        first = [
+            "  nox -s case -- -- --help      # a first case: the judge needs one to compare",
+            '  git commit -qam "first case" && nox -s judge',
+        ]
+    else:
+        first = [
+            "  nox -s judge                  # the example, judged: merge",
+            "  nox -s judge -- --head BRANCH # an agent's branch: merge, block or fail closed",
+        ]
+    lines = [f"oracle-template: baked {folder}. Next:", f"  cd {folder}", *first]
+    if PLACEHOLDER in str(answers["owners"]).split():
+        lines.append(
+            f"CODEOWNERS names {PLACEHOLDER}, a placeholder: the judge warns on this machine "
+            "and refuses it in CI; put your team's handle there"
+        )
+    return lines
 
 
 def forget_rendered_copy(script: Path) -> None:

@@ -121,9 +121,9 @@ RULES: dict[str, Callable[[Any], str | None]] = {
     "oracle_ref": lambda v: ref_problem(str(v)),
     "include_example": one_of("yes", "no"),
     "ci": one_of("github", "none"),
-    "variance_runs": integer(2, 50),
-    "duration_cv_max": cv_bound,
-    "flake_max_retry": integer(0, 5),
+    "_variance_runs": integer(2, 50),
+    "_duration_cv_max": cv_bound,
+    "_flake_max_retry": integer(0, 5),
     "judge_shards": integer(1, 16),
 }
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import count_asserts
 import fixtures_lock
+import pytest
 import write_set
 from _gate.bytecode import write_bytecode
 from _gate.config import load_config
@@ -28,6 +29,7 @@ from _gate.steps import report_file as report_name
 from _gate.verdict import verdict as worst
 from judge import Judge, Ran, finished
 
+from tools import adopted_history
 from tools.bakery import TEMPLATE, Verdict, bake, branch, edit, git
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
@@ -375,3 +377,91 @@ def shown(verdict: Verdict) -> str:
     steps = verdict.report.get("steps") or []
     lines = [f"{s['name']}: {s['status']}: {s['summary'][:400]}" for s in steps]
     return "\n".join(lines) or verdict.output[-3000:]
+
+
+# --- adopted projects (tools/adopt.py) ---------------------------------------------------------
+
+# Who commits in an adopted project: its git runs as the user's would, with no -c options.
+ADOPTER = {
+    "GIT_AUTHOR_NAME": "adopter",
+    "GIT_AUTHOR_EMAIL": "adopter@localhost",
+    "GIT_COMMITTER_NAME": "adopter",
+    "GIT_COMMITTER_EMAIL": "adopter@localhost",
+}
+# A one-module CLI, and the flit project that ships it as `tally`.
+TALLY = '''"""Counts words."""
+
+import sys
+
+
+def main() -> int:
+    print(len(sys.argv[1:]))
+    return 0
+'''
+
+
+def flit_project(name: str, script: str) -> str:
+    """pyproject.toml of a flit project `name` whose console script `name` runs `script`."""
+    return f"""\
+[build-system]
+requires = ["flit_core>=3.9,<5"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "{name}"
+version = "1.0"
+description = "Counts words."
+dependencies = []
+
+[project.scripts]
+{name} = "{script}"
+"""
+
+
+PYPROJECT = flit_project("tally", "tally:main")
+TALLY_TEST = "import tally\n\n\ndef test_it():\n    assert tally.main() == 0\n"
+
+
+def written(root: Path, files: dict[str, str]) -> Path:
+    """`files` (path -> text) written under `root`."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def committed(repo: Path, files: dict[str, str]) -> Path:
+    """A new repository `repo` on `trunk` holding `files` in one commit."""
+    written(repo, files)
+    git(repo.parent, "init", "-q", "-b", "trunk", str(repo))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first")
+    return repo
+
+
+@pytest.fixture
+def identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module's adopted projects commit as ADOPTER (`usefixtures` or autouse there)."""
+    for name, value in ADOPTER.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(scope="module", name="wheelhouse")
+def adopted_wheelhouse() -> Path:
+    """The adopted projects' own wheelhouse, kept between runs beside the judges' one: in a
+    module that imports it, `wheelhouse` is this one, not the judges' (conftest.py)."""
+    return adopted_history.adopted_wheelhouse()
+
+
+def history_rows(
+    source: Path, start: str, work: Path, wheelhouse: Path, cases: list[str], *options: str
+) -> list[dict[str, Any]]:
+    """`python -m tools.adopted_history` on a slice, as the README runs it: a row per judged
+    commit (subject, verdict, why, seconds)."""
+    argv = [str(source), "--start", start, "--work", str(work), "--wheelhouse", str(wheelhouse)]
+    argv += ["--json", str(work / "rows.json"), *options]
+    for case in cases:
+        argv += ["--case", case]
+    assert adopted_history.main(argv) == 0
+    rows: list[dict[str, Any]] = json.loads((work / "rows.json").read_text())["rows"]
+    return rows

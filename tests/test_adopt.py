@@ -10,52 +10,22 @@ tests in a root `test.py` of unittest classes: the layout pytest does not collec
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.helpers import PYPROJECT, TALLY, adopted_wheelhouse, history_rows, identity
 from tools import adopt, adopted_history
 from tools.bakery import TEMPLATE, git
 
+__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
+
 SLICE = TEMPLATE / "tests" / "data" / "slugify-slice.bundle"
 CASES = ['"Hello World"', "--separator _ \"C'est déjà l'été\"", "--max-length 9 one two three"]
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "adopter",
-    "GIT_AUTHOR_EMAIL": "adopter@localhost",
-    "GIT_COMMITTER_NAME": "adopter",
-    "GIT_COMMITTER_EMAIL": "adopter@localhost",
-}
-
-
-@pytest.fixture(autouse=True)
-def identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Who commits: the adopted projects' git runs as the user's would, with no -c options."""
-    for name, value in IDENTITY.items():
-        monkeypatch.setenv(name, value)
-
-
-@pytest.fixture(scope="module")
-def wheelhouse() -> Path:
-    """The adopted projects' own wheelhouse, kept between runs beside the judges' one."""
-    return adopted_history.adopted_wheelhouse()
-
-
-def history_rows(
-    source: Path, start: str, work: Path, wheelhouse: Path, cases: list[str], *options: str
-) -> list[dict[str, Any]]:
-    """`python -m tools.adopted_history` on a slice, as the README runs it: a row per judged
-    commit (subject, verdict, why, seconds)."""
-    argv = [str(source), "--start", start, "--work", str(work), "--wheelhouse", str(wheelhouse)]
-    argv += ["--json", str(work / "rows.json"), *options]
-    for case in cases:
-        argv += ["--case", case]
-    assert adopted_history.main(argv) == 0
-    rows: list[dict[str, Any]] = json.loads((work / "rows.json").read_text())["rows"]
-    return rows
+# The module's adopted projects commit as the user's would (helpers.identity).
+pytestmark = pytest.mark.usefixtures("identity")
 
 
 # Three of the five commits after adoption, one of each kind: a workflow edit, a merge commit
@@ -95,31 +65,6 @@ def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     ]
     assert rows[0]["why"].startswith("write-set: ")
     assert ".github/workflows/ci.yml" in rows[0]["why"]
-
-
-PYPROJECT = """\
-[build-system]
-requires = ["flit_core>=3.9,<5"]
-build-backend = "flit_core.buildapi"
-
-[project]
-name = "tally"
-version = "1.0"
-description = "Counts words."
-dependencies = []
-
-[project.scripts]
-tally = "tally:main"
-"""
-TALLY = '''"""Counts words."""
-
-import sys
-
-
-def main() -> int:
-    print(len(sys.argv[1:]))
-    return 0
-'''
 
 
 @pytest.mark.e2e

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_adopt import PYPROJECT, TALLY, identity, wheelhouse
+from tests.helpers import PYPROJECT, TALLY, adopted_wheelhouse, committed, identity
 from tools import adopt, adopted_history
 from tools.bakery import git
 
-__all__ = ["identity", "wheelhouse"]  # the fixtures of test_adopt.py, used here as there
+__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
+pytestmark = pytest.mark.usefixtures("identity")
 
 
 HATCH_VCS = """\
@@ -33,16 +34,6 @@ tagged = "tagged:main"
 [tool.hatch.version]
 source = "vcs"
 """
-
-
-def committed(repo: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
-    git(repo.parent, "init", "-q", "-b", "trunk", str(repo))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "first")
-    return repo
 
 
 @pytest.mark.e2e

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_adopt import history_rows, identity, wheelhouse
+from tests.helpers import adopted_wheelhouse, history_rows, identity
 from tools import adopt
 from tools.bakery import TEMPLATE, git
 
-__all__ = ["identity", "wheelhouse"]  # the fixtures of test_adopt.py, used here as there
+__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
+pytestmark = pytest.mark.usefixtures("identity")
 
 SLICE = TEMPLATE / "tests" / "data" / "pyproject-fmt-slice.bundle"
 MESSY = """\

@@ -23,12 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_adopt import history_rows, identity, wheelhouse
+from tests.helpers import adopted_wheelhouse, history_rows, identity
 from tools import adopt
 from tools.bakery import git
 from tools.slices import YAMLLINT, YAMLLINT_CASES, YAMLLINT_START
 
-__all__ = ["identity", "wheelhouse"]  # the fixtures of test_adopt.py, used here as there
+__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
+pytestmark = pytest.mark.usefixtures("identity")
 
 # A reviewer's verdicts, from each diff: the CI and build edits touch .github/workflows, which
 # a code owner must look at. The non-printable commit turns a crash (ReaderError, which a

@@ -110,7 +110,7 @@ def test_bake_without_example_fails_closed_until_it_has_a_case(tmp_path: Path) -
 
 
 def test_ci_answer_selects_the_workflow(tmp_path: Path) -> None:
-    github = bake(tmp_path / "gh", variance_runs=3)
+    github = bake(tmp_path / "gh", _variance_runs=3)
     workflow = yaml.safe_load((github / ".github/workflows/oracle.yml").read_text())
     assert workflow["jobs"]["variance-ledger"]["needs"] == ["variance-run", "strength"]
     assert yaml.safe_load((github / "oracle/judge.yaml").read_text())["variance_runs"] == 3
@@ -162,9 +162,9 @@ def run_bake(
         ("oracle_ref=@{-1}", "'@{'"),
         ("oracle_ref=oracle main", "no spaces"),
         ("oracle_ref=main/flakes", "nest inside it"),
-        ("variance_runs=1", "from 2 to 50"),
-        ("duration_cv_max=0", "greater than 0"),
-        ("flake_max_retry=9", "from 0 to 5"),
+        ("_variance_runs=1", "from 2 to 50"),
+        ("_duration_cv_max=0", "greater than 0"),
+        ("_flake_max_retry=9", "from 0 to 5"),
     ],
 )
 def test_invalid_answer_fails_the_bake_with_its_rule(
@@ -228,3 +228,12 @@ def test_a_bake_leaves_no_rendered_hook_in_the_temporary_folder(
     assert (proc.returncode == 0) == (not answers), proc.stdout + proc.stderr
     assert (tmp_path / "out/shop/.git").is_dir() == (not answers)
     assert sorted(path.name for path in temporary.rglob("*.py")) == []
+
+
+def test_only_the_example_ignores_its_order_store(shop: Path, tmp_path: Path) -> None:
+    """`/.orders/` is where the example CLI writes its orders: a bake without it (and adopt,
+    which bakes without it) has no such rule."""
+    bare = bake(tmp_path, include_example="no")
+    assert "/.orders/" not in (bare / ".gitignore").read_text().splitlines()
+    assert "/.orders/" in (shop / ".gitignore").read_text().splitlines()
+    assert "/.oracle/" in (bare / ".gitignore").read_text().splitlines()

@@ -131,10 +131,10 @@ def test_a_package_that_forges_pytest_reports_is_still_blocked(
     crossrun_report = ("--crossrun-report", str(report_file(tmp_path, "crossrun")))
     flake = flake_step(base, oracle_python, patch, tmp_path, *crossrun_report, "--tree", str(base))
     budget = as_judged(tmp_path, "flake-budget", flake["exit_code"])
-    # The crossrun's canaries see the forger and fail it closed; the oracle, out of its
-    # reach, still fails the break.
-    assert decided([oracle, crossran, budget]) == "error", crossran["summary"]
-    assert crossran["status"] == "error" and "tampered with" in crossran["summary"]
+    # The crossrun's canaries see the forger and block it; the oracle, out of its reach,
+    # still fails the break.
+    assert decided([oracle, crossran, budget]) == "block", crossran["summary"]
+    assert crossran["status"] == "block" and "tampered with" in crossran["summary"]
     assert (oracle["exit_code"], oracle["status"]) == (1, "deferred")
     assert (budget["exit_code"], budget["status"]) == (1, "block")
     failing = {row["id"] for row in oracle["evidence"]["failures"]}
@@ -311,6 +311,38 @@ def test_a_deferred_step_with_nothing_after_it_to_decide_fails_closed() -> None:
     assert verdict([deferred, step("flake-budget", "pass")]) == (0, "merge")
     assert verdict([deferred, step("flake-budget", "block")]) == (1, "block")
     assert verdict([step("oracle", "block"), step("flake-budget", "pass")]) == (1, "block")
+
+
+# A protected path that is no evidence a review replaces: the block stands on its own.
+JUDGE_EDIT = {"path": "scripts/judge.py", "rule": "/scripts/"}
+
+
+@pytest.mark.parametrize(
+    "failed_closed",
+    [
+        step("replay", "error"),  # a survivor of the patch's CLI
+        step("crossrun", "error"),  # a missing canary's run, a timeout
+        step("oracle", "deferred", deferred_to="later"),  # no later step decides it
+        {**step("write-set", "needs-review"), "evidence": {"protected": [JUDGE_EDIT]}},
+    ],
+    ids=["error-before", "error", "undecided-deferral", "needs-review"],
+)
+def test_a_proof_blocks_whatever_else_failed_closed(failed_closed: dict[str, Any]) -> None:
+    """A step that proves the patch wrong decides the verdict: an error elsewhere reads as
+    "rerun the gate" and would hide the proof (issue 49)."""
+    proof = step("flake-budget", "block")
+    assert verdict([failed_closed, proof]) == (1, "block")
+    assert verdict([proof, failed_closed]) == (1, "block")
+    assert verdict([failed_closed, step("flake-budget", "pass")])[1] != "merge"
+
+
+def test_an_error_still_comes_before_a_review_and_the_review_may_lift_a_block() -> None:
+    review = step("write-set", "needs-review")
+    review["evidence"] = {"protected": [{"path": "oracle/cases.yaml", "rule": "/oracle/"}]}
+    assert verdict([review, step("crossrun", "error")]) == (2, "error")
+    # The patch edits the cases a review lets the judge read: the block may rest on the
+    # base's copy, so the review decides first.
+    assert verdict([review, step("replay", "block")]) == (2, "needs-review")
 
 
 def vendored_wheel(tree: Path) -> Path:

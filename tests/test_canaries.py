@@ -243,13 +243,13 @@ CANARY_PASSED = re.compile(r"canary tests/\S+\.py::test_\w+ passed but must fail
 
 
 @pytest.mark.parametrize("name", sorted(BLANKET))
-def test_a_blanket_outcome_forger_fails_the_crossrun_closed_by_its_canary(
+def test_a_blanket_outcome_forger_is_blocked_by_its_canary(
     repo: Path, envs: Built, tmp_path: Path, name: str
 ) -> None:
     head = branch(repo, f"canaries/{name}", BLANKET[name])
     code, report = step(envs, head, tmp_path)
-    assert code == 2, report["summary"]
-    assert report["status"] == "error"
+    assert code == 1, report["summary"]
+    assert report["status"] == "block"
     assert report["summary"].startswith(TAMPERED), report["summary"]
     assert CANARY_PASSED.search(report["summary"]), report["summary"]
 
@@ -285,7 +285,7 @@ def test_a_unittest_forger_is_caught_by_the_unittest_canary(
 
     head = branch(repo, "canaries/unittest-run", change, base=base)
     code, report = step(envs, head, tmp_path, base=base)
-    assert code == 2, report["summary"]
+    assert code == 1, report["summary"]
     unittest_canary = r"canary tests/\S+\.py::\w+Test::test_\w+ passed but must fail$"
     assert re.search(unittest_canary, report["summary"]), report["summary"]
 
@@ -296,7 +296,7 @@ def test_a_forger_that_spares_the_canaries_is_caught_by_the_machinery_check(
     """It flips only the test it needs: every canary behaves, the wrapped function shows."""
     head = branch(repo, "canaries/targeted", forged(CALL_AND_REPORT, blanket=False))
     code, report = step(envs, head, tmp_path)
-    assert code == 2, report["summary"]
+    assert code == 1, report["summary"]
     machinery = "pytest's machinery changed during the run: _pytest.runner.call_and_report"
     assert report["summary"].startswith(TAMPERED + machinery), report["summary"]
 
@@ -306,7 +306,7 @@ def test_an_evidence_file_rewritten_at_exit_is_caught_by_its_digest(
 ) -> None:
     head = branch(repo, "canaries/at-exit", forged(AT_EXIT))
     code, report = step(envs, head, tmp_path)
-    assert code == 2, report["summary"]
+    assert code == 1, report["summary"]
     assert report["summary"] == TAMPERED + "the evidence file changed after the plugin wrote it"
 
 
@@ -328,7 +328,7 @@ def test_a_forger_that_passes_only_the_retry_fails_flake_budget_closed(
     argv += ["--quarantine", str(tmp_path / "quarantine.yaml")]
     argv += ["--ledger", str(tmp_path / "ledger.json")]
     budget = tmp_path / "flake-budget.json"
-    assert flake_budget.main([*argv, "--report", str(budget)]) == 2
+    assert flake_budget.main([*argv, "--report", str(budget)]) == 1
     summary = json.loads(budget.read_text("utf-8"))["summary"]
     retry = f"the patch build's retry of {CAP_TEST} was tampered with: canary tests/"
     assert summary.startswith(retry), summary
@@ -367,11 +367,12 @@ def test_canaries_beside_a_root_test_file_are_collected_without_being_named(
 def test_the_judge_does_not_merge_a_forged_crossrun(repo: Path) -> None:
     head = branch(repo, "canaries/judge", forged(CALL_AND_REPORT))
     verdict = judge(repo, "--base", "main", "--head", head)
-    assert verdict.returncode == 2, verdict.output
-    assert verdict.report["verdict"] == "error"
-    assert verdict.statuses["crossrun"] == "error"
+    # The patch's code forged the run: that is a proof against it, not a fault of the gate.
+    assert verdict.returncode == 1, verdict.output
+    assert verdict.report["verdict"] == "block"
+    assert verdict.statuses["crossrun"] == "block"
     assert verdict.step("crossrun")["summary"].startswith(TAMPERED)
-    assert f"crossrun: error: {TAMPERED}" in verdict.output
+    assert f"crossrun: block: {TAMPERED}" in verdict.output
 
 
 @pytest.mark.parametrize("unittest_style", [False, True], ids=["plain", "unittest"])

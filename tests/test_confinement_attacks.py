@@ -249,7 +249,9 @@ def test_a_case_daemon_in_its_own_session_is_named_killed_and_fails_its_step_clo
     assert unconfined.verdict.report["verdict"] != "merge"
     # Confined, neither wrote anything, and the case's step names one survivor and one more.
     assert_confined_and_not_merged(confined)
-    assert confined.verdict.report["verdict"] == "error"
+    # The attack also breaks the rules: that proof blocks, and the killed daemon's step
+    # still says it could not judge.
+    assert confined.verdict.report["verdict"] == "block"
     killed = confined.steps_saying("outlived its command")
     assert killed and killed[0]["status"] == "error", shown(confined.verdict)
     assert "shop._daemon" in killed[0]["summary"] and "and 1 more" in killed[0]["summary"]

@@ -488,6 +488,9 @@ def test_the_judge_blocks_a_parent_test_the_patch_breaks(repo: Path) -> None:
     assert verdict.returncode == 1, verdict.output
     assert verdict.statuses["crossrun"] == "deferred"
     assert verdict.statuses["flake-budget"] == "block"
+    # Named as what it is, a crossrun failure: flake control did not excuse it (issue 49).
+    said = verdict.step("flake-budget")["summary"]
+    assert said.startswith(f"crossrun failure: parent test {CAP_TEST} fails on the patch"), said
     remaining = verdict.step("flake-budget")["evidence"]["remaining"]
     assert remaining == [{"id": CAP_TEST, "step": "crossrun", "passed_on_retry": None}]
     summary = (repo / "reports/judge-summary.md").read_text("utf-8")

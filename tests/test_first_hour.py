@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import SCRIPTS
-from tools.bakery import OFFLINE, bake, branch, edit, git
+from tests.helpers import ADOPTER, PYPROJECT, SCRIPTS, TALLY, TALLY_TEST, committed
+from tools.bakery import OFFLINE, TEMPLATE, bake, branch, edit, git
 
 pytestmark = pytest.mark.e2e
 
@@ -234,3 +234,237 @@ def test_a_shallow_clone_names_the_fetch_that_brings_the_oracle_ref(
     git(clone, *fetch.split()[1:])
     fetched = nox(clone, "-s", "judge")
     assert "oracle ref" not in fetched.stdout + fetched.stderr
+
+
+def listed_sessions(repo: Path) -> list[str]:
+    """Every session `nox -l` lists (`* judge -> ...` selected, `- case -> ...` not)."""
+    listed = nox(repo, "-l")
+    assert listed.returncode == 0, said(listed)
+    return re.findall(r"^[*-] (\S+) -> ", listed.stdout, flags=re.MULTILINE)
+
+
+def test_every_session_answers_help_at_once_and_installs_nothing(tmp_path: Path) -> None:
+    repo = bake(tmp_path)
+    sessions = listed_sessions(repo)
+    assert {"judge", "tests", "strength", "wheelhouse", "oracle"} <= set(sessions), sessions
+    empty = tmp_path / "no-wheelhouse"
+    for session in sessions:
+        proc = nox(repo, "-s", session, "--", "--help", env={"ORACLE_WHEELHOUSE": str(empty)})
+        assert proc.returncode == 0, f"{session}: {said(proc)}"
+        assert re.search(r"^usage: ", proc.stdout, flags=re.MULTILINE), f"{session}: {said(proc)}"
+        assert "Traceback" not in said(proc), session
+    # No environment made (nox's folder), no wheelhouse filled, no report written.
+    assert not (repo / ".nox").exists()
+    assert not empty.exists()
+    assert not (repo / "reports").exists()
+    assert git(repo, "status", "--porcelain") == ""
+
+
+NOX_OWN = ("nox > Running session", "nox > Creating virtual environment")
+
+
+def test_a_judge_outside_git_says_so_first_and_downloads_nothing(tmp_path: Path) -> None:
+    repo = bake(tmp_path / "bake")
+    plain = tmp_path / "plain"  # the project's files without their repository
+    plain.mkdir()
+    archive = tmp_path / "project.tar"
+    git(repo, "archive", f"--output={archive}", "HEAD")
+    subprocess.run(["tar", "-xf", str(archive), "-C", str(plain)], check=True)
+    empty = tmp_path / "no-wheelhouse"
+    # No folder above the copy may count as its repository.
+    env = {"ORACLE_WHEELHOUSE": str(empty), "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    judged = nox(plain, "-s", "judge", env=env)
+    lines = [line for line in said(judged).splitlines() if not line.startswith(NOX_OWN)]
+    assert judged.returncode == 2, said(judged)
+    assert lines and lines[0].startswith("nox > judge: error (exit 2): "), said(judged)
+    assert f"{plain} is not in a git repository" in lines[0], said(judged)
+    assert "run it in a clone of the project" in lines[0]
+    assert not empty.exists()  # nothing downloaded before it said so
+    assert "install" not in said(judged)
+
+
+def test_the_tests_session_echoes_no_program_and_shows_failures(gated: Path) -> None:
+    ran = nox(gated, "-s", "tests")
+    assert ran.returncode == 0, said(ran)
+    assert "python -c" not in said(ran)
+    assert "tests: python -m pytest -q tests" in ran.stdout  # what it runs, in one line
+    config = gated / "oracle/judge.yaml"
+    config.write_text(config.read_text() + "base_brnch: main\n")
+    try:
+        broken = nox(gated, "-s", "tests")
+    finally:
+        git(gated, "checkout", "--", "oracle/judge.yaml")
+    assert broken.returncode != 0
+    assert "python -c" not in said(broken)
+    assert "base_brnch" in said(broken)  # the failure is shown, naming the field
+
+
+# --- issue 49: each message says what to do next --------------------------------------------
+
+
+def test_a_stale_fixture_lock_names_the_base_commit_and_the_rebase(tmp_path: Path) -> None:
+    """`nox -s lock` and a commit on the base, then the same branch judged again: its merge
+    base is the older commit, and the message says so, with the rebase that takes the fix."""
+    repo = bake(tmp_path)
+    (repo / "fixtures/note.txt").write_text("one\n")
+    git(repo, "add", "fixtures/note.txt")
+    git(repo, "commit", "-qm", "a fixture, not locked")
+    stale = git(repo, "rev-parse", "HEAD").strip()
+    branch(repo, "agent/x", lambda tree: (tree / "NOTES.md").write_text("x\n"))
+    lock = nox(repo, "-s", "lock")
+    assert lock.returncode == 0, lock.stdout + lock.stderr
+    git(repo, "commit", "-qam", "lock the fixture")
+    verdict = nox(repo, "-s", "judge", "--", "--head", "agent/x")
+    line = last_line(verdict, "judge: fixtures-lock: ")
+    assert f"the base commit {stale[:12]}: its fixtures do not match" in line, line
+    assert "`git rebase main`" in line and "merge base, not the branch's tip" in line, line
+
+
+def test_validation_names_every_bad_field_its_type_and_a_close_match(tmp_path: Path) -> None:
+    sys.path.insert(0, str(SCRIPTS))
+    from _gate.cases import load_cases
+    from _gate.config import load_config
+    from _gate.protocol import FailClosed
+
+    cases = tmp_path / "cases.yaml"
+    bad = [
+        {"id": "a", "argv": ["x"], "compare": ["exit_code"], "timeout": "ten"},
+        {"id": "b", "argv": "x", "compare": ["exit_code"], "stdn": ""},
+    ]
+    cases.write_text(yaml.safe_dump({"cases": bad}))
+    with pytest.raises(FailClosed) as caught:
+        load_cases(cases)
+    said = str(caught.value)
+    assert "case 'a': field 'timeout' must be a number of seconds above 0, not 'ten'" in said
+    assert "case 'b': unknown field 'stdn'; did you mean 'stdin'?" in said
+    config = tmp_path / "judge.yaml"
+    settings = "command: x\nbase_branch: main\noracle_ref: oracle/main\nprotected: []\n"
+    config.write_text(settings + "crosrun: block\ncrossrun_timeout: ten\ntests: tests\n")
+    with pytest.raises(FailClosed) as caught:
+        load_config(config)
+    said = str(caught.value)
+    assert "unknown field 'crosrun'; did you mean 'crossrun'?" in said
+    assert "field 'crossrun_timeout' must be a number, not 'ten'" in said
+    assert "field 'tests' must be a list of strings, not 'tests'" in said
+    assert "\n" not in said  # one line, as every fail-closed message
+
+
+def test_a_replay_change_whose_row_the_patch_carries_names_the_review_not_the_command(
+    tmp_path: Path,
+) -> None:
+    """The patch adds its own allowlist row: the hint to run `nox -s allow` would send the
+    user in a circle; the review that applies the row is what is left to do."""
+    repo = bake(tmp_path)
+
+    def change(tree: Path) -> None:
+        edit(tree / "src/shop/orders.py", '"cart has no items"', '"the cart is empty"')
+
+    head = branch(repo, "agent/message", change)
+    first = nox(repo, "-s", "judge", "--", "--head", head)
+    allow_hint = re.search(r"nox -s allow -- --id \S+ --field \S+", first.stdout + first.stderr)
+    assert allow_hint, first.stdout + first.stderr
+    git(repo, "checkout", "-q", head)
+    rows = nox(
+        repo,
+        "-s",
+        "allow",
+        "--",
+        *allow_hint.group(0).split()[4:],
+        "--reason",
+        "wording",
+        "--reviewer",
+        "@a",
+    )
+    assert rows.returncode == 0, rows.stdout + rows.stderr
+    git(repo, "commit", "-qam", "allow the new wording")
+    git(repo, "checkout", "-q", "main")
+    again = nox(repo, "-s", "judge", "--", "--head", head)
+    line = last_line(again, "judge: replay: ")
+    assert "the patch's oracle/allowlist.yaml carries its row" in line, line
+    assert "nox -s allow" not in line, line
+    summary = (repo / "reports/judge-summary.md").read_text("utf-8")
+    assert "The patch carries its allowlist row" in summary
+
+
+def readme_bake_block() -> list[str]:
+    """The commands of the README's first block under "Bake a repository", as written."""
+    text = (TEMPLATE / "README.md").read_text("utf-8").split("## Bake a repository", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", text, flags=re.DOTALL)
+    assert block, "the README lost its bake block"
+    return [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+
+
+def test_the_readmes_bake_block_ends_in_merge_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cookiecutter gh:org/oracle-template` with every default (the placeholder owner too),
+    then `cd shop && nox -s judge`: a user's first judgment merges, with the warning that
+    names the line to change; where CI judges, the placeholder is refused."""
+    monkeypatch.delenv("CI", raising=False)
+    install, bake_line, judge_line = readme_bake_block()
+    assert install.startswith("pip install") and judge_line == "cd shop && nox -s judge"
+    argv = bake_line.replace("gh:org/oracle-template", str(TEMPLATE)).split()
+    baked = subprocess.run(
+        [*argv, "--no-input"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert baked.returncode == 0, baked.stderr
+    # The bake names the next commands, and the placeholder to replace.
+    assert "  cd shop\n  nox -s judge" in baked.stderr, baked.stderr
+    assert "CODEOWNERS names @org/maintainers, a placeholder" in baked.stderr
+    shop = tmp_path / "shop"
+    first = nox(shop, "-s", "judge")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "judge: verdict merge" in first.stdout + first.stderr
+    warned = last_line(first, "judge: preconditions: pass: ")
+    assert "warning: CODEOWNERS: protected path" in warned, warned
+    in_ci = nox(shop, "-s", "judge", env={"CI": "true"})
+    assert in_ci.returncode == 2, in_ci.stdout + in_ci.stderr
+    refused = last_line(in_ci, "judge: preconditions: error: ")
+    assert "owned by @org/maintainers, the template's placeholder" in refused, refused
+
+
+def test_dev_py_adopt_exits_with_the_tools_own_code(tmp_path: Path) -> None:
+    """tools/adopt.py exits 2 where it cannot adopt; `python3 dev.py adopt` with it, not with
+    nox's 1 for any failure."""
+    nowhere = tmp_path / "not-a-repository"
+    proc = subprocess.run(
+        [sys.executable, str(TEMPLATE / "dev.py"), "adopt", str(nowhere)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = [line for line in said(proc).splitlines() if line.startswith("adopt: ")]
+    assert proc.returncode == 2, said(proc)
+    assert lines == [f"adopt: {nowhere}: not the top of a git repository"]
+
+
+def test_adopt_again_after_its_branch_merged_says_nothing_is_left_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Adopted, its branch merged and kept: adopt again says the branch is merged (fast-forward
+    or squashed) and what to run now, never to merge it; it changes nothing."""
+    from tools import adopt, adopted_history
+
+    for name, value in ADOPTER.items():
+        monkeypatch.setenv(name, value)
+    files = {"pyproject.toml": PYPROJECT, "tally.py": TALLY, "tests/test_tally.py": TALLY_TEST}
+    repo = committed(tmp_path / "tally", files)
+    wheelhouse = str(adopted_history.adopted_wheelhouse())
+    argv = [str(repo), "--wheelhouse", wheelhouse, "--owners", "@org/gate"]
+    assert adopt.main([*argv, "--no-check"]) == 0
+    capsys.readouterr()
+    git(repo, "checkout", "-q", "trunk")
+    git(repo, "merge", "-q", "--ff-only", adopt.BRANCH)  # the branch stays
+    git(repo, "checkout", "-q", "-b", "squashed", "trunk~1")
+    git(repo, "merge", "-q", "--squash", adopt.BRANCH)
+    git(repo, "commit", "-q", "-m", "Adopt the oracle gate, squashed")
+    for base in ("trunk", "squashed"):
+        git(repo, "checkout", "-q", base)
+        head = git(repo, "rev-parse", "HEAD")
+        assert adopt.main(argv) == 0
+        lines = capsys.readouterr().out.strip().splitlines()
+        assert len(lines) == 1, lines
+        assert lines[0].startswith(f"adopt: {adopt.BRANCH} is merged into {base} already: ")
+        assert "nothing to do" in lines[0] and "`nox -s judge -- --head BRANCH`" in lines[0]
+        assert "review and merge" not in lines[0]
+        assert git(repo, "rev-parse", "HEAD") == head and git(repo, "status", "--porcelain") == ""

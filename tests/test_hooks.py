@@ -22,9 +22,9 @@ GOOD: dict[str, Any] = {
     "oracle_ref": "oracle/main",
     "include_example": "yes",
     "ci": "github",
-    "variance_runs": "5",
-    "duration_cv_max": "0.35",
-    "flake_max_retry": "1",
+    "_variance_runs": "5",
+    "_duration_cv_max": "0.35",
+    "_flake_max_retry": "1",
     "judge_shards": "1",
 }
 
@@ -45,7 +45,7 @@ def test_defaults_of_cookiecutter_json_are_valid() -> None:
         ("base_branch", "a//b"),
         ("oracle_ref", ".hidden/x"),
         ("owners", ""),
-        ("variance_runs", "x"),
+        ("_variance_runs", "x"),
         ("judge_shards", "0"),
         ("judge_shards", "17"),
     ],

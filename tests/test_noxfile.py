@@ -1,5 +1,5 @@
 """Both noxfiles: every session documented (nox -l shows it), nox's version required, and
-every baked session a make target."""
+every baked session a make target; no baked session runs a program it would echo."""
 
 from __future__ import annotations
 
@@ -60,3 +60,14 @@ def test_every_baked_session_has_its_make_target() -> None:
     makefile = (BAKED / "Makefile").read_text("utf-8")
     phony = next(line for line in makefile.splitlines() if line.startswith(".PHONY:"))
     assert sorted(phony.split()[1:]) == sorted(s.name for s in sessions(BAKED_TREE))
+
+
+def test_no_baked_session_runs_a_program_given_as_text() -> None:
+    # nox echoes every command it runs: a `python -c PROGRAM` would print the program each run.
+    programs = [
+        ast.unparse(node)
+        for node in ast.walk(BAKED_TREE)
+        if isinstance(node, ast.Call)
+        and any(isinstance(arg, ast.Constant) and arg.value == "-c" for arg in node.args)
+    ]
+    assert programs == []

@@ -37,6 +37,7 @@ def base_tree(root: Path, cases: list[dict[str, object]], oracles: dict[str, str
     (root / "CODEOWNERS").write_text("/oracle/ @org/owners\n/fixtures/ @org/owners\n")
     (root / "oracle/cases.yaml").write_text(yaml.safe_dump({"cases": cases}))
     (root / "oracle/pytest.ini").write_text("[pytest]\n")
+    (root / "tests").mkdir()  # judge.yaml's default `tests:`
     for rel, text in oracles.items():
         (root / "oracle" / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / "oracle" / rel).write_text(text)
@@ -68,6 +69,7 @@ def test_no_cases_and_no_property_oracle_fails_closed(
         "cases": 0,
         "property_oracles": [],
         "strength": None,  # no score given: strength_min is off
+        "warnings": [],
     }
     err = capsys.readouterr().err.splitlines()
     assert err == [
@@ -178,8 +180,9 @@ def test_the_templates_table_names_every_step_the_judge_reports() -> None:
     ],
 )
 def test_a_protected_path_without_a_code_owner_fails_closed(
-    tmp_path: Path, where: str | None, codeowners: str, why: str
+    tmp_path: Path, where: str | None, codeowners: str, why: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CI", "true")  # where CI judges: the placeholder is nobody
     tree = base_tree(tmp_path / "base", [CASE], {})
     (tree / "CODEOWNERS").unlink()
     if where:
@@ -191,6 +194,23 @@ def test_a_protected_path_without_a_code_owner_fails_closed(
 
 
 @pytest.mark.parametrize(
+    "codeowners", ["* @org/maintainers\n", "* @a\n/oracle/ @org/maintainers\n"]
+)
+def test_the_placeholder_owner_is_a_warning_on_a_users_machine(
+    tmp_path: Path, codeowners: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's first block (bake with the defaults, judge) judges at once; the summary
+    names the line to change, and CI refuses it (above)."""
+    monkeypatch.delenv("CI", raising=False)
+    tree = base_tree(tmp_path / "base", [CASE], {})
+    (tree / "CODEOWNERS").write_text(codeowners)
+    code, report = check(tree, tmp_path)
+    assert code == 0, report["summary"]
+    assert "warning: CODEOWNERS: protected path" in report["summary"]
+    assert "owned by @org/maintainers, the template's placeholder" in report["summary"]
+
+
+@pytest.mark.parametrize(
     "codeowners",
     ["* @org/all\n", "/oracle/ @a\n/fixtures/ @b\n/x @c\n", "* @org/maintainers @alice\n"],
 )
@@ -199,3 +219,41 @@ def test_protected_paths_owned_by_any_rule_pass(tmp_path: Path, codeowners: str)
     (tree / "CODEOWNERS").write_text(codeowners)
     code, report = check(tree, tmp_path)
     assert code == 0, report["summary"]
+
+
+def test_a_tests_entry_missing_from_the_base_or_the_head_fails_closed(tmp_path: Path) -> None:
+    """A mistyped `tests:` (or a folder the base moved) would leave the crossrun and the
+    inventory nothing to run: the judgment stops before any step, naming entry, tree, fix."""
+    tree = base_tree(tmp_path / "base", [CASE], {})
+    config = tree / "oracle/judge.yaml"
+    config.write_text(config.read_text() + "tests: [test, tests]\n")
+    head = base_tree(tmp_path / "head", [CASE], {})
+    (head / "tests").rmdir()
+    report = tmp_path / "preconditions.json"
+    code = main(["--tree", str(tree), "--patch-tree", str(head), "--report", str(report)])
+    summary = json.loads(report.read_text("utf-8"))["summary"]
+    assert code == 2, summary
+    assert "field 'tests' entry 'test' is not in the base tree; name the base's tests" in summary
+    assert "entry 'tests' is not in the head tree; the patch removes or moves it" in summary
+    assert "entry 'test' is not in the head" in summary
+
+
+def test_a_project_whose_crossrun_is_off_needs_no_tests_folder(tmp_path: Path) -> None:
+    tree = base_tree(tmp_path / "base", [CASE], {})
+    (tree / "tests").rmdir()
+    config = tree / "oracle/judge.yaml"
+    config.write_text(config.read_text() + "crossrun: off\n")
+    code, report = check(tree, tmp_path)
+    assert code == 0, report["summary"]
+
+
+def test_a_case_whose_cwd_is_no_fixture_folder_fails_closed(tmp_path: Path) -> None:
+    tree = base_tree(tmp_path / "base", [{**CASE, "cwd": "empty-cart"}], {})
+    code, report = check(tree, tmp_path)
+    assert code == 2
+    assert (
+        "case 'no-args' field 'cwd': fixtures/empty-cart is not a folder on the base"
+        in (report["summary"])
+    )
+    (tree / "fixtures/empty-cart").mkdir(parents=True)
+    assert check(tree, tmp_path)[0] == 0

@@ -1,6 +1,7 @@
-"""The baked sessions beside the judge: record, lock, and the reviewed allowlist path.
+"""The baked sessions beside the judge: record, lock, oracle, and the reviewed allowlist path.
 
-record and lock run as nox sessions. The allowlist path runs step by step: on real branches of
+record, lock and oracle run as nox sessions (record also by its `main(argv)`, on a clone whose
+base branch is ahead of its origin's). The allowlist path runs step by step: on real branches of
 the bake and real builds of them, write_set.py, record_cassettes.py and
 replay_cassettes.py run as the judge runs them (`main(argv)`, with the arguments judge.py
 passes). One whole judge (scripts/judge.py, without nox) shows what only the judge decides:
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +25,17 @@ import replay_cassettes
 import write_set as write_set_step
 import yaml
 
-from tests.helpers import Built, builder, built_cli, case_flags, reported
+from tests.helpers import (
+    BROKEN_RETURN,
+    CAUGHT_BY,
+    HONEST_RETURN,
+    RULE,
+    Built,
+    builder,
+    built_cli,
+    case_flags,
+    reported,
+)
 from tools.bakery import branch, edit, git, judge_script
 
 Report = tuple[int, dict[str, Any]]  # a step's exit code and its JSON report
@@ -49,6 +61,66 @@ def test_record_writes_cassettes_with_provenance(shop: Path) -> None:
     assert empty["fields"]["exit_code"] == 1
     assert empty["fields"]["stdout.json"]["error"]["code"] == "CART_EMPTY"
     assert empty["unstable"] == {}
+
+
+def test_record_names_the_judges_base_when_the_local_base_is_ahead(
+    shop: Path, tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    origin, clone = tmp_path / "origin.git", tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--bare", str(shop), str(origin))
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    (clone / "NOTES.md").write_text("a local commit, not pushed\n")
+    git(clone, "add", "NOTES.md")
+    git(clone, "commit", "-qm", "ahead of origin")  # local main: one commit ahead
+    pushed, local = git(clone, "rev-parse", "origin/main"), git(clone, "rev-parse", "main")
+    assert pushed != local
+    # --help states the one rule.
+    shown = " ".join(record_cassettes.parser().format_help().split())
+    assert "the merge base of HEAD and origin/<base_branch>, or of HEAD and <base_branch>" in shown
+    argv = ["--repo", str(clone), "--wheelhouse", str(wheelhouse)]
+    code = record_cassettes.main([*argv, "--report", str(tmp_path / "record.json")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    said = [line for line in out.splitlines() if line.startswith("record: recording from")]
+    assert len(said) == 1, out
+    assert said[0].startswith(
+        f"record: recording from {pushed[:12]}, the merge base of HEAD and origin/main; "
+        "main is 1 commit ahead of origin/main"
+    ), said
+    assert "`--base main` records from main" in said[0]
+    assert (clone / f".oracle/cassettes/{pushed}/cassettes.json").is_file()
+    assert not (clone / f".oracle/cassettes/{local}").exists()
+
+
+def session(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["nox", *args], cwd=repo, capture_output=True, text=True, check=False)
+
+
+def refs(repo: Path) -> str:
+    return git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+@pytest.mark.e2e  # whole nox sessions, each on a build of the working tree
+def test_the_oracle_session_runs_the_properties_on_the_working_tree(repo: Path) -> None:
+    before = refs(repo)
+    passed = session(repo, "-s", "oracle")
+    output = passed.stdout + passed.stderr
+    assert passed.returncode == 0, output
+    assert re.search(r"^oracle: pass: \d+ property oracles and \d+ example oracles", output, re.M)
+    edit(repo / RULE, HONEST_RETURN, BROKEN_RETURN)  # broken in the working tree, uncommitted
+    broken = session(repo, "-s", "oracle", "--", "-k", "invert")  # pytest's -k passes through
+    output = broken.stdout + broken.stderr
+    assert broken.returncode == 1, output
+    last = [line for line in output.splitlines() if line.startswith("oracle: block:")]
+    assert last and f"oracle/test_properties.py::{CAUGHT_BY} failed" in last[0], output
+    assert "with the working tree's changes" in last[0]
+    assert re.search(r"oracle: block: \d+ of [1-9] oracles fail", last[0]), last[0]  # -k picked
+    # Nothing of the repository changed but the edit: no ref, no index entry, no worktree.
+    assert refs(repo) == before
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    assert git(repo, "diff", "--name-only") == RULE
+    assert git(repo, "ls-files", "--others", "--exclude-standard") == ""
+    assert len(git(repo, "worktree", "list").splitlines()) == 1
 
 
 def test_lock_rewrites_the_digests(shop: Path) -> None:

@@ -167,7 +167,10 @@ def test_a_stale_row_fails_closed_in_the_one_shard_that_owns_its_case(
     code, report = merged(tmp_path, *folders)
 
     assert statuses.count("error") == 1
-    assert (code, report["verdict"]) == (2, "error")
+    # The other shards prove fields changed: that blocks, and the stale row is still shown.
+    assert (code, report["verdict"]) == (1, "block")
+    replay = next(step for step in report["steps"] if step["name"] == "replay")
+    assert "1 error" in replay["summary"], replay["summary"]
     assert findings(tmp_path / "merged")["stale_allow_rows"] == [("c3", "stdout.json")]
 
 

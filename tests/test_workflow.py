@@ -7,7 +7,10 @@ properties the README's threat model relies on, on the rendered file GitHub woul
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,16 @@ CI_PINS = Path(".github/requirements-ci.txt")
 PINNED_USES = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$")
 PIN_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
+# The jobs after the judge that put its results where reviewers look, each with the one write
+# permission it needs: neither checks out or runs anything of the repository.
+REPORTERS = {
+    "code-scanning": {"actions": "read", "security-events": "write"},
+    "pr-comment": {"pull-requests": "write"},
+}
+# The judge job's artifact of the verdict's files, which is all the reporters read.
+SUMMARY_FILES = ["reports/judge-summary.md", "reports/judge-report.json", "reports/judge.sarif"]
+SAME_REPOSITORY = "github.event.pull_request.head.repo.full_name == github.repository"
+MARKER = "<!-- oracle-judge -->"
 
 
 @pytest.fixture(scope="module", params=[1, 3], ids=["one-judge", "three-shards"])
@@ -33,7 +46,7 @@ def baked(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReque
         tmp_path_factory.mktemp("workflow"),
         base_branch="release/2.x",
         oracle_ref="oracle/ledger",
-        variance_runs=2,
+        _variance_runs=2,
         judge_shards=request.param,
     )
 
@@ -51,6 +64,11 @@ def load(repo: Path) -> dict[Any, Any]:
 
 def steps(workflow: dict[Any, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(name, step) for name, job in workflow["jobs"].items() for step in job["steps"]]
+
+
+def action(step: dict[str, Any]) -> str:
+    """The action a step uses, without its pin ("" for a `run` step)."""
+    return str(step.get("uses", "")).partition("@")[0]
 
 
 def pins(text: str) -> dict[str, list[str]]:
@@ -94,7 +112,8 @@ def test_only_the_pushing_job_keeps_a_credential(baked: Path) -> None:
     for name, job in workflow["jobs"].items():
         pushes = any("git push" in step.get("run", "") for step in job["steps"])
         checkouts = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
-        assert checkouts, name
+        # Every job checks out, but the reporters, which must not (see below).
+        assert bool(checkouts) is (name not in REPORTERS), name
         for step in checkouts:
             assert step["with"]["persist-credentials"] is pushes, name
         if pushes:
@@ -146,12 +165,152 @@ def test_shards_run_as_a_matrix_and_the_judge_job_merges_them(baked: Path) -> No
 def test_permissions_are_least_privilege(baked: Path) -> None:
     workflow = load(baked)
     assert workflow["permissions"] == {}
+    # Only the reporters can write, each one thing; the judge, which runs the patch's code,
+    # and every other job read.
     for name, job in workflow["jobs"].items():
-        assert job["permissions"] == {"contents": "read"}, name
+        assert job["permissions"] == REPORTERS.get(name, {"contents": "read"}), name
     # A secret only where an environment guards it.
     for name, job in workflow["jobs"].items():
         if "secrets." in yaml.safe_dump(job):
             assert "environment" in job, name
+
+
+def test_the_judge_job_hands_on_the_verdict_files_whatever_it_ended_with(baked: Path) -> None:
+    judge = load(baked)["jobs"]["judge"]
+    handed = [s for s in judge["steps"] if s.get("with", {}).get("name") == "judge-summary"]
+    assert [action(s) for s in handed] == ["actions/upload-artifact"]
+    # A block or an error fails the job: the files go on all the same.
+    assert handed[0]["if"] == "always()"
+    assert handed[0]["with"]["path"].split() == SUMMARY_FILES
+
+
+@pytest.mark.parametrize(
+    ("name", "acts"),
+    [
+        ("code-scanning", "github/codeql-action/upload-sarif"),
+        ("pr-comment", "actions/github-script"),
+    ],
+)
+def test_the_reporters_run_nothing_of_the_repository(baked: Path, name: str, acts: str) -> None:
+    """They hold a write token, so nothing the patch wrote runs in them: no checkout, no
+    `run`, no local action; the judge's artifact is only read."""
+    workflow = load(baked)
+    job = workflow["jobs"][name]
+    # After the judge whatever it ended with, on pull requests only, and never a fork's: GitHub
+    # gives those a read-only token, and pull_request_target would hand the patch a write one.
+    assert job["needs"] == "judge"
+    assert job["if"] == f"always() && github.event_name == 'pull_request' && {SAME_REPOSITORY}"
+    assert "pull_request_target" not in workflow[True]
+    assert [action(s) for s in job["steps"]] == ["actions/download-artifact", acts]
+    assert [s for s in job["steps"] if "run" in s] == []
+    assert job["steps"][0]["with"] == {"name": "judge-summary", "path": "reports/"}
+
+
+def test_the_findings_go_to_code_scanning_once_a_run(baked: Path) -> None:
+    workflow = load(baked)
+    sent = [
+        (name, step)
+        for name, step in steps(workflow)
+        if action(step) == "github/codeql-action/upload-sarif"
+    ]
+    # Only the judgment the `judge` job ended with (the merged one when sharded) is sent, by
+    # one job outside the matrix: no shard replaces another's analysis in the category.
+    assert [name for name, _ in sent] == ["code-scanning"]
+    assert "strategy" not in workflow["jobs"]["code-scanning"]
+    step = sent[0][1]
+    assert re.fullmatch(r"[0-9a-f]{40}", step["uses"].partition("@")[2])
+    # The job runs whatever the judge ended with (above); the file goes whenever it exists.
+    assert step["if"] == "hashFiles('reports/judge.sarif') != ''"
+    assert step["with"] == {
+        "sarif_file": "reports/judge.sarif",
+        "category": "oracle-judge",
+        # The findings are on the head's lines: the judge's subject, not the merge commit.
+        "ref": "refs/pull/${{ github.event.pull_request.number }}/head",
+        "sha": "${{ github.event.pull_request.head.sha }}",
+    }
+
+
+def comment_script(workflow: dict[Any, Any]) -> dict[str, Any]:
+    post = workflow["jobs"]["pr-comment"]["steps"][1]
+    assert isinstance(post, dict)
+    return post
+
+
+def test_the_comment_reads_the_summary_as_data(baked: Path) -> None:
+    post = comment_script(load(baked))
+    script = post["with"]["script"]
+    # Even with no artifact it posts, to say so.
+    assert post["if"] == "always()"
+    # The summary is text the patch's output shaped: the script reads it from the file, and no
+    # expression is expanded into the script. The one value from the workflow, the judge's
+    # result, comes through the environment. The token is the job's own.
+    assert "${{" not in script
+    assert post["env"] == {"RESULT": "${{ needs.judge.result }}"}
+    assert set(post["with"]) == {"script"}
+    assert "readFileSync('reports/judge-summary.md'" in script
+    assert MARKER in script and "updateComment" in script and "createComment" in script
+
+
+# Runs the comment's script as actions/github-script does (an async function given `require`,
+# `github` and `context`), with a recording `github`; prints the calls after the listing.
+GITHUB_SCRIPT = r"""
+const fs = require('fs');
+const [script, comments] = [fs.readFileSync(process.argv[1], 'utf8'), JSON.parse(process.argv[2])];
+const calls = [];
+const record = (kind) => async (args) => { calls.push([kind, args]); };
+const github = {
+  paginate: async () => comments,
+  rest: {
+    issues: {listComments: null, updateComment: record('update'), createComment: record('create')},
+  },
+};
+const context = {
+  repo: {owner: 'o', repo: 'r'}, serverUrl: 'https://github.com', runId: 7,
+  payload: {pull_request: {number: 5}},
+};
+const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
+new AsyncFunction('require', 'github', 'context', script)(require, github, context)
+  .then(() => console.log(JSON.stringify(calls)));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node, as GitHub's runners have")
+def test_the_comment_is_one_comment_updated_in_place(baked: Path, tmp_path: Path) -> None:
+    script = tmp_path / "script.js"
+    script.write_text(comment_script(load(baked))["with"]["script"], "utf-8")
+
+    def post(comments: list[dict[str, Any]]) -> list[Any]:
+        proc = subprocess.run(
+            ["node", "-e", GITHUB_SCRIPT, str(script), json.dumps(comments)],
+            cwd=tmp_path,
+            env={"PATH": str(Path(str(shutil.which("node"))).parent), "RESULT": "failure"},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        calls = json.loads(proc.stdout)
+        assert isinstance(calls, list)
+        return calls
+
+    (tmp_path / "reports").mkdir()
+    summary = "## Oracle judge: **block** (exit 1)\n\n| Step | Status |\n`${{ github.token }}`\n"
+    (tmp_path / "reports" / "judge-summary.md").write_text(summary, "utf-8")
+    [(kind, args)] = post([])
+    assert (kind, args["issue_number"]) == ("create", 5)
+    # The marker first, the check's own result, then the summary as it was written.
+    assert args["body"].startswith(f"{MARKER}\n") and "**failure**" in args["body"]
+    assert args["body"].endswith(summary)
+    # Its own comment is updated; one that anyone else wrote with the marker is left alone.
+    theirs = {"id": 1, "user": {"login": "someone"}, "body": f"{MARKER} judge: merge"}
+    ours = {"id": 2, "user": {"login": "github-actions[bot]"}, "body": f"{MARKER}\nold"}
+    [(kind, args)] = post([theirs, ours])
+    assert (kind, args["comment_id"]) == ("update", 2) and args["body"].endswith(summary)
+    [(kind, args)] = post([theirs])
+    assert kind == "create"
+    # A judgment that stopped before its reports still gets its comment, saying so.
+    (tmp_path / "reports" / "judge-summary.md").unlink()
+    [(kind, args)] = post([ours])
+    assert kind == "update" and "left no summary" in args["body"]
 
 
 def test_concurrency_is_set_without_cancel_in_progress(baked: Path) -> None:

@@ -13,36 +13,47 @@ scripts/requirements-judge.txt with hashes (the judge's tools, the backend and t
 dependencies; `uv pip compile --universal --generate-hashes`) and fills the wheelhouse, the
 only two steps that use the package index. Builds the project from that wheelhouse as the judge
 does and asks pytest what it collects (with root files such as `test.py` named explicitly,
-since pytest's default `python_files` skips them): the folders and root files it collects from
-are judge.yaml's `tests:`. Bakes the template without its example using these answers and adds
-the gate's files that are missing; a file that exists is never overwritten (CODEOWNERS and
-.gitignore get only their missing lines; an existing noxfile.py is kept and the gate's sessions
-go to noxfile_oracle.py). Writes fixtures.lock, creates the oracle ref and commits everything on
-`--branch`. Rerunning finds nothing to add and changes nothing.
+since pytest's default `python_files` skips them): judge.yaml's `tests:` are pytest's own
+`testpaths` and the folders and root files of the node ids it prints, never another line of its
+output. Bakes the template without its example using these answers and adds the gate's files
+that are missing, with a manual (oracle/README.md) written for this project's layout, paths and
+commands; a file that exists is never overwritten (CODEOWNERS and .gitignore get only their
+missing lines; an existing noxfile.py is kept and the gate's sessions go to noxfile_oracle.py).
+Writes fixtures.lock, creates the oracle ref and commits everything on `--branch`. Then checks
+its work: a `--help` case, and a no-op patch and a patch that touches a test file judged on the
+branch, in a clone; both must merge. Rerunning finds nothing to add and changes nothing, and
+says so (the branch merged: nothing left to do).
 
 Exit codes: 0 adopted, or nothing left to add; 2 cannot adopt (one line says why: not a clean
-git repository, no console script, a build or a collection that fails).
+git repository, no console script, a build or a collection that fails, a check that does not
+merge).
 """
 
 from __future__ import annotations
 
 import argparse
+import configparser
 import dataclasses
+import fnmatch
+import glob
 import importlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.parser import Parser
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Any
 
+import jinja2
 from cookiecutter.exceptions import CookiecutterException
 
 from tools.bakery import OFFLINE, TEMPLATE, bake, judge_script, load_hook
@@ -51,8 +62,8 @@ SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 from _gate import test_deps  # noqa: E402
 from _gate.envs import build_env, error_line  # noqa: E402
+from _gate.patterns import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
 from _gate.protocol import FailClosed  # noqa: E402
-from preconditions import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
 
 BRANCH = "oracle-gate"
 GATE_NOXFILE = "noxfile_oracle.py"
@@ -65,6 +76,21 @@ MANUAL = "oracle"
 CACHES = {"__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis"}
 MERGED = ("CODEOWNERS", ".gitignore")  # missing lines appended, never rewritten
 ROOT_TESTS = ("test*.py", "*_test.py", "tests.py")
+# Where pytest reads its configuration at the root, in its order: (file, section); pytest.ini
+# is the configuration even without a section, the others only with theirs.
+PYTEST_CONFIGS = (
+    ("pytest.ini", "pytest"),
+    (".pytest.ini", "pytest"),
+    ("pyproject.toml", "tool.pytest"),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+TEST_FOLDER = re.compile(r"(tests?|testing)([_-].*)?|.*[_-]tests?")  # tests, test_unit, ...
+README = Path(__file__).with_name("adopted_readme.md.jinja")  # the adopted oracle/README.md
+FIRST_CHANGE = "try-the-gate-on-a-first-change"  # its heading the bake's six steps become
+# The patches adopt's check judges: a no-op one, and one appending this line to a test file.
+NO_OP = "a no-op patch"
+TOUCH = b"# A patch that touches a test file: oracle-template adopt's check of the gate.\n"
 
 
 class AdoptError(Exception):
@@ -80,6 +106,16 @@ class Project:
     backend: tuple[str, ...]
     test_extra: str = ""  # judge.yaml test_extra: an extra, a dependency group or a file
     test_dependencies: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()  # the wheel's top-level folders: the project's code
+    targets: tuple[tuple[str, str], ...] = ()  # console scripts: (name, "module:function")
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What pytest collects on a build made as the judge makes it."""
+
+    files: tuple[str, ...]  # the files of the node ids it printed, relative to the root
+    missing: bool  # a module failed to import for a module that is not installed
 
 
 def run(cmd: Sequence[str], cwd: Path, what: str, env: dict[str, str] | None = None) -> str:
@@ -134,7 +170,8 @@ def read_project(repo: Path, tmp: Path) -> Project:
             if (f"{info}/entry_points.txt" in names)
             else ""
         )
-    packages = sorted({n.split("/")[0] for n in names if "/" in n and ".dist-info" not in n})
+    tops = {n.split("/")[0] for n in names if "/" in n}
+    packages = sorted(top for top in tops if not top.endswith((".dist-info", ".data")))
     return Project(
         name=metadata["Name"],
         package=(packages or [metadata["Name"].replace("-", "_")])[0],
@@ -143,26 +180,39 @@ def read_project(repo: Path, tmp: Path) -> Project:
             r for r in metadata.get_all("Requires-Dist") or [] if "extra ==" not in r
         ),
         backend=build_requires(repo),
+        packages=tuple(packages),
+        targets=console_targets(entry_points),
     )
 
 
 def console_scripts(entry_points: str) -> tuple[str, ...]:
+    return tuple(name for name, _ in console_targets(entry_points))
+
+
+def console_targets(entry_points: str) -> tuple[tuple[str, str], ...]:
+    """entry_points.txt's console scripts: (name, "module:function")."""
     section, found = "", []
     for line in entry_points.splitlines():
         if line.startswith("["):
             section = line.strip("[] ")
         elif section == "console_scripts" and "=" in line:
-            found.append(line.split("=", 1)[0].strip())
+            name, target = line.split("=", 1)
+            found.append((name.strip(), target.strip()))
     return tuple(found)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    # tomllib is 3.11+; the adopt session installs tomli on 3.10.
+    toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    data: dict[str, Any] = toml.loads(path.read_text("utf-8"))
+    return data
 
 
 def build_requires(repo: Path) -> tuple[str, ...]:
     pyproject = repo / "pyproject.toml"
     if not pyproject.exists():
         return LEGACY_BACKEND
-    # tomllib is 3.11+; the adopt session installs tomli on 3.10.
-    toml = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
-    data = toml.loads(pyproject.read_text("utf-8"))
+    data = read_toml(pyproject)
     return tuple(data.get("build-system", {}).get("requires", LEGACY_BACKEND))
 
 
@@ -208,45 +258,148 @@ def fill_wheelhouse(bake_dir: Path, wheelhouse: Path, tmp: Path) -> None:
     run([*cmd, "--report", str(tmp / "wheelhouse.json")], bake_dir, "filling the wheelhouse")
 
 
-def collected_tests(
-    repo: Path, bake_dir: Path, wheelhouse: Path, tmp: Path
-) -> tuple[list[str], bool]:
-    """Folders and root files pytest collects tests from, on a build made as the judge makes
-    it: the layout as pytest sees it, not as a naming convention guesses it; and whether a
-    module failed to import for a module that is not installed."""
-    python = build_env(repo, tmp, wheelhouse, bake_dir / "scripts/requirements-judge.txt")
+def collected_tests(repo: Path, bake_dir: Path, wheelhouse: Path, tmp: Path) -> Collected:
+    """What pytest collects on a build made as the judge makes it: the layout as pytest sees
+    it, not as a naming convention guesses it."""
+    return collect(
+        build_env(repo, tmp, wheelhouse, bake_dir / "scripts/requirements-judge.txt"), repo
+    )
+
+
+def collect(python: Path, repo: Path) -> Collected:
+    """`pytest --collect-only -q` in `repo` with `python`, as it is configured, then with the
+    root files its default `python_files` skips named explicitly (`test.py`)."""
     roots = sorted({p.name for pattern in ROOT_TESTS for p in repo.glob(pattern) if p.is_file()})
     found: set[str] = set()
     missing = False
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTEST_ADDOPTS", None)  # the project's configuration, not this shell's
     for targets in ([], roots) if roots else ([],):
         cmd = [str(python), "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         proc = subprocess.run(
             [*cmd, *targets], cwd=repo, env=env, capture_output=True, text=True, check=False
         )
-        found.update(line.split("::")[0] for line in proc.stdout.splitlines() if "::" in line)
+        found.update(node_files(repo, proc.stdout))
         missing = missing or "No module named" in proc.stdout + proc.stderr
-    return sorted({path.split("/")[0] for path in found}), missing
+    return Collected(tuple(sorted(found)), missing)
+
+
+def node_files(repo: Path, output: str) -> set[str]:
+    """The files of the node ids in pytest's `--collect-only -q` output: a line of its own,
+    `path::name` with no leading whitespace, whose path is a file of the project. Never another
+    line holding `::`, such as a warning's text in the warnings summary."""
+    found = set()
+    for line in output.splitlines():
+        path, sep, _ = line.partition("::")
+        if not sep or not path or path != path.strip():
+            continue
+        rel = PurePosixPath(path)
+        if rel.is_absolute() or ".." in rel.parts or not (repo / rel).is_file():
+            continue
+        found.add(rel.as_posix())
+    return found
+
+
+def configured_testpaths(repo: Path) -> list[str]:
+    """pytest's own `testpaths`, from the file it reads its configuration from at the root
+    (PYTEST_CONFIGS: the first that holds its section), each glob expanded as pytest expands
+    it and kept where it names a file or folder of the project."""
+    for name, section in PYTEST_CONFIGS:
+        path = repo / name
+        if not path.is_file():
+            continue
+        if name == "pyproject.toml":
+            try:
+                table = read_toml(path).get("tool", {}).get("pytest")
+            except ValueError:  # tomllib's error is one: pytest would stop on it too
+                continue
+            if not isinstance(table, dict):
+                continue
+            # [tool.pytest.ini_options], else pytest 9's own [tool.pytest] table.
+            options = table["ini_options"] if isinstance(table.get("ini_options"), dict) else table
+            value = options.get("testpaths", [])
+            paths = shlex.split(value) if isinstance(value, str) else [str(v) for v in value]
+        else:
+            ini = configparser.ConfigParser(interpolation=None)
+            try:
+                ini.read_string(path.read_text("utf-8", "replace"), str(path))
+            except configparser.Error:
+                continue
+            if not ini.has_section(section):
+                if name.endswith("pytest.ini"):
+                    return []
+                continue
+            paths = shlex.split(ini.get(section, "testpaths", fallback=""))
+        return [found for pattern in paths for found in inside(repo, pattern)]
+    return []
+
+
+def inside(repo: Path, pattern: str) -> list[str]:
+    """The files and folders of the project a `testpaths` entry names (a glob, as pytest
+    reads it), relative to the root."""
+    found = []
+    for match in sorted(glob.glob(pattern, root_dir=repo, recursive=True)):
+        rel = PurePosixPath(Path(match).as_posix())
+        if rel.parts and not rel.is_absolute() and ".." not in rel.parts:
+            found.append(rel.as_posix())
+    return found
+
+
+def tests_entries(source: Path, files: Iterable[str], packages: Iterable[str]) -> list[str]:
+    """judge.yaml's `tests:` for the files pytest collected in `source`, whose code is `src`
+    and the wheel's `packages` (test_layout)."""
+    return test_layout(files, configured_testpaths(source), {"src", *packages})
+
+
+def test_layout(files: Iterable[str], testpaths: Sequence[str], code: Collection[str]) -> list[str]:
+    """judge.yaml's `tests:` from the files pytest collected: for each, the `testpaths` entry
+    it is under (one that holds the code itself, `src` or a package, aside); else its folder
+    at the root, or, in a folder of the code, the test folder it is in (`src/pkg/tests`) or the
+    file itself where it is named as a test; a root file named as a test. A module of the code
+    that pytest collects doctests from is not a test path: the write-set would give every change
+    of it the tests' treatment."""
+    kept = [path for path in testpaths if not holds_code(path, code)]
+    entries = set()
+    for file in files:
+        under = [path for path in kept if file == path or file.startswith(path + "/")]
+        parts = PurePosixPath(file).parts
+        folders = [i for i, part in enumerate(parts[:-1]) if TEST_FOLDER.fullmatch(part)]
+        if under:
+            entries.add(min(under, key=len))
+        elif len(parts) > 1 and parts[0] not in code:
+            entries.add(parts[0])
+        elif folders:
+            entries.add("/".join(parts[: folders[0] + 1]))
+        elif any(fnmatch.fnmatch(parts[-1], pattern) for pattern in ROOT_TESTS):
+            entries.add(file)
+    return sorted(entries)
+
+
+def holds_code(path: str, code: Collection[str]) -> bool:
+    """Whether a folder is of the project's code and not a test folder inside it."""
+    parts = PurePosixPath(path).parts
+    tests = any(TEST_FOLDER.fullmatch(part) for part in parts)
+    return not parts or (parts[0] in code and not tests and "." not in parts[-1])
 
 
 def with_test_dependencies(
     project: Project, source: Path, bake_dir: Path, wheelhouse: Path, tmp: Path
-) -> tuple[Project, list[str]]:
+) -> tuple[Project, Collected]:
     """The project with the test dependencies the judge will pin and install (compiled into
-    the bake's requirements-judge.txt, the wheelhouse filled), and the folders pytest collects
-    its tests from. A catch-all `dev` list (as often lint and docs tools as the tests') is
-    kept only where the tests do not collect without it."""
+    the bake's requirements-judge.txt, the wheelhouse filled), and what pytest collects. A
+    catch-all `dev` list (as often lint and docs tools as the tests') is kept only where the
+    tests do not collect without it."""
     if project.test_extra in test_deps.CATCH_ALL:
         bare = dataclasses.replace(project, test_extra="", test_dependencies=())
-        layout, missing = pinned(bare, source, bake_dir, wheelhouse, tmp / "env-bare")
-        if not missing:
-            return bare, layout
-    return project, pinned(project, source, bake_dir, wheelhouse, tmp / "env")[0]
+        collected = pinned(bare, source, bake_dir, wheelhouse, tmp / "env-bare")
+        if not collected.missing:
+            return bare, collected
+    return project, pinned(project, source, bake_dir, wheelhouse, tmp / "env")
 
 
 def pinned(
     project: Project, source: Path, bake_dir: Path, wheelhouse: Path, env: Path
-) -> tuple[list[str], bool]:
+) -> Collected:
     """Compile and fetch what the judge installs for `project`, then collect its tests."""
     compile_requirements(project, bake_dir / "scripts/requirements-judge.txt", env.parent)
     fill_wheelhouse(bake_dir, wheelhouse, env.parent)
@@ -398,9 +551,9 @@ def gate_owners(repo: Path, given: str | None) -> str:
 def adopt(args: argparse.Namespace) -> str:
     repo = args.path.resolve()
     base_branch = clean_branch(repo)
-    owners = gate_owners(repo, args.owners)
     if git(repo, "branch", "--list", args.branch):
-        return f"branch {args.branch} exists already: review and merge it (nothing changed)"
+        return adopted_before(repo, base_branch, args.branch)
+    owners = gate_owners(repo, args.owners)
     with tempfile.TemporaryDirectory(prefix="oracle-adopt-") as name:
         tmp = Path(name)
         # The project as committed, in a copy: builds and collection write nothing into it.
@@ -419,44 +572,275 @@ def adopt(args: argparse.Namespace) -> str:
             "include_example": "no",
             "ci": args.ci or ("github" if (repo / ".github").exists() else "none"),
         }
-        bake_dir = bake(tmp / "bake", **answers)
+        # A fresh bake's next steps (`cd` into it, a first case) are not an adoption's.
+        bake_dir = bake(tmp / "bake", **answers, _next_steps="no")
         gate_noxfile = noxfile_name(repo, bake_dir)
-        project, layout = with_test_dependencies(project, source, bake_dir, args.wheelhouse, tmp)
-        tests = args.tests or layout
+        project, collected = with_test_dependencies(project, source, bake_dir, args.wheelhouse, tmp)
+        tests = args.tests or tests_entries(source, collected.files, project.packages)
         if not tests:
             raise AdoptError(f"{repo}: pytest collects no tests; pass --tests with their folders")
-        render(bake_dir, tests, gate_noxfile, strength_paths(source, project.package))
+        touched = test_to_touch(collected.files, tests)
+        mutated = strength_paths(source, project.package)
+        render(bake_dir, tests, gate_noxfile, mutated)
         if project.test_extra:
             judge_yaml = bake_dir / "oracle/judge.yaml"
             value = json.dumps(project.test_extra)
             replace_once(judge_yaml, 'test_extra: ""', f"test_extra: {value}")
+        facts = Facts(project, source, answers, args.branch, gate_noxfile, tests, mutated)
+        write_manual(bake_dir, facts.manual(owners_file(repo, Path("CODEOWNERS")), args.check))
         changed = add_files(bake_dir, repo)
         if not changed:
-            return "the gate's files are all there: nothing to add (nothing changed)"
+            return (
+                "the gate's files are all there: nothing to add (nothing changed); judge a "
+                f"patch with `{sessions(gate_noxfile)} -s judge -- --head BRANCH`"
+            )
         if not (repo / "fixtures.lock").exists():
             lock = [sys.executable, "scripts/fixtures_lock.py", "--write"]
             run([*lock, "--report", str(tmp / "lock.json")], repo, "writing fixtures.lock")
             changed.append("fixtures.lock")
     commit(repo, args.branch, changed)
     load_hook("post_gen_project").make_oracle_ref(repo, args.oracle_ref)
-    sessions = "nox" if gate_noxfile == "noxfile.py" else f"nox -f {gate_noxfile}"
+    nox = sessions(gate_noxfile)
     case = first_case(repo, args.wheelhouse) if args.check else ""
-    failed = checked(repo, args.branch, args.wheelhouse) if args.check else []
+    patches = check_patches(touched) if args.check else []
+    failed = checked(repo, args.branch, args.wheelhouse, patches)
     done = (
         f"adopted: {len(changed)} files on branch {args.branch} (command "
         f"{answers['cli_command']!r}, tests {tests}, oracle ref {args.oracle_ref}{case})"
     )
     if failed:
-        raise AdoptError(
-            f"{done}, but a no-op patch does not merge there yet; change this on the branch, "
-            f"then rerun `{sessions} -s judge`: " + "; ".join(failed)
+        patch, lines = failed
+        again = (
+            f"then judge a branch that touches {touched} with `{nox} -s judge -- --head BRANCH`"
+            if patch != NO_OP
+            else f"then rerun `{nox} -s judge`"
         )
-    verified = "; a no-op patch merges on it" if args.check else ""
+        raise AdoptError(
+            f"{done}, but {patch} does not merge there yet; change this on the branch, {again}: "
+            + "; ".join(lines)
+        )
+    verified = ""
+    if args.check:
+        verified = "; a no-op patch merges on it" + (
+            f", and so does a patch that touches {touched}"
+            if touched
+            else f" (no collected test file under {tests} for a patch that touches one)"
+        )
     return (
         f"{done}{verified}; left to do: review and merge {args.branch} into {base_branch}, "
         f"push it and {args.oracle_ref}, protect {args.oracle_ref} and require code owner "
-        f"review (see oracle/README.md); more cases: `{sessions} -s case -- -- ARG ...`"
+        f"review (see oracle/README.md); more cases: `{nox} -s case -- -- ARG ...`"
     )
+
+
+def sessions(gate_noxfile: str) -> str:
+    """How the gate's sessions are started: `nox`, or `nox -f noxfile_oracle.py` beside the
+    project's own noxfile."""
+    return "nox" if gate_noxfile == "noxfile.py" else f"nox -f {gate_noxfile}"
+
+
+def adopted_before(repo: Path, current: str, branch: str) -> str:
+    """What a rerun says where adopt's branch exists already: on it, merge it; merged into the
+    branch checked out (or its files there, a squash merge), nothing is left to do."""
+    nox = sessions(GATE_NOXFILE if (repo / GATE_NOXFILE).is_file() else "noxfile.py")
+    if current == branch:
+        return (
+            f"on {branch}, adopt's branch, already: review and merge it into the branch patches "
+            "merge into, then judge patches from there (nothing changed)"
+        )
+    ancestor = ["git", "merge-base", "--is-ancestor", branch, "HEAD"]
+    merged = subprocess.run(ancestor, cwd=repo, capture_output=True, check=False).returncode == 0
+    if merged or (repo / "oracle/judge.yaml").is_file():
+        return (
+            f"{branch} is merged into {current} already: nothing to do (nothing changed); "
+            f"judge a patch with `{nox} -s judge -- --head BRANCH`, add cases with "
+            f"`{nox} -s case -- -- ARG ...`; `git branch -d {branch}` deletes the branch"
+        )
+    return f"branch {branch} exists already: review and merge it into {current} (nothing changed)"
+
+
+def test_to_touch(files: Sequence[str], tests: Sequence[str]) -> str | None:
+    """The collected test file the check's second patch touches: the first Python file of
+    those pytest collected that is under `tests`."""
+    inside_tests = [
+        file
+        for file in files
+        if file.endswith(".py") and any(file == t or file.startswith(f"{t}/") for t in tests)
+    ]
+    return inside_tests[0] if inside_tests else None
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What adopt read of the project and chose for it: what the adopted manual says."""
+
+    project: Project
+    source: Path
+    answers: Mapping[str, str]
+    branch: str
+    gate_noxfile: str
+    tests: Sequence[str]
+    mutated: Sequence[str]
+
+    def code(self) -> tuple[str, str]:
+        """Where the package is, in a sentence and as a path."""
+        pkg, source = self.project.package, self.source
+        if (source / "src" / pkg).is_dir():
+            return f"the package `{pkg}` in `src/{pkg}/` (a src layout)", f"`src/{pkg}/`"
+        if (source / pkg).is_dir():
+            return f"the package `{pkg}` in `{pkg}/` at the root (a flat layout)", f"`{pkg}/`"
+        if (source / f"{pkg}.py").is_file():
+            return f"the module `{pkg}.py` at the root (a flat layout)", f"`{pkg}.py`"
+        return f"the package `{pkg}`, from where the project's build takes it", f"`{pkg}`"
+
+    def command(self) -> str:
+        command = self.answers["cli_command"]
+        target = dict(self.project.targets).get(command)
+        if target is None:
+            return f"`{command}`, given to adopt with `--command`: every case runs it."
+        path = module_file(self.source, target.split(":")[0].strip())
+        where = f", in `{path}`" if path else ""
+        return f"`{command}`, the console script `{command} = {target}`{where}: every case runs it."
+
+    def manual(self, codeowners: Path, checked: bool) -> dict[str, str]:
+        """The adopted README's values (tools/adopted_readme.md.jinja)."""
+        project, answers, nox = self.project, self.answers, sessions(self.gate_noxfile)
+        code_text, code_short = self.code()
+        listed = ", ".join(f"`{path}`" for path in self.tests)
+        extra = project.test_extra
+        backend = ", ".join(f"`{row}`" for row in project.backend)
+        if nox == "nox":
+            sessions_text = "`noxfile.py`, the gate's: `nox -s NAME` starts a session."
+        else:
+            sessions_text = (
+                f"`{self.gate_noxfile}`, beside the project's own `noxfile.py`: here every "
+                f"session is `{nox} -s NAME`, where the pages under `oracle/docs/` write "
+                "`nox -s NAME`."
+            )
+        base = answers["base_branch"]
+        if answers["ci"] == "github":
+            ci = (
+                f"`.github/workflows/oracle.yml` judges each pull request from a checkout of "
+                f"`{base}`; [the hosting settings](docs/protect-the-oracle-ref.md) keep a patch "
+                "from editing that workflow away."
+            )
+        else:
+            ci = (
+                "no workflow (adopt adds one with `--ci github`): in CI, judge from a checkout "
+                f"of `{base}` too, never from the patch's own CI configuration."
+            )
+        if checked:
+            cases = (
+                f"Adopt's check added the first case, `{answers['cli_command']} --help`, where "
+                "it exits 0 (`oracle/cases.yaml`)."
+            )
+        else:
+            cases = (
+                "The base has no case yet, and the judge fails closed until it has one: "
+                f"`{nox} -s case -- --id help -- --help` adds `{answers['cli_command']} --help`."
+            )
+        return {
+            "name": answers["project_name"],
+            "nox": nox,
+            "noxfile": self.gate_noxfile,
+            "branch": self.branch,
+            "base_branch": base,
+            "oracle_ref": answers["oracle_ref"],
+            "command": answers["cli_command"],
+            "command_text": self.command(),
+            "code_text": code_text,
+            "code_short": code_short,
+            "strength_text": ", ".join(f"`{path}`" for path in self.mutated),
+            "tests_text": listed,
+            "tests_short": listed,
+            "extra_text": (
+                f"`{extra}` ({len(project.test_dependencies)} requirements), pinned with hashes "
+                "in `scripts/requirements-judge.txt` with the rest."
+                if extra
+                else "none beyond pytest and hypothesis, which the judge always installs."
+            ),
+            "backend_text": backend
+            + (
+                " (PEP 517's fallback: the project has no `[build-system]` table)"
+                if project.backend == LEGACY_BACKEND
+                else " (`[build-system] requires` of `pyproject.toml`)"
+            ),
+            "sessions_text": sessions_text,
+            "owners_text": (
+                f"{answers['owners']}, in `{codeowners.as_posix()}`: they own the gate's files "
+                f"(`oracle/`, `scripts/`, `{self.gate_noxfile}`, ...), so a patch that touches "
+                "them waits for their review."
+            ),
+            "ci_text": ci,
+            "cases_text": cases,
+        }
+
+
+def module_file(source: Path, module: str) -> str:
+    """The file of a module of the project, where a src or flat layout puts it ("" elsewhere)."""
+    parts = module.split(".")
+    for root in (source / "src", source):
+        base = root.joinpath(*parts)
+        for path in (base.with_name(f"{parts[-1]}.py"), base / "__init__.py"):
+            if path.is_file():
+                return path.relative_to(source).as_posix()
+    return ""
+
+
+def write_manual(bake_dir: Path, values: Mapping[str, str]) -> None:
+    """The gate's manual as this project's: a README of its layout, paths and commands in
+    place of the bake's (whose steps bake a new project), the pages' links back to a heading
+    the README has, and the bake's files pointing at the pages where adopt puts them
+    (oracle/docs/)."""
+    bake_readme = (bake_dir / "README.md").read_text("utf-8")
+    pages = sorted((bake_dir / "docs").glob("*.md"))
+    rest = bake_readme.partition("\n## Everything else\n")[2]
+    listed = rest.strip() or "\n".join(f"- [{p.stem}](docs/{p.name})" for p in pages)
+    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    readme = env.from_string(README.read_text("utf-8")).render(
+        **values, everything_else=f"## Everything else\n\n{listed}"
+    )
+    (bake_dir / "README.md").write_text(readme, "utf-8")
+    headings = {slug(line) for line in readme.splitlines() if line.startswith("#")}
+    for page in pages:
+        text = page.read_text("utf-8")
+        linked = re.sub(
+            r"\[([^\]]*)\]\(\.\./README\.md#([^)\s]+)\)",
+            lambda m: back_link(m.group(1), m.group(2), headings),
+            text,
+        )
+        if linked != text:
+            page.write_text(linked, "utf-8")
+    pointed = re.compile(
+        rf"(?<![\w./-])(?<!\]\()docs/({'|'.join(re.escape(p.name) for p in pages)})(?!\w)"
+    )
+    for rel in [*bake_files(bake_dir), *(p.relative_to(bake_dir) for p in pages)]:
+        path = bake_dir / rel
+        if rel.parts[0] == "scripts" or not pages:  # the gate's code stays as the bake has it
+            continue
+        try:
+            text = path.read_text("utf-8")
+        except UnicodeDecodeError:
+            continue
+        moved = pointed.sub(rf"{MANUAL}/docs/\1", text)
+        if moved != text:
+            path.write_text(moved, "utf-8")
+
+
+def back_link(text: str, anchor: str, headings: Collection[str]) -> str:
+    """A page's link to a heading of the README, to one the adopted README has: the bake's
+    six steps are its first change; another missing heading, the README itself."""
+    if anchor in headings:
+        return f"[{text}](../README.md#{anchor})"
+    if anchor.startswith("from-a-bake-to-a-first-merge"):
+        return f"[{text.replace('six steps', 'first-change steps')}](../README.md#{FIRST_CHANGE})"
+    return f"[{text}](../README.md)"
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to '-'."""
+    text = heading.lstrip("#").strip().lower().replace("`", "")
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
 def first_case(repo: Path, wheelhouse: Path) -> str:
@@ -472,17 +856,49 @@ def first_case(repo: Path, wheelhouse: Path) -> str:
     return ", a --help case"
 
 
-def checked(repo: Path, branch: str, wheelhouse: Path) -> list[str]:
-    """The adopted gate judging a no-op patch on its branch, in a clone, skipping no step's
-    run (`--fresh`: a no-op patch builds as its parent, and a crossrun that reused nothing for
-    it would not show whether the project's tests run here): each step that did not pass,
-    with its one line (empty: it merges)."""
+def check_patches(touched: str | None) -> list[tuple[str, str | None]]:
+    """The patches adopt's check judges: a no-op one, then one that appends a comment line to
+    a collected test file, so that the steps that run only where a patch changes tests run
+    too (the assert inventory's run of them, the advisory tests)."""
+    patches: list[tuple[str, str | None]] = [(NO_OP, None)]
+    if touched:
+        patches.append((f"a patch that touches {touched}", touched))
+    return patches
+
+
+def checked(
+    repo: Path, branch: str, wheelhouse: Path, patches: Sequence[tuple[str, str | None]]
+) -> tuple[str, list[str]] | None:
+    """The adopted gate judging each patch on its branch, in a clone, skipping no step's run
+    (`--fresh`: a no-op patch builds as its parent, and a crossrun that reused nothing for it
+    would not show whether the project's tests run here). The first that does not merge, with
+    each step that did not pass and its one line; None: each merges."""
+    if not patches:
+        return None
     with tempfile.TemporaryDirectory(prefix="oracle-adopt-check-") as name:
         clone = Path(name) / "repo"
         git(repo.parent, "clone", "--quiet", "--shared", "--branch", branch, str(repo), str(clone))
-        git(clone, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "no-op")
-        args = ("--base", f"origin/{branch}", "--head", "HEAD", "--fresh")
-        report = judge_script(clone, *args, env={"ORACLE_WHEELHOUSE": str(wheelhouse)}).report
+        for what, touched in patches:
+            git(clone, "checkout", "--quiet", "-B", "adopt-check", f"origin/{branch}")
+            if touched is None:
+                git(clone, "commit", "--quiet", "--allow-empty", "--no-verify", "-m", "no-op")
+            else:
+                path = clone / touched
+                data = path.read_bytes()
+                path.write_bytes(
+                    data + (b"" if data.endswith(b"\n") or not data else b"\n") + TOUCH
+                )
+                git(clone, "commit", "--quiet", "--no-verify", "-m", f"touch {touched}", touched)
+            args = ("--base", f"origin/{branch}", "--head", "HEAD", "--fresh")
+            env = {"ORACLE_WHEELHOUSE": str(wheelhouse)}
+            failed = not_merged(judge_script(clone, *args, env=env).report)
+            if failed:
+                return what, failed
+    return None
+
+
+def not_merged(report: Mapping[str, Any]) -> list[str]:
+    """Each step of a judgment that did not pass, with its one line (empty: it merges)."""
     if not report:
         return ["judge: it left no report"]
     return [
@@ -508,7 +924,8 @@ def parser() -> argparse.ArgumentParser:
         "--no-check",
         dest="check",
         action="store_false",
-        help="commit without adding a --help case and judging a no-op patch",
+        help="commit without adding a --help case and judging a no-op patch and one that "
+        "touches a test file",
     )
     return p
 

@@ -9,11 +9,12 @@ worktree trusts that worktree.
     nox -s merge -- reports-1 reports-2 reports-3 reports-4   # their verdict, exit as judge
     nox -s case -- --stdin TEXT -- ARG ...   # add a case from a command line
     nox -s strength -- [--only GLOB] [--mutants NAME]   # which mutants the oracle kills
+    nox -s oracle -- [-k NAME]               # the property oracles on the working tree's build
     nox -s record | lock | variance | tests | wheelhouse | allow
 
-`case`, `allow`, `record` and `lock` end with their script's own exit code (0, 1 or 2; each
-script's --help says which means what); `--help` of any of them answers at once, before the
-wheelhouse is filled.
+`case`, `allow`, `record`, `lock` and `oracle` end with their script's own exit code (0, 1 or 2;
+each script's --help says which means what). `nox -s NAME -- --help` answers at once for every
+session: nox makes no environment for it and nothing is downloaded or installed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import atexit
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,15 +41,42 @@ nox.options.sessions = ["judge"]
 WHEELHOUSE = os.path.abspath(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
 REQUIREMENTS = "scripts/requirements-judge.txt"
 STRENGTH = "scripts/requirements-strength.txt"  # mutmut, for the strength session only
+UNIT_TESTS = "scripts/unit_tests.py"  # `tests:` of oracle/judge.yaml, run by pytest
+TRY_ORACLE = "scripts/try_oracle.py"  # the property oracles on a build of the working tree
 OFFLINE = ("--no-index", "--find-links", WHEELHOUSE)
 PASS, BLOCK, FAIL_CLOSED = 0, 1, 2
 VERDICT = {PASS: "merge", BLOCK: "block", FAIL_CLOSED: "error"}
+VERDICT_SESSIONS = ("judge", "merge")  # the sessions that end in a verdict (`decide`)
 # Exit 2 is `needs-review` (a protected path) or `error`, which only the judge can tell: it
 # writes the word to $ORACLE_VERDICT_FILE for finish() to read (and make, which names its own
 # file). Without one from make, this run's own: fresh, so never an earlier run's, gone at exit.
 if "ORACLE_VERDICT_FILE" not in os.environ:
     os.environ["ORACLE_VERDICT_FILE"] = tempfile.mkdtemp(prefix="oracle-verdict-") + "/verdict"
     atexit.register(shutil.rmtree, os.path.dirname(os.environ["ORACLE_VERDICT_FILE"]), True)
+
+
+def asks_help(posargs: Sequence[str]) -> bool:
+    """-h, --help or an abbreviation argparse takes for it (--hel), before any `--` (what
+    follows one is a program's: `nox -s tests -- -- --help` is pytest's): exit 0, no verdict.
+    scripts/_gate/pytest_args.py keeps the same rule for the scripts that pass to pytest."""
+    for arg in posargs:
+        if arg == "--":
+            return False
+        if arg == "-h" or (len(arg) >= len("--hel") and "--help".startswith(arg)):
+            return True
+    return False
+
+
+def command_line_posargs(argv: Sequence[str]) -> list[str]:
+    """What nox gives its sessions as `session.posargs`: its arguments after the first `--`."""
+    return list(argv[argv.index("--") + 1 :]) if "--" in argv else []
+
+
+# A session sees its arguments only once nox has made its environment, so the command line says
+# here whether they ask for help: then nox makes none (the scripts' --help needs only the
+# standard library; each session answers it first, `helped`), and nothing is downloaded.
+if asks_help(command_line_posargs(sys.argv)):
+    nox.options.force_venv_backend = "none"
 
 
 def install_offline(session: nox.Session, project: bool = False, *more: str) -> None:
@@ -104,25 +134,78 @@ def fill_wheelhouse(session: nox.Session, *more: str) -> None:
         finish(session, FAIL_CLOSED, why if session.name == "wheelhouse" else f"wheelhouse: {why}")
 
 
-def asks_help(posargs: Sequence[str]) -> bool:
-    """-h, --help or an abbreviation argparse takes for it (--hel): exit 0 and no verdict."""
-    for arg in posargs:
+def helped(session: nox.Session, script: str, *args: str) -> bool:
+    """Whether the arguments ask for help; if so, `script`'s is printed (given `args` and the
+    arguments, so that `variance -- run --help` is the subcommand's) with nox's own
+    interpreter, before anything is installed, and the session does nothing else. No bytecode
+    is written: help leaves nothing behind."""
+    if not asks_help(session.posargs):
+        return False
+    try:
+        cmd = (sys.executable, "-B", script, *args, *session.posargs)
+        session.run(*cmd, external=True)
+    except CommandFailed as exc:  # argparse refused an argument before it saw --help
+        code = exc.return_code if exc.return_code is not None else FAIL_CLOSED
+        session.log(f"{session.name}: exit {code} (see {script} --help)")
+        raise SystemExit(code) from None
+    nothing = "nothing judged" if session.name in VERDICT_SESSIONS else "nothing run"
+    session.log(f"{session.name}: help printed, {nothing} (exit 0)")
+    return True
+
+
+def option(posargs: Sequence[str], name: str) -> str | None:
+    """The value the arguments give option `name` (`--repo X` or `--repo=X`), if any."""
+    for index, arg in enumerate(posargs):
         if arg == "--":
-            return False
-        if arg == "-h" or (len(arg) >= len("--hel") and "--help".startswith(arg)):
-            return True
-    return False
+            break
+        if arg == name and index + 1 < len(posargs):
+            return posargs[index + 1]
+        if arg.startswith(f"{name}="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def require_repository(session: nox.Session) -> None:
+    """Fail closed before any download when the judge's repository (--repo, default here) is
+    not one git can read: the judge compares commits."""
+    repo = os.path.abspath(option(session.posargs, "--repo") or ".")
+    try:
+        proc = subprocess.run(
+            ["git", "-C", repo, "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError as exc:
+        finish(session, FAIL_CLOSED, f"git cannot run ({exc}); the judge compares commits")
+    if proc.returncode == 0:
+        return
+    said = (proc.stderr.strip().splitlines() or ["no message"])[-1].removeprefix("fatal: ")
+    if "not a git repository" in said:
+        why = f"{repo} is not in a git repository"
+    else:
+        why = f"git cannot read {repo} ({said})"
+    finish(
+        session,
+        FAIL_CLOSED,
+        f"{why}; the judge compares commits: run it in a clone of the project",
+    )
 
 
 @nox.session
 def wheelhouse(session: nox.Session) -> None:
     """Fill the local wheelhouse from the package index, once (the only online step)."""
+    if helped(session, "scripts/wheelhouse.py"):
+        return
     fill_wheelhouse(session)
 
 
 @nox.session
 def judge(session: nox.Session) -> None:
     """Judge --head (default HEAD) against --base (default: the merge base)."""
+    if helped(session, "scripts/judge.py"):
+        return
+    require_repository(session)
     prepare(session)
     decide(session, "scripts/judge.py", "--wheelhouse", WHEELHOUSE, *session.posargs)
 
@@ -130,6 +213,8 @@ def judge(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def merge(session: nox.Session) -> None:
     """Merge the report folders of `judge -- --shard I/N` runs into one verdict (stdlib only)."""
+    if helped(session, "scripts/merge_shards.py"):
+        return
     decide(session, "scripts/merge_shards.py", *session.posargs)
 
 
@@ -145,20 +230,14 @@ def decide(session: nox.Session, script: str, *args: str) -> None:
         finish(session, FAIL_CLOSED, f"{script} ended with {status(exc)}, not 0, 1 or 2")
     if ran is None:  # nox --install-only: nothing was judged
         session.log(f"{session.name}: environment installed, nothing judged (exit 0)")
-    elif asks_help(session.posargs):
-        session.log(f"{session.name}: help printed, nothing judged (exit 0)")
     else:
         session.log(f"{session.name}: merge (exit 0)")
 
 
-def prepare(session: nox.Session, project: bool = False, *more: str, tool: bool = True) -> None:
-    """Fill the wheelhouse, then install from it; nothing when the arguments ask for help (the
-    tools' --help needs only the standard library), so --help never waits for a download.
-    `tool=False`: the arguments are another program's (pytest's), whose --help needs it installed.
-    Not `requires=["wheelhouse"]`: nox ends a session whose requirement failed with 1, and a
-    wheelhouse that cannot be filled fails closed with 2."""
-    if tool and asks_help(session.posargs):
-        return
+def prepare(session: nox.Session, project: bool = False, *more: str) -> None:
+    """Fill the wheelhouse, then install from it (a session that answers --help has returned
+    before: `helped`). Not `requires=["wheelhouse"]`: nox ends a session whose requirement
+    failed with 1, and a wheelhouse that cannot be filled fails closed with 2."""
     fill_wheelhouse(session, *more)
     try:
         install_offline(session, project, *more)
@@ -180,7 +259,9 @@ def tool(session: nox.Session, script: str, *args: str) -> NoReturn:
 
 @nox.session
 def record(session: nox.Session) -> None:
-    """Record parent cassettes from the merge-base build into .oracle/cassettes/<base-sha>/."""
+    """Record parent cassettes from the judge's base build into .oracle/cassettes/<base-sha>/."""
+    if helped(session, "scripts/record_cassettes.py"):
+        return
     prepare(session)
     tool(session, "scripts/record_cassettes.py", "--wheelhouse", WHEELHOUSE)
 
@@ -188,6 +269,8 @@ def record(session: nox.Session) -> None:
 @nox.session
 def case(session: nox.Session) -> None:
     """Add a case to oracle/cases.yaml from a command line: `nox -s case -- -- ARG ...`."""
+    if helped(session, "scripts/add_case.py"):
+        return
     prepare(session)
     tool(session, "scripts/add_case.py", "--wheelhouse", WHEELHOUSE)
 
@@ -195,6 +278,8 @@ def case(session: nox.Session) -> None:
 @nox.session
 def lock(session: nox.Session) -> None:
     """Write fixtures.lock: a human's action after an intended fixture change."""
+    if helped(session, "scripts/fixtures_lock.py"):
+        return
     tool(session, "scripts/fixtures_lock.py", "--write")
 
 
@@ -204,6 +289,8 @@ def variance(session: nox.Session) -> None:
 
     The ledger on the oracle ref takes runs from at least two machines: CI's variance jobs
     (`-- run` / `-- merge`)."""
+    if helped(session, "scripts/variance_ledger.py"):
+        return
     prepare(session, project=True)
     if session.posargs:
         session.run("python", "scripts/variance_ledger.py", *session.posargs, env=offline_env())
@@ -218,6 +305,8 @@ def strength(session: nox.Session) -> None:
     """Measure which mutants of `strength_paths` the oracle kills (reports/strength.md).
 
     mutmut makes the mutants; the cassettes, the properties and the project's tests each try."""
+    if helped(session, "scripts/strength.py"):
+        return
     prepare(session, True, STRENGTH)
     session.run("python", "scripts/strength.py", *session.posargs, env=offline_env())
 
@@ -225,21 +314,27 @@ def strength(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the project's own unit tests, `tests:` of oracle/judge.yaml (advisory to the gate)."""
-    prepare(session, project=True, tool=False)
-    # Read as the gate reads it (scripts/_gate/ needs PyYAML: the session has it, nox not).
-    read = (
-        "import pathlib, sys; sys.path.insert(0, 'scripts')\n"
-        "from _gate.config import tree_tests; from _gate.protocol import FailClosed\n"
-        "try: print(*tree_tests(pathlib.Path('.')), sep='\\n')\n"
-        "except FailClosed as exc: sys.exit(str(exc))"
-    )
-    listed = session.run("python", "-c", read, silent=True, env=offline_env())
-    paths = str(listed or "").splitlines()
-    session.run("python", "-m", "pytest", "-q", *paths, *session.posargs, env=offline_env())
+    if helped(session, UNIT_TESTS):
+        return
+    prepare(session, project=True)
+    # `tests:` read as the gate reads it: scripts/_gate/ needs PyYAML, which the session has.
+    session.run("python", UNIT_TESTS, *session.posargs, env=offline_env())
+
+
+@nox.session
+def oracle(session: nox.Session) -> None:
+    """Run the property oracles (oracle/test_*.py) on a build of the working tree, as the judge
+    runs them: `nox -s oracle -- -k NAME` runs those whose name matches."""
+    if helped(session, TRY_ORACLE):
+        return
+    prepare(session)  # the judge's tools only: the oracle's process never imports the project
+    tool(session, TRY_ORACLE)
 
 
 @nox.session
 def allow(session: nox.Session) -> None:
     """Append a reviewed allowlist row naming the base it was reviewed against (see --help)."""
+    if helped(session, "scripts/allow.py"):
+        return
     prepare(session)
     tool(session, "scripts/allow.py")

@@ -71,7 +71,6 @@ from typing import Any
 
 from _gate.allowlist import CROSSRUN as FIELD
 from _gate.allowlist import Row, allow_command, load_allowlist, other_base_note, split_by_base
-from _gate.canaries import Tampered
 from _gate.config import Config, tree_tests
 from _gate.context import Judgment, test_input
 from _gate.coupling import changed_file, moved_name
@@ -92,6 +91,7 @@ from _gate.protocol import (
     FailClosed,
     Outcome,
     Report,
+    Tampered,
     add_report_arg,
 )
 from _gate.pytest_run import PytestRun
@@ -248,6 +248,11 @@ def reference(result: PytestRun, shard: Shard) -> dict[str, str]:
 MISSING_MODULE = "No module named"
 
 
+def collected(entry: str, outcomes: Mapping[str, str]) -> bool:
+    """Whether a `tests:` entry (a folder or file) holds a node id of the run."""
+    return any(node == entry or node.startswith((f"{entry}/", f"{entry}::")) for node in outcomes)
+
+
 def lost_rows(parent: dict[str, str], patch: PytestRun, allowed: set[str]) -> list[dict[str, Any]]:
     """Each test that passed on the parent and does not pass on the patch."""
     got = patch.outcomes or {}
@@ -365,11 +370,10 @@ def last_line(message: str) -> str:
 
 
 def execute(args: argparse.Namespace) -> Outcome:
-    entries = args.tests or tree_tests(args.tree)
-    folders = [f for f in entries if (args.tree / f).exists()]
-    if not folders:
-        why = f"none of {', '.join(entries)} on the base: no parent test to cross-run"
-        return Outcome(PASS, why, {})
+    folders = list(args.tests or tree_tests(args.tree))
+    missing = [entry for entry in folders if not (args.tree / entry).exists()]
+    if missing:  # the preconditions say so first, with the fix; a step that ran nothing fails
+        raise FailClosed(f"tests entry {missing[0]!r} is not in the base tree: nothing to run")
     reusing = args.same_build and args.cache is not None and args.shard.whole
     if reusing and same_tests(args.tree, args.patch_tree, folders):
         return unchanged(args)
@@ -420,6 +424,12 @@ def execute(args: argparse.Namespace) -> Outcome:
                 "of sys.path in a conftest.py)"
             )
     parent = reference(results["parent"], args.shard)
+    empty = [entry for entry in folders if not collected(entry, parent)]
+    if empty and args.shard.whole:
+        raise FailClosed(
+            f"oracle/judge.yaml: field 'tests' entry {empty[0]!r} holds no test pytest collects "
+            "on the base: name the folders and files the base's tests are in"
+        )
     patch = results.get("patch", results["parent"])
     rows = lost_rows(parent, patch, allowed_ids(args)[0])
     if kept_parent and rows:
@@ -489,10 +499,7 @@ def perturbed_runner(
                 how=how,
             )
         except Tampered as exc:
-            raise FailClosed(
-                f"the {side} build's pytest run under the {how} perturbation was tampered "
-                f"with: {exc}"
-            ) from None
+            raise tampered(side, f"pytest run under the {how} perturbation", exc) from None
 
     return run
 
@@ -571,7 +578,7 @@ def moved_internals(
             args.patch_python, args.patch_tree, files, args.timeout, plugins, hidden, canaries=True
         )
     except Tampered as exc:
-        raise FailClosed(f"the patch's own version of its tests was tampered with: {exc}") from None
+        raise tampered(PATCH, "run of its own version of its tests", exc) from None
     if shadowing(args.patch_python, own, files):
         return {}  # it tested the tree's sources, not the build: no version of its own passed
     passed = {node for node, outcome in (own.outcomes or {}).items() if outcome == "passed"}
@@ -579,12 +586,23 @@ def moved_internals(
 
 
 def untampered(side: str, result: Callable[[], PytestRun]) -> PytestRun:
-    """The run of one build, unless its canaries or pytest's machinery say it was forged: that
-    fails closed in either mode, since no honest build does it."""
+    """The run of one build, unless its canaries or pytest's machinery say it was forged."""
     try:
         return result()
     except Tampered as exc:
-        raise FailClosed(f"the {side} build's pytest run was tampered with: {exc}") from None
+        raise tampered(side, "pytest run", exc) from None
+
+
+def tampered(side: str, run: str, exc: Tampered) -> Exception:
+    """A forged run of the patch build blocks, in either mode: the patch's code did it (no
+    honest build does). The parent build runs none of the patch's code: a forged run there
+    is the base's, and the gate cannot judge on it."""
+    if side == PATCH:
+        return Tampered(f"the patch build's {run} was tampered with: {exc}")
+    return FailClosed(
+        f"the {side} build's {run} was tampered with, though it runs none of the patch's code: "
+        f"{exc}; judge the base itself (its last landed patch)"
+    )
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:

@@ -91,7 +91,9 @@ def execute(args: argparse.Namespace) -> Outcome:
         return Outcome(PASS, f"wrote {len(actual)} digests to {args.lock}", {"files": actual})
     if args.base_root and any(drifted(args.base_root).values()):
         raise FailClosed(
-            "the base's fixtures do not match its own fixtures.lock; run `nox -s lock` on the base"
+            f"{args.base_label}: its fixtures do not match its own fixtures.lock; run `nox -s "
+            f"lock` on {args.base_branch} and commit, then rebase the patch onto it (`git rebase "
+            f"{args.base_branch}`): the judge compares with the merge base, not the branch's tip"
         )
     drift = compare(read_lock(args.lock), actual)
     evidence = {"lock": str(args.lock), "root": str(args.root), **drift}
@@ -110,6 +112,8 @@ def execute(args: argparse.Namespace) -> Outcome:
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     lock = j.evidence_tree / "fixtures.lock"
     argv = ["--check", "--root", str(j.patch), "--lock", str(lock), "--base-root", str(j.parent)]
+    argv += ["--base-label", f"the base commit {j.base[:12]}"]
+    argv += ["--base-branch", j.config.base_branch]
     return execute(parser().parse_args(argv))
 
 
@@ -121,6 +125,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, default=Path("."), help="tree holding fixtures/")
     p.add_argument("--lock", type=Path, default=Path("fixtures.lock"), help="lock file")
     p.add_argument("--base-root", type=Path, help="with --check: first verify this tree's own lock")
+    p.add_argument("--base-label", default="the base", help="how messages name --base-root")
+    p.add_argument("--base-branch", default="the base branch", help="where its lock is fixed")
     add_report_arg(p, "fixtures-lock")
     return p
 

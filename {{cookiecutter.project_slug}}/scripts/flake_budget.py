@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from _gate.canaries import Tampered
 from _gate.config import Config
 from _gate.context import Judgment
 from _gate.crossrun_run import run as crossrun_run
@@ -38,6 +37,7 @@ from _gate.protocol import (
     FailClosed,
     Outcome,
     Report,
+    Tampered,
     add_report_arg,
     read_report,
 )
@@ -77,7 +77,7 @@ def rerun_crossrun(args: argparse.Namespace, node: str, evidence: dict[str, Any]
             args.patch_python, args.tree, [node], args.timeout, plugins, hidden, canaries=True
         )
     except Tampered as exc:
-        raise FailClosed(f"the patch build's retry of {node} was tampered with: {exc}") from None
+        raise Tampered(f"the patch build's retry of {node} was tampered with: {exc}") from None
 
 
 def passes_again(
@@ -143,15 +143,24 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
     if not total:
         return Outcome(PASS, "no oracle or crossrun failure was deferred to flake control", out)
     if remaining:
-        first = remaining[0]
-        return Outcome(
-            BLOCK,
-            f"{len(remaining)} deferred failures not excused (first: {first['step']} "
-            f"{first['id']})",
-            out,
-        )
+        return Outcome(BLOCK, unexcused(remaining), out)
     spent = f"{len(flaky)} passed on retry, {len(excluded)} excluded by the oracle ref"
     return Outcome(PASS, f"{total} deferred failures excused: {spent}", out)
+
+
+FAILED_BY = {"crossrun": "parent test", "oracle": "property oracle"}
+
+
+def unexcused(remaining: Sequence[dict[str, Any]]) -> str:
+    """The failures flake control left standing, named as the step that found them: flake
+    control may excuse a failure, it does not own it."""
+    first = remaining[0]
+    more = f" (and {len(remaining) - 1} more)" if len(remaining) > 1 else ""
+    return (
+        f"{first['step']} failure: {FAILED_BY.get(first['step'], 'test')} {first['id']} fails "
+        f"on the patch{more}; not a flake: no retry passed and no live quarantine or variance "
+        "row excuses it"
+    )
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:

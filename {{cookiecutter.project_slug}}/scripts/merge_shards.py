@@ -29,10 +29,12 @@ from _gate.git import repo_root, show_file
 from _gate.protocol import CODE, ERROR, NEEDS_REVIEW, FailClosed
 from _gate.reports import write_report
 from _gate.steps import report_file
-from _gate.verdict import EXIT_CODES, brief, full_evidence, write_reports
+from _gate.verdict import EXIT_CODES, MERGE_STEP, brief, full_evidence, write_reports
 
-# An error outranks a review: the shards' evidence is incomplete, whatever a reviewer decides.
-RANK = {"pass": 0, "advisory": 0, "deferred": 1, "block": 2, NEEDS_REVIEW: 3, ERROR: 4}
+# A step's status over its shards, as the verdict orders them (_gate/verdict.py): a shard's
+# proof blocks whatever another could not judge (the tally says so); an error outranks a
+# review, since the shards' evidence is incomplete whatever a reviewer decides.
+RANK = {"pass": 0, "advisory": 0, "deferred": 1, NEEDS_REVIEW: 2, ERROR: 3, "block": 4}
 SUMMED = ("cases", "tests", "parent_passing")  # counts of a shard's own ids
 SAME = ("base", "head", "run")  # what every shard of one judgment agrees on
 
@@ -219,7 +221,7 @@ def merged_report(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def failed(why: str) -> dict[str, Any]:
-    return {"name": "merge", "status": ERROR, "summary": why, "evidence": {}, "seconds": 0}
+    return {"name": MERGE_STEP, "status": ERROR, "summary": why, "evidence": {}, "seconds": 0}
 
 
 def parser() -> argparse.ArgumentParser:

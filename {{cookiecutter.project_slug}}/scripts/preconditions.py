@@ -1,6 +1,7 @@
 """Preconditions of a judgment: offline, no model endpoint, the decision table, some oracle.
 
-    python scripts/preconditions.py --tree BASE_TREE [--strength ORACLE_REF/strength.json]
+    python scripts/preconditions.py --tree BASE_TREE [--patch-tree HEAD_TREE]
+        [--strength ORACLE_REF/strength.json]
 
 The judge must be a judge, not another generator: JUDGE_OFFLINE=1 must be set (the nox session
 sets it), no model endpoint variable may be set (MODEL_ENDPOINT, MODEL_API_KEY, OPENAI_API_KEY,
@@ -13,7 +14,11 @@ The base must also hold oracle evidence: at least one cassette case in
 oracle/cases.yaml or one property oracle (a test_*.py file under oracle/). With neither, every
 later step would pass for want of anything to compare, and the gate would say merge. With
 `strength_min` set, the oracle's strength score on the oracle ref (`nox -s strength --
---update-ref`) must exist and reach it.
+--update-ref`) must exist and reach it. judge.yaml is checked against the trees it configures:
+each `tests:` entry must be in the base tree and in the head tree (`--patch-tree`), unless
+`crossrun: off` says the project's tests are not judged (a mistyped or moved entry would leave
+the crossrun and the inventory nothing to run, and a step that ran nothing never passes), and
+each case's `cwd` must be a folder under fixtures/ on the base.
 Exit codes: 0 all hold, 2 fail closed (any does not). This step never blocks with 1.
 """
 
@@ -31,7 +36,8 @@ from _gate.cases import load_cases
 from _gate.config import Config, load_config
 from _gate.context import Judgment
 from _gate.entry import run_main
-from _gate.patterns import matches
+from _gate.git import git
+from _gate.patterns import CODEOWNERS, PLACEHOLDER_OWNER, codeowners, owners, placeholder
 from _gate.protocol import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -44,7 +50,6 @@ from _gate.protocol import (
 from _gate.steps import JUDGE_STEPS, MATRIX_STEP, decision_rows
 
 MATRIX = "oracles/MATRIX.md"
-CODEOWNERS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")  # GitHub's order
 FIXTURES = "/fixtures/"  # owned too: fixtures.lock judges its bytes, a code owner its changes
 CASES = "oracle/cases.yaml"
 NO_EVIDENCE = (
@@ -85,34 +90,63 @@ def matrix_problems(path: Path) -> list[str]:
     return []
 
 
-# The template's default answer for `owners`: a handle of no one's organisation.
-PLACEHOLDER_OWNER = "@org/maintainers"
-
-
-def owner_problems(tree: Path, protected: Sequence[str]) -> list[str]:
-    """A protected path no CODEOWNERS rule gives a real owner (the last matching rule
-    decides): none, or only the template's placeholder."""
-    found = next((tree / p for p in CODEOWNERS if (tree / p).is_file()), None)
+def owner_problems(tree: Path, protected: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Problems and warnings: a protected path no CODEOWNERS rule gives an owner is a problem;
+    one owned only by the template's placeholder is a problem where CI judges (`CI` set, as
+    every CI service sets it), and a warning on a user's machine, where the bake's default
+    must judge at once. A patch that needs its review fails there (write_set.py)."""
+    found = codeowners(tree)
     if found is None:
-        return [f"no CODEOWNERS in the base ({' or '.join(CODEOWNERS)}); restore it"]
-    rules = [line.split() for line in found.read_text("utf-8", "replace").splitlines()]
-    rules = [rule for rule in rules if rule and not rule[0].startswith("#")]
-    where = found.relative_to(tree)
+        return [f"no CODEOWNERS in the base ({' or '.join(CODEOWNERS)}); restore it"], []
+    where, rules = found
     for pattern in protected:
         probe = pattern.strip("/").replace("*", "x") + ("/x" if pattern.endswith("/") else "")
-        owners = next((rule[1:] for rule in reversed(rules) if matches(probe, [rule[0]])), [])
-        if not owners:
+        who = owners(rules, probe)
+        if not who:
             return [
                 f"{where}: protected path {pattern} (oracle/judge.yaml) has no owner; add "
                 f"`{pattern} @owners` so a code owner reviews it"
-            ]
-        if set(owners) <= {PLACEHOLDER_OWNER}:
-            return [
+            ], []
+        if placeholder(who):
+            said = (
                 f"{where}: protected path {pattern} is owned by {PLACEHOLDER_OWNER}, the "
                 "template's placeholder, so nobody reviews it; put your team's handle there "
                 "(e.g. `sed -i 's|@org/maintainers|@acme/maintainers|' " + f"{where}`)"
-            ]
-    return []
+            )
+            return ([said], []) if os.environ.get("CI") else ([], [said])
+    return [], []
+
+
+def tests_problems(config: Config, trees: Mapping[str, Path | None]) -> list[str]:
+    """Each `tests:` entry missing from a tree the judgment runs its tests from: the crossrun
+    would run none of the base's tests, the inventory none of the head's, and say pass.
+    `crossrun: off` says in so many words that the project's tests are not judged."""
+    if config.crossrun == "off":
+        return []
+    problems = []
+    for side, tree in trees.items():
+        missing = [entry for entry in config.tests if tree and not (tree / entry).exists()]
+        where = f"{side} tree{commit(tree)}" if tree else side
+        problems += [
+            f"oracle/judge.yaml: field 'tests' entry {entry!r} is not in the {where}; "
+            f"{TESTS_FIX[side]}"
+            for entry in missing
+        ]
+    return problems
+
+
+def commit(tree: Path) -> str:
+    """` (commit abc123...)`: the commit a tree checks out ("" for a plain folder)."""
+    sha = git(tree, "rev-parse", "--short=12", "HEAD", check=False).strip()
+    return f" (commit {sha})" if sha else ""
+
+
+TESTS_FIX = {
+    "base": "name the base's tests folders or files (`git ls-files` shows them), or set "
+    "`crossrun: off` if the project has no tests to judge",
+    "head": "the patch removes or moves it: land the new `tests:` on the base first, then "
+    "rebase the patch",
+}
 
 
 def read_score(path: Path | None) -> dict[str, Any] | None:
@@ -153,13 +187,22 @@ def execute(args: argparse.Namespace, config: Config | None = None) -> Outcome:
     if present:
         problems.append(f"model endpoint variable {present[0]} is set; unset it for the judge")
     problems += matrix_problems(args.tree / MATRIX)
-    problems += owner_problems(args.tree, [*config.protected, FIXTURES])
+    owned, warnings = owner_problems(args.tree, [*config.protected, FIXTURES])
+    problems += owned
     oracles = property_oracles(args.tree)
+    problems += tests_problems(config, {"base": args.tree, "head": args.patch_tree})
     try:
-        cases: int | None = len(load_cases(args.tree / CASES, config.case_timeout))
+        loaded = load_cases(args.tree / CASES, config.case_timeout)
     except FailClosed as exc:  # reported with the other problems, in one line
         problems.append(str(exc))
-        cases = None
+        loaded = None
+    cases = None if loaded is None else len(loaded)
+    problems += [
+        f"{CASES}: case {case.id!r} field 'cwd': fixtures/{case.cwd} is not a folder on the "
+        "base; add the folder (and `nox -s lock`) or fix the path"
+        for case in loaded or []
+        if case.cwd and not (args.tree / "fixtures" / case.cwd).is_dir()
+    ]
     if cases == 0 and not oracles:
         problems.append(NO_EVIDENCE)
     score = read_score(args.strength)
@@ -170,27 +213,30 @@ def execute(args: argparse.Namespace, config: Config | None = None) -> Outcome:
         "cases": cases,
         "property_oracles": oracles,
         "strength": score,
+        "warnings": warnings,
     }
     if problems:
         return Outcome(FAIL_CLOSED, "; ".join(problems), evidence)
+    ownership = f"warning: {warnings[0]}" if warnings else "protected paths owned"
     return Outcome(
         PASS,
         f"offline, {len(config.model_variables)} model variables unset, {MATRIX} names every "
-        f"step, protected paths owned, "
-        f"{cases} cases and {len(oracles)} property oracle files",
+        f"step, {ownership}, {cases} cases and {len(oracles)} property oracle files",
         evidence,
     )
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     strength = j.oracle_ref.strength
-    argv = ["--tree", str(j.parent), *(["--strength", str(strength)] if strength else [])]
+    argv = ["--tree", str(j.parent), "--patch-tree", str(j.patch)]
+    argv += ["--strength", str(strength)] if strength else []
     return execute(parser().parse_args(argv), j.config)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, default=Path("."), help="the base tree")
+    p.add_argument("--patch-tree", type=Path, help="the head tree (its `tests:` are checked)")
     p.add_argument("--strength", type=Path, help="strength.json from the oracle ref, if any")
     add_report_arg(p, "preconditions")
     return p

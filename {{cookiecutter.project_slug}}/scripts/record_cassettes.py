@@ -1,8 +1,12 @@
 """Record the parent's public surface: run every case of oracle/cases.yaml on the merge-base build.
 
-    python scripts/record_cassettes.py                      # materialize the merge base and record
+    python scripts/record_cassettes.py               # materialize the judge's base and record
     python scripts/record_cassettes.py --command ENV/bin/CLI --base SHA --cases ... --fixtures ...
 
+Without --base it records from the base the judge judges HEAD against, and says which: the
+merge base of HEAD and origin/<base_branch> (oracle/judge.yaml), or of HEAD and <base_branch>
+where there is no origin/<base_branch>. A local <base_branch> ahead of origin's is not that base
+until it is pushed; the line names it and how to record from it (--base <base_branch>).
 Each case runs twice. A compared field that differs between the two parent runs is unstable: it
 is not saved as an oracle, it is listed in the report with both values. A cassette carries its
 provenance (base commit, case digest, interpreter, platform); `--reuse` keeps an existing file
@@ -32,7 +36,16 @@ from _gate.config import Config, committed_config
 from _gate.context import Judgment
 from _gate.entry import run_main
 from _gate.envs import WHEELHOUSE
-from _gate.git import default_base, repo_root, resolve_commit, tracked, uncommitted
+from _gate.git import (
+    base_ref,
+    default_base,
+    git,
+    repo_root,
+    resolve_commit,
+    rev_exists,
+    tracked,
+    uncommitted,
+)
 from _gate.perturb import add_perturb_args, runnable
 from _gate.protocol import (
     EXIT_CODES_HELP,
@@ -42,6 +55,7 @@ from _gate.protocol import (
     Outcome,
     Report,
     add_report_arg,
+    say,
 )
 from _gate.reports import write_json
 from _gate.reuse import REUSED, add_cache_args, cache_key, files_digest, keep, kept
@@ -124,11 +138,7 @@ def materialize(args: argparse.Namespace) -> Outcome:
             f"{edited[0]}: uncommitted changes; record reads the cases and fixtures as the base "
             f"commit holds them: commit them first (git commit {' '.join(RECORDED)})"
         )
-    base = (
-        resolve_commit(repo, args.base, "--base")
-        if args.base
-        else default_base(repo, resolve_commit(repo, "HEAD", "--head"), config.base_branch)
-    )
+    base = recorded_base(repo, args.base, config.base_branch)
     out = args.out or cassette_path(repo, base, args.shard)
     with built_cli(repo, base, args.wheelhouse, args.requirements, config.command) as built:
         cases_file = built.tree / "oracle" / "cases.yaml"
@@ -136,6 +146,35 @@ def materialize(args: argparse.Namespace) -> Outcome:
         ran, _ = runnable(config.perturb, config.perturb_required)
         cassette = record(built.cli, cases, built.tree / "fixtures", base, ran, built.build)
         return write(cassette, out, cases_file)
+
+
+def recorded_base(repo: Path, given: str | None, branch: str) -> str:
+    """The commit to record from, said in one line before the build: --base, else the judge's
+    base (the merge base of HEAD and origin/<branch>, or <branch> without a remote copy)."""
+    if given:
+        sha = resolve_commit(repo, given, "--base")
+        say(f"record: recording from {sha[:12]} (--base {given})")
+        return sha
+    target = base_ref(repo, branch)
+    sha = default_base(repo, resolve_commit(repo, "HEAD", "--head"), branch)
+    said = f"record: recording from {sha[:12]}, the merge base of HEAD and {target}"
+    ahead = local_ahead(repo, branch, target)
+    if ahead:
+        said += (
+            f"; {branch} is {ahead} commit{'s' if ahead > 1 else ''} ahead of {target}: the "
+            f"judge judges against {target} until they are pushed (`--base {branch}` records "
+            f"from {branch})"
+        )
+    say(said)
+    return sha
+
+
+def local_ahead(repo: Path, branch: str, target: str) -> int:
+    """How many commits the local `branch` has that `target` (its remote copy) has not."""
+    if target == branch or not rev_exists(repo, f"refs/heads/{branch}"):
+        return 0
+    counted = git(repo, "rev-list", "--count", f"{target}..refs/heads/{branch}", check=False)
+    return int(counted.strip() or 0)
 
 
 def write(cassette: dict[str, Any], out: Path, cases_file: Path, verb: str = "recorded") -> Outcome:
@@ -221,7 +260,11 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--command", type=Path, help="the parent build's CLI (skips materializing)")
-    p.add_argument("--base", help="base commit (default: merge base of HEAD and base_branch)")
+    p.add_argument(
+        "--base",
+        help="commit to record from (default: the judge's base, the merge base of HEAD and "
+        "origin/<base_branch>, or of HEAD and <base_branch> where there is no origin copy)",
+    )
     p.add_argument("--out", type=Path, help="cassette file (default .oracle/cassettes/SHA/)")
     p.add_argument("--cases", type=Path, default=Path("oracle/cases.yaml"))
     p.add_argument("--fixtures", type=Path, default=Path("fixtures"))

@@ -70,6 +70,25 @@ def cassette_rows(path: Path, base: str, shard: Shard) -> tuple[list[Row], list[
     return split_by_base(shard.pick(rows, lambda row: row.id), base)
 
 
+# A blocking field whose allowlist row the patch itself adds: no command to run, a review.
+CARRIED = (
+    "the patch's oracle/allowlist.yaml carries its row, which applies once a code owner "
+    "reviewed it (ORACLE_REVIEW=1)"
+)
+
+
+def carried_rows(path: Path | None, base: str, shard: Shard) -> set[tuple[str, str]]:
+    """The (id, field) rows the patch's own allowlist holds for this base: what a review
+    would apply. Unreadable, it carries none (the base's copy decides, as without a review)."""
+    if path is None or not path.is_file():
+        return set()
+    try:
+        rows = cassette_rows(path, base, shard)[0]
+    except FailClosed:
+        return set()
+    return {(row.id, row.field) for row in rows}
+
+
 def judged_base(args: argparse.Namespace, cassette: dict[str, Any]) -> str:
     recorded = str(cassette.get("provenance", {}).get("base", ""))
     base = str(args.base or recorded).lower()
@@ -287,17 +306,19 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     taken = taken_before(args, cases)
     found = replay(cases, cassette, commands, args.fixtures, perturbed, taken)
     drift, unstable = found.drift, found.unstable
+    review = review_requested() if review is None else review
     allowed = {(row.id, row.field) for row in allow}
+    carried = carried_rows(args.patch_allowlist, base, args.shard) if not review else set()
     mismatches = [
         m
         if (m["id"], m["field"]) in allowed
         else {**m, "allow": allow_command(m["id"], m["field"])}
+        | ({"carried": True} if (m["id"], m["field"]) in carried else {})
         for m in found.mismatches
     ]
     blocking = [m for m in mismatches if "allow" in m]
     used = {(m["id"], m["field"]) for m in mismatches}
     stale = [row for row in allow if (row.id, row.field) not in used]
-    review = review_requested() if review is None else review
     evidence = {
         "cases": len(cases),
         "shard": args.shard.evidence(len(cases), len(every)),
@@ -348,10 +369,13 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     if blocking:
         b = blocking[0]
         under = f" under the {b['perturbation']} perturbation" if "perturbation" in b else ""
+        hint = f"an intended change needs a reviewed allowlist row: {b['allow']}"
+        if b.get("carried"):
+            hint = CARRIED
         return Outcome(
             BLOCK,
             f"{len(blocking)} compared fields changed (first: {b['id']} {b['field']}{under}); "
-            f"an intended change needs a reviewed allowlist row: {b['allow']}{note}",
+            f"{hint}{note}",
             evidence,
         )
     allowed_note = f", {len(mismatches)} allowlisted" if mismatches else ""
@@ -365,6 +389,7 @@ def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
     argv += ["--parent-command", str(j.command("parent"))]
     argv += ["--patch-command", str(j.command("patch")), *j.built.same_build_args()]
     argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml"), *case_args(j)]
+    argv += ["--patch-allowlist", str(j.patch / "oracle/allowlist.yaml")]
     if j.built.parent_now is not None:
         argv += ["--parent-now", str(j.built.parent_now.file)]
         argv += ["--parent-now-sha256", j.built.parent_now.sha256]
@@ -378,6 +403,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--patch-command", type=Path, required=True, help="patch build's CLI")
     p.add_argument("--cases", type=Path, default=Path("oracle/cases.yaml"))
     p.add_argument("--allowlist", type=Path, default=Path("oracle/allowlist.yaml"))
+    p.add_argument(
+        "--patch-allowlist",
+        type=Path,
+        help="the patch's allowlist: rows it carries are named, never applied without a review",
+    )
     p.add_argument("--base", help="the judged base commit (default: the cassette's base)")
     p.add_argument("--fixtures", type=Path, default=Path("fixtures"))
     p.add_argument(

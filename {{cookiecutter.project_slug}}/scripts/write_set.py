@@ -27,7 +27,7 @@ from _gate.config import Config, load_config
 from _gate.context import Change, Judgment, changes, review_requested
 from _gate.entry import run_main
 from _gate.git import git, parse_name_status, resolve_commit
-from _gate.patterns import matches
+from _gate.patterns import PLACEHOLDER_OWNER, codeowners, matches, owners, placeholder
 from _gate.protocol import (
     EXIT_CODES_HELP,
     FAIL_CLOSED,
@@ -92,7 +92,7 @@ def classify(
 
 
 def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    return classified(j.repo, j.base, j.head, j.config, j.review, j.changes)
+    return classified(j.repo, j.base, j.head, j.config, j.review, j.changes, j.parent)
 
 
 def execute(args: argparse.Namespace) -> Outcome:
@@ -100,12 +100,20 @@ def execute(args: argparse.Namespace) -> Outcome:
     base = resolve_commit(args.repo, args.base, "--base")
     head = resolve_commit(args.repo, args.head, "--head")
     net = changes(args.repo, base, head)
-    return classified(args.repo, base, head, load_config(args.config), review_requested(), net)
+    config = load_config(args.config)
+    return classified(args.repo, base, head, config, review_requested(), net, args.repo)
 
 
 def classified(
-    repo: Path, base: str, head: str, config: Config, review: bool, net: Sequence[Change]
+    repo: Path,
+    base: str,
+    head: str,
+    config: Config,
+    review: bool,
+    net: Sequence[Change],
+    owned_by: Path,
 ) -> Outcome:
+    """The patch's paths by class; `owned_by`: the tree whose CODEOWNERS says who reviews."""
     classes: dict[str, list[dict[str, object]]] = {
         "protected": [],
         "fixtures": [],
@@ -121,9 +129,29 @@ def classified(
     evidence = {"base": base, "head": head, "oracle_review": review, **classes}
     hits = classes["protected"]
     if hits and not review:
+        unreviewable = nobody_reviews(owned_by, hits)
+        if unreviewable:
+            return Outcome(FAIL_CLOSED, unreviewable, evidence)
         return Outcome(FAIL_CLOSED, needs_review(hits), evidence, status=NEEDS_REVIEW)
     note = " (protected paths accepted under ORACLE_REVIEW=1)" if hits else ""
     return Outcome(PASS, f"write-set: {counts}{note}; tests in it are advisory", evidence)
+
+
+def nobody_reviews(tree: Path, hits: Sequence[dict[str, object]]) -> str:
+    """Why no review can be asked for ("": it can): the base's CODEOWNERS gives a protected
+    path the patch touches to the template's placeholder alone (preconditions.py lets it
+    judge where no review is needed)."""
+    found = codeowners(tree)
+    rules = found[1] if found else []
+    paths = [str(hit["path"]) for hit in hits]
+    path = next((path for path in paths if placeholder(owners(rules, path))), "")
+    if not path:
+        return ""
+    return (
+        f"patch touches protected path {path}, which CODEOWNERS gives only to "
+        f"{PLACEHOLDER_OWNER}, the template's placeholder: nobody can review it; put your "
+        "team's handle in the base's CODEOWNERS"
+    )
 
 
 def needs_review(hits: Sequence[dict[str, object]]) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from _gate.protocol import Tampered
 from _gate.tamper import digest
 
 STYLES = (re.compile(r"^test_.*\.py$"), re.compile(r"^.*_test\.py$"))
@@ -29,10 +30,6 @@ NAMES = re.compile(r"\bdef (test_\w+)")
 # Words for names when the base's own test names have too few.
 SPARE = ("total", "order", "value", "empty", "rounding", "limit", "default", "parse", "update")
 PASS, FAIL = "passed", "failed"
-
-
-class Tampered(Exception):
-    """The run's tamper evidence is wrong: what, in one line."""
 
 
 @dataclass(frozen=True)

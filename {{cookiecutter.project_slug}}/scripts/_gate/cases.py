@@ -213,25 +213,38 @@ def parse_case(raw: Any, index: int, path: Path, default_timeout: float) -> Case
         raise FailClosed(f"{path}: case #{index + 1}: field 'id' must be a non-empty string")
     where = f"{path}: case {case_id!r}"
     data = require_mapping(raw, where, CASE_FIELDS)
+    timeout = data.get("timeout", 1)
     problems = {
-        "argv": not _str_list(data.get("argv")),
-        "stdin": not isinstance(data.get("stdin", ""), str),
-        "stdin_b64": not isinstance(data.get("stdin_b64", ""), str),
-        "env": not isinstance(data.get("env", {}), dict)
-        or not all(isinstance(v, (str, int, float)) for v in (data.get("env") or {}).values()),
-        "env_remove": not _str_list(data.get("env_remove", [])),
-        "cwd": not isinstance(data.get("cwd", ""), str),
-        "timeout": not isinstance(data.get("timeout", 1), (int, float))
-        or isinstance(data.get("timeout"), bool)
-        or float(data.get("timeout", 1)) <= 0,
-        "compare": not isinstance(data.get("compare"), list) or not data.get("compare"),
-        "noise": not isinstance(data.get("noise", []), list),
-        "expect_crash": not isinstance(data.get("expect_crash", False), bool),
-        "perturb": not isinstance(data.get("perturb", {}), dict),
+        "argv": ("a list of strings", not _str_list(data.get("argv"))),
+        "stdin": ("a string", not isinstance(data.get("stdin", ""), str)),
+        "stdin_b64": ("a base64 string", not isinstance(data.get("stdin_b64", ""), str)),
+        "env": (
+            "a mapping of names to strings",
+            not isinstance(data.get("env", {}), dict)
+            or not all(isinstance(v, (str, int, float)) for v in (data.get("env") or {}).values()),
+        ),
+        "env_remove": ("a list of strings", not _str_list(data.get("env_remove", []))),
+        "cwd": ("a folder under fixtures/, as a string", not isinstance(data.get("cwd", ""), str)),
+        "timeout": (
+            "a number of seconds above 0",
+            not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0,
+        ),
+        "compare": (
+            "a non-empty list of specs",
+            not isinstance(data.get("compare"), list) or not data.get("compare"),
+        ),
+        "noise": ("a list", not isinstance(data.get("noise", []), list)),
+        "expect_crash": ("true or false", not isinstance(data.get("expect_crash", False), bool)),
+        "perturb": ("a mapping", not isinstance(data.get("perturb", {}), dict)),
     }
-    bad = [name for name, wrong in problems.items() if wrong]
+    bad = [
+        f"{where}: field {name!r} must be {kind}, "
+        + (f"not {data[name]!r}" if name in data else "and is missing")
+        for name, (kind, wrong) in problems.items()
+        if wrong
+    ]
     if bad:
-        raise FailClosed(f"{where}: field {bad[0]!r} is missing or has the wrong type")
+        raise FailClosed("; ".join(bad))
     if "stdin" in data and "stdin_b64" in data:
         raise FailClosed(f"{where}: give 'stdin' or 'stdin_b64', not both")
     for spec in data["compare"]:
@@ -306,12 +319,19 @@ def load_cases(path: Path, default_timeout: float = 10.0) -> list[Case]:
     items = raw.get("cases") or []
     if not isinstance(items, list):
         raise FailClosed(f"{path}: field 'cases' must be a list")
-    cases = [parse_case(item, i, path, default_timeout) for i, item in enumerate(items)]
+    cases, problems = [], []
+    for index, item in enumerate(items):  # every bad case at once, not the first alone
+        try:
+            cases.append(parse_case(item, index, path, default_timeout))
+        except FailClosed as exc:
+            problems.append(str(exc))
     seen: set[str] = set()
     for case in cases:
         if case.id in seen:
-            raise FailClosed(f"{path}: case {case.id!r}: duplicate id; ids must be unique")
+            problems.append(f"{path}: case {case.id!r}: duplicate id; ids must be unique")
         seen.add(case.id)
+    if problems:
+        raise FailClosed("; ".join(problems))
     return cases
 
 

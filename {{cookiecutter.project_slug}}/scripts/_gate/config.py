@@ -4,6 +4,7 @@ oracle/judge.yaml as the `Config` every step uses: each default is written here 
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,12 +76,31 @@ def require_mapping(value: Any, where: str, known: Sequence[str]) -> dict[str, A
     """A mapping with string keys, every key known: unknown keys are typos that would be ignored."""
     if not isinstance(value, dict):
         raise FailClosed(f"{where}: expected a mapping, got {type(value).__name__}")
-    unknown = sorted(str(key) for key in value if key not in known)
-    if unknown:
-        raise FailClosed(
-            f"{where}: unknown field {unknown[0]!r}; known fields are {', '.join(known)}"
-        )
+    problems = unknown_keys(value, where, known)
+    if problems:
+        raise FailClosed("; ".join(problems))
     return value
+
+
+def unknown_keys(value: dict[Any, Any], where: str, known: Sequence[str]) -> list[str]:
+    """One problem per unknown key, with the known key it is closest to (a typo's fix)."""
+    names = ", ".join(known)
+    problems = []
+    for key in sorted(str(key) for key in value if key not in known):
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known fields are {names}"
+        problems.append(f"{where}: unknown field {key!r}; {hint}")
+    return problems
+
+
+def expected(kind: type | tuple[type, ...]) -> str:
+    """A type as a YAML author reads it."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if float in kinds:
+        return "a number"
+    return {str: "a string", list: "a list of strings", int: "a whole number"}.get(
+        kinds[0], kinds[0].__name__
+    )
 
 
 def load_rows(path: Path, key: str, fields: Sequence[str]) -> list[dict[str, Any]]:
@@ -183,44 +203,58 @@ CONFIG_REQUIRED = ("command", "base_branch", "oracle_ref", "protected")
 
 
 def load_config(path: Path, data: bytes | None = None) -> Config:
-    raw = require_mapping(load_yaml(path, data), str(path), list(CONFIG_TYPES))
-    for key in CONFIG_REQUIRED:
-        if key not in raw:
-            raise FailClosed(f"{path}: field {key!r} is required; add it")
+    """oracle/judge.yaml as a Config; every problem of the file at once, in one line."""
+    raw = load_yaml(path, data)
+    if not isinstance(raw, dict):
+        raise FailClosed(f"{path}: expected a mapping of settings, got {type(raw).__name__}")
+    problems = unknown_keys(raw, str(path), list(CONFIG_TYPES))
+    problems += [
+        f"{path}: field {key!r} is required; add it" for key in CONFIG_REQUIRED if key not in raw
+    ]
     values: dict[str, Any] = {}
     for key, value in raw.items():
-        choices = CONFIG_CHOICES.get(key)
-        if choices:
-            value = "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
-            if value not in choices:
-                raise FailClosed(f"{path}: field {key!r} must be one of {', '.join(choices)}")
-        expected = CONFIG_TYPES[key]
-        if not isinstance(value, expected) or isinstance(value, bool):
-            raise FailClosed(f"{path}: field {key!r} has the wrong type ({type(value).__name__})")
-        if isinstance(value, int) and value < CONFIG_MINIMUM.get(key, value):
-            raise FailClosed(f"{path}: field {key!r} must be at least {CONFIG_MINIMUM[key]}")
-        if key == "strength_min" and isinstance(value, (int, float)) and not 0 <= value <= 1:
-            raise FailClosed(f"{path}: field {key!r} is a share of mutants, from 0 to 1 (0.9)")
-        if isinstance(value, list):
-            if not all(isinstance(item, str) for item in value):
-                raise FailClosed(f"{path}: field {key!r} must be a list of strings")
-            value = tuple(value)
-        values[key] = value
-    for key in ("perturb", "perturb_required"):
-        unknown = [name for name in values.get(key, ()) if name not in PERTURBATIONS]
+        if key in CONFIG_TYPES:
+            try:
+                values[key] = setting(path, key, value)
+            except FailClosed as exc:
+                problems.append(str(exc))
+    if problems:
+        raise FailClosed("; ".join(problems))
+    return Config(**values)
+
+
+def setting(path: Path, key: str, value: Any) -> Any:
+    """One setting of judge.yaml, checked: its type, choices and range."""
+    choices = CONFIG_CHOICES.get(key)
+    if choices:
+        value = "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
+        if value not in choices:
+            raise FailClosed(
+                f"{path}: field {key!r} must be one of {', '.join(choices)}, not {value!r}"
+            )
+    kind = CONFIG_TYPES[key]
+    wrong = not isinstance(value, kind) or isinstance(value, bool)
+    if wrong or (isinstance(value, list) and not all(isinstance(i, str) for i in value)):
+        raise FailClosed(f"{path}: field {key!r} must be {expected(kind)}, not {value!r}")
+    if isinstance(value, int) and value < CONFIG_MINIMUM.get(key, value):
+        raise FailClosed(f"{path}: field {key!r} must be at least {CONFIG_MINIMUM[key]}")
+    if key == "strength_min" and not 0 <= value <= 1:
+        raise FailClosed(f"{path}: field {key!r} is a share of mutants, from 0 to 1 (0.9)")
+    if key in ("perturb", "perturb_required"):
+        unknown = [name for name in value if name not in PERTURBATIONS]
         if unknown:
             known = ", ".join(PERTURBATIONS)
             raise FailClosed(
                 f"{path}: field {key!r}: unknown perturbation {unknown[0]!r}; known: {known}"
             )
-    if "tests" in values:
-        if not values["tests"]:
+    if key == "tests":
+        if not value:
             raise FailClosed(
                 f"{path}: field 'tests' is empty; name the project's tests, folders or files "
                 "(such as tests or test.py)"
             )
-        values["tests"] = tuple(tests_entry(path, entry) for entry in values["tests"])
-    return Config(**values)
+        return tuple(tests_entry(path, entry) for entry in value)
+    return tuple(value) if isinstance(value, list) else value
 
 
 def committed_config(repo: Path, path: Path | None = None) -> Config:
@@ -241,6 +275,12 @@ def committed_config(repo: Path, path: Path | None = None) -> Config:
 def tests_entry(config: Path, entry: str) -> str:
     """A `tests:` entry as every step uses it: relative to the tree's root, `./x` and `x/`
     read as `x`; a file (a root test.py) or a folder."""
+    if entry != entry.strip() or not entry.isprintable() or ":" in entry:
+        raise FailClosed(
+            f"{config}: field 'tests' entry {entry!r} is not a path: it has spaces at an end, a "
+            "control character or a ':' (a node id or a line of pytest's output?); name a "
+            "folder or file, such as tests or test.py"
+        )
     clean = PurePosixPath(entry)
     if clean.is_absolute() or ".." in clean.parts or clean == PurePosixPath("."):
         raise FailClosed(

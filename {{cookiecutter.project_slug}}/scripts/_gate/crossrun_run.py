@@ -10,6 +10,7 @@ from pathlib import Path
 from _gate.canaries import check, plant
 from _gate.git import tracked
 from _gate.perturb import Perturbation, tests_scene
+from _gate.protocol import FailClosed
 from _gate.pytest_run import PytestRun, run_pytest
 from _gate.reports import named
 from _gate.shard import WHOLE, Shard
@@ -62,10 +63,33 @@ def run(
             writable=[Path(name), *scene.writable],
             scene=scene.env,
         )
+        fault = gate_fault(result, targets)
+        if fault:
+            raise FailClosed(fault)
         if planted is not None and result.outcomes is not None:
             check(planted, result.outcomes)
     # Messages name the private copy, gone by now: they name the tree it copies instead.
     return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))
+
+
+USAGE, NO_TESTS = 4, 5  # pytest's exit codes: its arguments refused; nothing collected
+
+
+def gate_fault(result: PytestRun, targets: Sequence[str]) -> str:
+    """Why a run says nothing of the code under test because of the gate's own configuration
+    ("" when it does not): pytest refused the arguments the gate gave it (a `tests:` entry that
+    is not there, an option or plugin it does not know) or collected nothing from `targets`.
+    An error of the gate's, never evidence that the patch's code forged the run."""
+    if result.exit_code not in (USAGE, NO_TESTS) or result.timed_out:
+        return ""
+    lines = [line.strip() for line in result.output_tail.splitlines() if line.strip()]
+    said = next((line for line in lines if line.startswith("ERROR")), lines[-1] if lines else "")
+    what = "refused its arguments" if result.exit_code == USAGE else "collected no test"
+    return (
+        f"pytest {what} (exit {result.exit_code}: {said[:200]}) running {', '.join(targets)}: "
+        "the gate's configuration, not the patch; check oracle/judge.yaml `tests:` and "
+        "`test_extra` against the tree"
+    )
 
 
 def copy_tree(tree: Path, dest: Path, hidden: Sequence[str]) -> Path:

@@ -31,11 +31,13 @@ def run(
     call_timeout: float = CALL_TIMEOUT,
     shard: Shard = WHOLE,
     scene: Path | None = None,
+    options: Sequence[str] = (),
 ) -> PytestRun:
     """One run, the environment checked against its digest before and after: a run that found
     it changed, or left it changed, is no evidence (a module imported late, or the parent's
     run beside the patch's, would load what the patch's worker wrote meanwhile). `scene`: the
-    worker's under a perturbation (worker_scene.py's file)."""
+    worker's under a perturbation (worker_scene.py's file). `options`: pytest's own, after the
+    shard's (`nox -s oracle -- -k NAME`)."""
     runner.check()
     result = run_pytest(
         runner.python,
@@ -47,7 +49,7 @@ def run(
         subject=subject,
         subject_timeout=call_timeout,
         subject_scene=scene,
-        options=shard.pytest_options(),
+        options=[*shard.pytest_options(), *options],
         confined=False,  # the trusted runner; the subject plugin confines the worker
     )
     runner.check()

@@ -22,8 +22,6 @@ from itertools import islice, zip_longest
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from _gate.cases import Case, holds, observe, run_many
 
 VARIANTS_PER_MUTANT = 30  # inputs tried per mutant: a bound, not a search
@@ -195,6 +193,8 @@ def proposal(found: dict[str, Any], stable: dict[str, Any]) -> dict[str, Any]:
 
 def as_yaml(proposals: Sequence[dict[str, Any]], header: str) -> str:
     """proposed-cases.yaml: each case under comments naming the mutants it kills."""
+    import yaml  # local import: scripts/strength.py --help works before PyYAML is installed
+
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
     if not proposals:
         return "\n".join([*lines, "cases: []"]) + "\n"

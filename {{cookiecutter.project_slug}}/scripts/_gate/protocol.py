@@ -60,6 +60,15 @@ class FailClosed(Exception):
     """Input the gate cannot judge: reported as one line, exit 2."""
 
 
+class Tampered(Exception):
+    """Evidence that the patch's code acted against the run that judges it (a canary with the
+    wrong outcome, pytest's machinery replaced, an evidence file rewritten): the step blocks,
+    naming what it did, in every mode. Raised with the side and run it concerns."""
+
+
+TAMPERED = "tampered"  # the evidence key of a step that blocks for a Tampered run
+
+
 class NotInWheelhouse(FailClosed):
     """A build needs a dependency the hash-pinned wheelhouse does not provide."""
 
@@ -190,6 +199,8 @@ def concluded(name: str, body: Callable[[], Outcome]) -> Report:
         outcome = body()
     except FailClosed as exc:
         outcome = Outcome(FAIL_CLOSED, str(exc))
+    except Tampered as exc:
+        outcome = Outcome(BLOCK, str(exc), {TAMPERED: True})
     except Exception as exc:  # the contract is one line and exit 2, whatever broke
         where = traceback.extract_tb(exc.__traceback__)[-1]
         outcome = Outcome(

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from _gate import probes
-from _gate.canaries import Tampered
 from _gate.crossrun_run import run as run_tests
+from _gate.protocol import Tampered
 from _gate.pytest_run import PytestRun
 from _gate.run_checks import Decided, Ran, compare
 

@@ -30,6 +30,8 @@ VERDICT_FILE = "ORACLE_VERDICT_FILE"  # where to write the verdict word: exit 2 
 EXIT_CODES = "exit codes: 0 merge, 1 block, 2 fail closed (verdict needs-review or error)"
 
 
+MERGE_STEP = "merge"  # the step merge_shards.py reports when shard reports do not add up
+
 EVIDENCE_LIMIT = 4000  # characters of one evidence value copied into the judge report
 
 
@@ -44,26 +46,39 @@ def brief(report: Path, evidence: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
-    """The exit code and verdict word: the worst status; a deferred step with no later step to
-    decide it is an error, and so is a judgment without steps. Exit 2 is `needs-review` only
-    when every step that failed closed did so for a protected path; with an error as well the
-    verdict is `error`: evidence that was never produced cannot be reviewed, and the judgment
-    run again under ORACLE_REVIEW=1 would still fail, so the error is what to fix first. A
-    blocking finding beside a protected path is `block`, for the same reason (the summary
-    lists the protected paths too), unless the patch edits the evidence a review lets the
-    judge read from it (`REVIEWED_EVIDENCE`): then the block may stand on the base's copy."""
+    """The exit code and verdict word (docs/how-the-gate-decides.md, "Which verdict wins"):
+
+    0. `error` when shard reports could not be merged as one judgment's (`MERGE_STEP`): a
+       shard's proof may be of another patch.
+    1. `block` when a step proves the patch wrong or shows its code acting against the gate,
+       whatever else failed closed: a proof stands on its own evidence, and the summary
+       still lists the steps that could not judge. Not when the patch edits the evidence a
+       review lets the judge read from it (`REVIEWED_EVIDENCE`): the block may rest on the
+       base's copy, and a review decides first.
+    2. `error` when a step could not judge (a deferred step with no later step to decide it
+       counts, and so does a judgment without steps): evidence that was never produced
+       cannot be reviewed, so the error is what to fix first.
+    3. `needs-review` when every step that failed closed did so for a code owner's review.
+    4. `merge` otherwise."""
     codes = [CODE[s["status"]] for s in steps]
-    errors = [s for s in steps if s["status"] == ERROR]
+    if any(s["name"] == MERGE_STEP and s["status"] == ERROR for s in steps):
+        return FAIL_CLOSED, ERROR  # shards not shown to be one judgment's: no proof of this patch
+    if BLOCK in codes and not review_may_lift(steps):
+        return BLOCK, ExitCode(BLOCK).verdict
+    if unjudged(steps) or not steps:
+        return FAIL_CLOSED, ERROR
+    code = max(codes)
+    return code, NEEDS_REVIEW if code == FAIL_CLOSED else ExitCode(code).verdict
+
+
+def unjudged(steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The steps that could not judge: an error, or a deferral no later step decides."""
+    found = [s for s in steps if s["status"] == ERROR]
     for index, step in enumerate(steps):
         decider = step["evidence"].get("deferred_to")
         if step["status"] == "deferred" and all(s["name"] != decider for s in steps[index:]):
-            errors.append(step)
-    if errors or not steps:
-        return FAIL_CLOSED, ERROR
-    if BLOCK in codes and not review_may_lift(steps):
-        return BLOCK, ExitCode(BLOCK).verdict
-    code = max(codes)
-    return code, NEEDS_REVIEW if code == FAIL_CLOSED else ExitCode(code).verdict
+            found.append(step)
+    return found
 
 
 # What the judge reads from the patch once a code owner reviewed it (Judgment.evidence_tree):
@@ -134,7 +149,8 @@ def summary_markdown(report: dict[str, Any], matrix: str, evidence: Evidence | N
     lines = [
         f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']}){scope}",
         "",
-        f"base `{report['base'][:12]}` head `{report['head'][:12]}`{confinement_note(report)}",
+        f"base `{report['base'][:12]}` head `{report['head'][:12]}`{confinement_note(report)}"
+        + unjudged_note(report["steps"], report["verdict"]),
         "",
         strength_line(steps.get("preconditions", {}).get("evidence", {}).get("strength")),
         "",
@@ -177,7 +193,12 @@ def replay_lines(evidence: dict[str, Any]) -> list[str]:
         if mismatch.get("perturbation"):
             title += f" under the {mismatch['perturbation']} perturbation (docs/perturbation.md)"
         lines += ["", title, "```diff", mismatch["diff"], "```"]
-        if mismatch.get("allow"):
+        if mismatch.get("carried"):
+            lines += [
+                "The patch carries its allowlist row: a code owner reviews it, then the "
+                "judge runs again with `ORACLE_REVIEW=1`."
+            ]
+        elif mismatch.get("allow"):
             lines += ["If the change is intended, a reviewer adds:", f"`{mismatch['allow']}`"]
     grown = evidence.get("grown") or []
     if grown:
@@ -345,9 +366,18 @@ def write_reports(
         Path(verdict_file).write_text(f"{word}\n", "utf-8")
     where = reports / "judge-summary.md"  # the readable one; the JSON lies beside it
     notes = review_note(report.get("review"), word) + excused_note(report["excused"])
+    notes += unjudged_note(report["steps"], word)
     notes += UNCONFINED_NOTE if report.get("confinement") == "unconfined" else ""
     print(f"{label}: verdict {word} (exit {code}){notes}; see {where}")
     return code
+
+
+def unjudged_note(steps: Sequence[dict[str, Any]], word: str) -> str:
+    """Beside a block, the steps that could not judge: the proof stands, they still failed."""
+    names = [step["name"] for step in unjudged(steps)] if word == "block" else []
+    if not names:
+        return ""
+    return f"; besides, {len(names)} step(s) could not judge ({', '.join(names)}): see the table"
 
 
 def excused(steps: Sequence[dict[str, Any]], evidence: Evidence) -> list[dict[str, Any]]:

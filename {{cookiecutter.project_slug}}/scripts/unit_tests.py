@@ -1,0 +1,49 @@
+"""Run the project's own unit tests: the `tests:` of oracle/judge.yaml, as the gate reads them.
+
+    python scripts/unit_tests.py [PYTEST_ARG ...]     # e.g. -x, -k NAME; `nox -s tests`
+
+Runs `python -m pytest -q` on the files and folders `tests:` names in this tree's
+oracle/judge.yaml (tests/ where it names none), with this interpreter: the `tests` session's
+environment, where the project is installed. The judge runs them too, as advisory evidence.
+Exit codes: pytest's own (0 passed, 1 some failed, 5 none collected, ...), 2 fail closed
+(oracle/judge.yaml cannot be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from _gate.config import tree_tests
+from _gate.protocol import FAIL_CLOSED, FailClosed, say
+from _gate.pytest_args import add_pytest_args, passed_through
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="exit codes: pytest's own (0 passed, 1 some failed, 5 none collected), "
+        "2 fail closed (oracle/judge.yaml cannot be read)",
+    )
+    add_pytest_args(p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    pytest_args = passed_through(parser(), sys.argv[1:] if argv is None else argv)
+    try:
+        paths = tree_tests(Path("."))
+    except FailClosed as exc:
+        say(f"tests: error: {exc}", error=True)
+        return FAIL_CLOSED
+    cmd = [sys.executable, "-m", "pytest", "-q", *paths, *pytest_args]
+    say(f"tests: python -m pytest {shlex.join(cmd[3:])}")
+    return subprocess.run(cmd, check=False).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
