@@ -62,6 +62,10 @@ def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adop
     repo = tmp_path / "repo"
     judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
     assert 'command: "yamllint"' in judge_yaml and 'tests: ["tests"]' in judge_yaml
+    # Its adopted manual is of its own flat layout and console script, not the bake's.
+    manual = git(repo, "show", f"{adopt.BRANCH}:oracle/README.md")
+    assert "`yamllint = yamllint.cli:run`, in `yamllint/cli.py`" in manual, manual[:2000]
+    assert "src/" not in manual and "cookiecutter" not in manual
     # Its `dev` list is lint and docs tools: the tests collect without it, so it is not theirs.
     assert 'test_extra: ""' in judge_yaml
     assert "sphinx" not in git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
