@@ -298,6 +298,64 @@ def test_test_dependencies_are_read_as_toml(tmp_path: Path, pyproject: str) -> N
     ]
 
 
+def test_an_extra_that_names_the_project_itself_is_read_as_the_extras_it_names(
+    tmp_path: Path,
+) -> None:
+    """`test = ["x[index]", ...]`: the rows of `index`, nested references followed once each;
+    the project itself is not a test dependency (the judge installs it)."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "X"\n[project.optional-dependencies]\nindex = ["whoosh"]\n'
+        'cli = ["click", "x[index]"]\ntest = ["x[cli] ; python_version > \'3\'", "pytest", "x"]\n'
+        '[dependency-groups]\ndev = ["x[test]", "ruff"]\n',
+        "utf-8",
+    )
+    assert test_deps.test_requirements(tmp_path, "test") == ["click", "whoosh", "pytest"]
+    assert test_deps.test_requirements(tmp_path, "dev") == ["click", "whoosh", "pytest", "ruff"]
+
+
+SETUP_PY = """\
+from setuptools import setup
+
+TESTS = ["pytest>=7", "pytest-mock"]
+
+setup(
+    name="x",
+    extras_require={"test": TESTS, "docs": ["sphinx"]},
+    tests_require=["mock"],
+)
+"""
+SETUP_CFG = """\
+[metadata]
+name = x
+
+[options]
+tests_require =
+    mock
+
+[options.extras_require]
+testing =
+    pytest>=7
+    pytest-cov
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "extra", "wanted"),
+    [
+        ("setup.py", SETUP_PY, "test", ["pytest", "pytest-mock"]),
+        ("setup.cfg", SETUP_CFG, "testing", ["pytest", "pytest-cov"]),
+    ],
+)
+def test_setuptools_extras_are_read_statically(
+    tmp_path: Path, name: str, text: str, extra: str, wanted: list[str]
+) -> None:
+    """extras_require and tests_require of setup.py (by AST, never run) and setup.cfg."""
+    (tmp_path / name).write_text(text, "utf-8")
+    assert test_deps.declared(tmp_path)[0] == extra
+    assert test_deps.test_requirements(tmp_path, extra) == wanted
+    assert test_deps.test_requirements(tmp_path, "tests_require") == ["mock"]
+
+
 TOX = """\
 [tox]
 envlist = py310, py311

@@ -520,3 +520,36 @@ def test_honest_builds_keep_working_in_their_throwaway_environment(
     assert len(generated) == 1 and generated[0].startswith("tiny/_speed."), generated
     assert generated[0].endswith(".so"), generated
     assert not (tree / "build").exists() and not list(tree.glob("*.egg-info"))  # a copy built
+
+
+# Extras that name the project itself, nested, with a marker: hatchling resolves them into the
+# rows of the extras they name, setuptools keeps them as written (issue 50).
+SELF_EXTRAS = """
+[project.optional-dependencies]
+index = ["packaging>=20"]
+test = ["tiny[index]", "pluggy; python_version >= '3.8'"]
+all = ["Tiny[test] ; python_version >= '3.8'"]
+"""
+
+
+@pytest.mark.parametrize("backend", ["hatch", "setuptools"])
+def test_extras_that_name_the_project_itself_match_the_tree_as_either_backend_writes_them(
+    tmp_path: Path, wheelhouse: Path, backend: str
+) -> None:
+    tree = tiny(tmp_path / "tree")
+    config = (HATCH if backend == "hatch" else SETUPTOOLS).format(remap="")
+    head, _, rest = config.partition("[project.optional-dependencies]")
+    config = head + SELF_EXTRAS.strip() + "\n" + rest.split("\n", 2)[2]
+    (tree / "pyproject.toml").write_text(config, "utf-8")
+    info = built(tree, tmp_path / "env", wheelhouse)
+    provenance(tree, info, "head:")  # raises FailClosed on a requirement of no declaration
+    # A requirement that is no extra's, given by neither spelling, still fails closed.
+    metadata = info / "METADATA"
+    text = metadata.read_text("utf-8").replace(
+        "Requires-Dist: packaging",
+        "Requires-Dist: evil; extra == 'test'\nRequires-Dist: packaging",
+        1,
+    )
+    metadata.write_text(text, "utf-8")
+    with pytest.raises(FailClosed, match=r"the wheel declares requirement evil \(extra test\)"):
+        provenance(tree, info, "head:")

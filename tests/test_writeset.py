@@ -269,3 +269,62 @@ def test_a_pyproject_that_does_not_parse_needs_review(repo: Path, tmp_path: Path
     code, report = write_set(repo, patch, trunk, tmp_path)
     assert code == 2
     assert protected_rules(report)["pyproject.toml"] == f"{BUILD} (pyproject.toml does not parse)"
+
+
+SETUP = """\
+from setuptools import find_packages, setup
+
+setup(
+    name="shop",
+    version="1.0",
+    description="A shop.",
+    classifiers=["Programming Language :: Python :: 3"],
+    packages=find_packages("src"),
+    package_dir={"": "src"},
+)
+"""
+CFG = "[metadata]\nname = shop\nversion = 1.0\n\n[options]\npackages = find:\n"
+# An edit of only the literal metadata setup() is given (issue 50), in several spellings, and
+# edits that reach what the build runs or packs.
+SETUP_EDITS = {
+    "version": ('version="1.0"', 'version="1.1"', 0),
+    "classifiers": ('"Programming Language :: Python :: 3"]', '"Typing :: Typed", "OS"]', 0),
+    "description-and-url": ('description="A shop."', 'description="Shop.", url="https://x"', 0),
+    "packages": ('find_packages("src")', 'find_packages("old")', 2),
+    "version-from-code": ('version="1.0"', 'version=open("V").read()', 2),
+    "new-statement": ("setup(\n", "import os\nos.system('x')\nsetup(\n", 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETUP_EDITS))
+def test_a_setup_py_edit_of_its_metadata_alone_is_source(
+    repo: Path, tmp_path: Path, name: str
+) -> None:
+    old, new, wanted = SETUP_EDITS[name]
+    trunk, patch = start(repo, f"setup-{name}")
+    on_base(repo, trunk, {"setup.py": SETUP, "setup.cfg": CFG})
+    git(repo, "checkout", "-q", patch)
+    git(repo, "rebase", "-q", trunk)
+    commit(repo, "patch: setup.py", {"setup.py": SETUP.replace(old, new)})
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert code == wanted, report["summary"]
+    assert ("setup.py" in paths(report, "source")) == (wanted == 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "new", "wanted"),
+    [
+        ("metadata", CFG.replace("version = 1.0", "version = 1.1\nurl = https://x"), 0),
+        ("options", CFG.replace("packages = find:", "packages = old"), 2),
+    ],
+)
+def test_a_setup_cfg_edit_of_its_metadata_section_alone_is_source(
+    repo: Path, tmp_path: Path, name: str, new: str, wanted: int
+) -> None:
+    trunk, patch = start(repo, f"setup-cfg-{name}")
+    on_base(repo, trunk, {"setup.py": SETUP, "setup.cfg": CFG})
+    git(repo, "checkout", "-q", patch)
+    git(repo, "rebase", "-q", trunk)
+    commit(repo, "patch: setup.cfg", {"setup.cfg": new})
+    code, report = write_set(repo, patch, trunk, tmp_path)
+    assert code == wanted, report["summary"]

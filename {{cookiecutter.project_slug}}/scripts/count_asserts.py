@@ -34,6 +34,12 @@ not-collected, skip-added, vacuous, dead-assert, weakened, outcome-hook, and fro
 cannot-fail, fewer-checks, no-run, tampered-run; each unless a reviewed
 allowlist row (`id`: the test id or path, `field`: `inventory:<rule>`, `base`: the commit it was
 reviewed against, a prefix of --base) names it; a row of another base is reported, not applied.
+Coverage removed: where every blocking finding is a deleted or weakened test (deleted-test,
+deleted-file, fewer-asserts, weakened, fewer-checks, and the total-drop they make) whose
+parent version passes on the patch build (the crossrun ran it there), the patch removed a
+check the behaviour still passes: `needs-review` naming each, not `block`; a code owner's
+review (ORACLE_REVIEW=1) lets it merge. A deleted test whose parent version fails on the
+patch build blocks.
 Exit codes: 0 nothing lost, 1 block, 2 fail closed (bad input, a stale allowlist row, a parent
 that cannot be collected, a collected test the inventory cannot map).
 """
@@ -58,17 +64,20 @@ from typing import Any
 import _gate.collect
 import _gate.config
 import _gate.inventory
+import _gate.probes
 import _gate.run_evidence
 import _gate.sites
 import _gate.test_deps
 from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
 from _gate.config import load_config
-from _gate.context import Change, Judgment, changes, touches_tests
+from _gate.context import Change, Judgment, changes, review_requested, touches_tests
 from _gate.entry import run_main
 from _gate.git import resolve_commit
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
+    FAIL_CLOSED,
+    NEEDS_REVIEW,
     PASS,
     FailClosed,
     Outcome,
@@ -580,10 +589,18 @@ class Comparison:
                 f"{test_id} gained a skip ({', '.join(kinds) or 'another'})",
                 test_id,
             )
+            # A skipif-style decorator: what runs on the judge's machine may show it does not
+            # apply here (_gate/run_checks.py); a skip call or a hook is the AST's alone.
+            gained = set(kinds) or {kind for _line, kind in new_skips}
+            self.findings[-1]["conditional"] = gained <= CONDITIONAL_SKIPS
         self.hollow(test_id, before, path, after)
         lost = self.compare_sites(test_id, before, path, after)
         if counts[1] < counts[0]:
             self.short.append(Short(test_id, path, line, counts, lost))
+
+
+# Skips under a condition, as decorators: pytest's skipif, unittest's skipIf and skipUnless.
+CONDITIONAL_SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
 
 
 def meaningful(test: dict[str, Any]) -> int:
@@ -1153,11 +1170,73 @@ def execute(
     if collection:
         counts += f", {collection['parent']} -> {collection['patch']} collected"
     note = other_base_note(other_base, args.allowlist) + run_time_note(ran)
+    removed = coverage_removed(blocking, parent_on_patch(args, j, earlier) if ran else {})
+    if removed:
+        evidence["coverage_removed"] = removed
+        review = j.review if j is not None else review_requested()
+        return reviewed_coverage(removed, counts, note, evidence, review)
     if blocking:
         return Outcome(
             BLOCK, f"{counts}; {blocking[0]['reason']} ({len(blocking)} findings){note}", evidence
         )
     return Outcome(PASS, f"{counts}; no test lost an assertion{note}", evidence)
+
+
+# Findings of a test that checks less than its parent version did: where that version still
+# passes on the patch build, the behaviour it checked is kept, and a reviewer decides.
+COVERAGE_RULES = frozenset(
+    {"deleted-test", "deleted-file", "fewer-asserts", "weakened", "fewer-checks"}
+)
+
+
+def coverage_removed(
+    blocking: Sequence[dict[str, Any]], outcomes: Mapping[str, str]
+) -> list[dict[str, str]]:
+    """Each blocking finding as a removed coverage ({id, rule}), when all of them are: a
+    deleted or weakened test whose parent version passed on the patch build (`outcomes`: the
+    crossrun's parent tests there), and the total drop they make. [] when any is not."""
+    tests = [f for f in blocking if f["rule"] != "total-drop"]
+    if not tests or not all(
+        f["rule"] in COVERAGE_RULES and passed_on_patch(str(f["id"]), outcomes) for f in tests
+    ):
+        return []
+    return [{"id": str(f["id"]), "rule": str(f["rule"])} for f in tests]
+
+
+def passed_on_patch(test: str, outcomes: Mapping[str, str]) -> bool:
+    """Whether a parent test (an id without parameters, or a file) ran on the patch build and
+    every id of it passed."""
+    ids = [n for n in outcomes if _gate.probes.family(n) == test or n.split("::")[0] == test]
+    return bool(ids) and all(outcomes[n] == "passed" for n in ids)
+
+
+def parent_on_patch(
+    args: argparse.Namespace, j: Judgment | None, earlier: Mapping[str, Report] | None
+) -> dict[str, str]:
+    """The crossrun's outcomes of the parent's tests on the patch build ({} without one)."""
+    crossrun = (earlier or {}).get("crossrun") if j else reported(args.crossrun_report)
+    found = crossrun.evidence.get("patch") if crossrun is not None else None
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def reviewed_coverage(
+    removed: Sequence[dict[str, str]],
+    counts: str,
+    note: str,
+    evidence: dict[str, Any],
+    review: bool,
+) -> Outcome:
+    more = f" and {len(removed) - 1} more" if len(removed) > 1 else ""
+    what = f"coverage removed: {removed[0]['id']} ({removed[0]['rule']}){more}"
+    if review:
+        return Outcome(PASS, f"{counts}; {what}, reviewed (ORACLE_REVIEW=1){note}", evidence)
+    return Outcome(
+        FAIL_CLOSED,
+        f"{counts}; {what}: its parent version passes on the patch build, so the behaviour "
+        f"stays; a code owner reviews the removal, then ORACLE_REVIEW=1{note}",
+        evidence,
+        status=NEEDS_REVIEW,
+    )
 
 
 def run_time(
@@ -1207,6 +1286,10 @@ def run_time_note(ran: _gate.run_evidence.Found | None) -> str:
     note = f"; probes: {len(probed.can_fail)} sites can fail, {len(probed.cannot_fail)} cannot"
     if ran.decided.set_aside:
         note += f"; run-time checks set aside {len(ran.decided.set_aside)} AST findings"
+    skips = [f["reason"] for f in ran.decided.set_aside if f["rule"] == "skip-added"]
+    if skips:  # a skip that does not apply here is still a change a reviewer sees
+        more = f" and {len(skips) - 1} more" if len(skips) > 1 else ""
+        note += f"; {skips[0]}, whose condition does not hold here: it ran and passed{more}"
     if ran.decided.moved:
         note += f" ({len(ran.decided.moved)} tests moved)"
     return note

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from _gate.build_config import build_changes
+from _gate.build_config import build_changes, metadata_edits
 from _gate.config import Config, load_config
 from _gate.context import Change, Judgment, changes, review_requested
 from _gate.entry import run_main
@@ -122,8 +122,13 @@ def classified(
     }
     written = touched(repo, base, head, net)
     build = build_changes(repo, base, head, written)
+    metadata = metadata_edits(repo, base, head, written)
     for path, statuses in sorted(written.items()):
-        kind, rule = classify(path, config.protected, config.tests, build)
+        kind, rule = (
+            ("source", "")
+            if path in metadata
+            else classify(path, config.protected, config.tests, build)
+        )
         classes[kind].append({"path": path, "status": "".join(sorted(statuses)), "rule": rule})
     counts = ", ".join(f"{len(v)} {k}" for k, v in classes.items())
     evidence = {"base": base, "head": head, "oracle_review": review, **classes}

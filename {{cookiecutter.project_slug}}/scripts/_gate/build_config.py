@@ -8,11 +8,15 @@ step gives it `needs-review` like the oracle (docs/build-provenance.md):
 - the files a build runs or reads for that mapping: setup.py, MANIFEST.in, the hooks hatch
   and pdm load by name, and those pyproject.toml names (an in-tree backend's module under
   `backend-path`, a hatch custom hook's `path`, poetry's and pdm's build scripts).
-Version bumps, dependencies, metadata and other tool tables stay ordinary changes.
+Version bumps, dependencies, metadata and other tool tables stay ordinary changes: in
+setup.py too, where an edit that changes only literal metadata arguments of `setup()`
+(`SETUP_METADATA`) is source, and in setup.cfg, where one that changes only `[metadata]` is.
 """
 
 from __future__ import annotations
 
+import ast
+import configparser
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +109,13 @@ def at(repo: Path, rev: str) -> BuildConfig | None:
     return None if data is None else build_config(data)
 
 
+def metadata_edits(repo: Path, base: str, head: str, paths: Iterable[str]) -> set[str]:
+    """The setup.py and setup.cfg among `paths` whose edits are metadata alone: source, though
+    a build reads them and judge.yaml protects setup.cfg as pytest's configuration (neither
+    reads what changed)."""
+    return {path for path in paths if metadata_only(repo, base, head, path)}
+
+
 def build_changes(repo: Path, base: str, head: str, paths: Iterable[str]) -> dict[str, str]:
     """The written paths that change the build configuration, each with its rule: a build
     file of the base or of any revision of the branch, and pyproject.toml where one of its
@@ -135,3 +146,84 @@ def changed_tables(before: BuildConfig, after: Iterable[BuildConfig | None]) -> 
             name for name, _ in BUILD_TABLES if config.tables.get(name) != before.tables.get(name)
         )
     return ", ".join(f"[{name}]" for name, _ in BUILD_TABLES if name in names)
+
+
+# setup() arguments that only fill the wheel's METADATA: changing their literal values changes
+# what the project says about itself, never what its build runs or packs.
+SETUP_METADATA = frozenset(
+    {
+        "version",
+        "description",
+        "long_description",
+        "long_description_content_type",
+        "classifiers",
+        "url",
+        "project_urls",
+        "author",
+        "author_email",
+        "maintainer",
+        "maintainer_email",
+        "license",
+        "keywords",
+        "platforms",
+        "python_requires",
+    }
+)
+
+
+def metadata_only(repo: Path, base: str, head: str, path: str) -> bool:
+    """Whether every revision of the branch that wrote setup.py (or setup.cfg) differs from
+    the base's only in metadata: literal SETUP_METADATA arguments of setup(), or setup.cfg's
+    [metadata] section. A file the base lacks, or one that does not parse, is never."""
+    shape = {"setup.py": setup_py_shape, "setup.cfg": setup_cfg_shape}.get(path)
+    before = show_file(repo, base, path) if shape else None
+    if shape is None or before is None:
+        return False
+    revisions = git(repo, "rev-list", f"{base}..{head}", "--", path).split()
+    want = shape(before)
+    return want is not None and all(
+        (text := show_file(repo, rev, path)) is not None and shape(text) == want
+        for rev in revisions
+    )
+
+
+def setup_py_shape(text: bytes) -> str | None:
+    """setup.py's AST without the literal metadata arguments of setup() (one added or
+    removed is metadata too)."""
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and called(node) == "setup":
+            node.keywords = [
+                k for k in node.keywords if not (k.arg in SETUP_METADATA and is_literal(k.value))
+            ]
+    return ast.dump(module)
+
+
+def called(call: ast.Call) -> str:
+    """The name a call calls: `setup` of `setup(...)` and of `setuptools.setup(...)`."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return False
+    return True
+
+
+def setup_cfg_shape(text: bytes) -> str | None:
+    """setup.cfg's sections but [metadata], as parsed."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text.decode("utf-8"))
+    except (UnicodeDecodeError, configparser.Error):
+        return None
+    kept = {name: dict(parser.items(name)) for name in parser.sections() if name != "metadata"}
+    return repr(sorted(kept.items()))

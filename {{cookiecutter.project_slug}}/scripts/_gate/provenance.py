@@ -19,7 +19,7 @@ import configparser
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path, PurePosixPath
@@ -27,7 +27,7 @@ from typing import Any
 
 from _gate.git import git
 from _gate.protocol import FailClosed
-from _gate.pyproject import PYPROJECT, read, table
+from _gate.pyproject import PYPROJECT, REQUIREMENT, canonical, extras, own_rows, read, table
 
 # Files that run at every interpreter start in the environment: never from a wheel.
 STARTUP = ("sitecustomize", "usercustomize")
@@ -222,13 +222,8 @@ def compare(parent: Provenance, patch: Provenance, patch_tree: Path, label: str)
 
 # [project] keys of pyproject.toml and the entry point group each declares.
 ENTRY_POINT_KEYS = {"scripts": "console_scripts", "gui-scripts": "gui_scripts"}
-NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 SPACE = re.compile(r"\s+")
 EXTRA = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
-
-
-def canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def check_metadata(tree: Path, info: Path, label: str) -> None:
@@ -241,11 +236,16 @@ def check_metadata(tree: Path, info: Path, label: str) -> None:
     if not dynamic & {"scripts", "gui-scripts", "entry-points"}:
         same(wheel_entry_points(info), declared_entry_points(project), "entry point", where)
     if not dynamic & {"dependencies", "optional-dependencies"}:
-        same(wheel_requires(info), declared_requires(project), "requirement", where)
+        required, spelled = declared_requires(project)
+        same(wheel_requires(info), required, "requirement", where, spelled)
 
 
-def same(wheel: set[str], tree: set[str], what: str, where: str) -> None:
-    for extra in sorted(wheel - tree):
+def same(
+    wheel: set[str], tree: set[str], what: str, where: str, spelled: Set[str] = frozenset()
+) -> None:
+    """The wheel holds what the tree declares, and nothing else but the other `spelled`
+    forms of a declaration (a self-referencing extra, kept or resolved)."""
+    for extra in sorted(wheel - tree - spelled):
         raise FailClosed(f"the wheel declares {what} {extra}, which {where} does not declare")
     for missing in sorted(tree - wheel):
         raise FailClosed(f"the wheel lacks {what} {missing}, which {where} declares")
@@ -279,17 +279,27 @@ def wheel_entry_points(info: Path) -> set[str]:
 
 
 def requirement(text: str, extra: str = "") -> str:
-    match = NAME.match(text)
+    match = REQUIREMENT.match(text)
     name = canonical(match.group(1)) if match else text.strip()
     return f"{name} (extra {canonical(extra)})" if extra else name
 
 
-def declared_requires(project: Mapping[str, Any]) -> set[str]:
-    found = {requirement(str(r)) for r in project.get("dependencies") or ()}
-    extras = project.get("optional-dependencies")
-    for extra, rows in (extras if isinstance(extras, Mapping) else {}).items():
-        found |= {requirement(str(r), str(extra)) for r in rows or ()}
-    return found
+def declared_requires(project: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """The requirements the wheel must hold, and the other spellings it may use instead: an
+    extra that names the project itself (`test = ["pkg[index]"]`) is kept as written by
+    setuptools and resolved into the rows of `index` by hatchling, so neither form is
+    required, and both are allowed."""
+    required = {requirement(str(r)) for r in project.get("dependencies") or ()}
+    spelled: set[str] = set()
+    own = canonical(str(project.get("name") or ""))
+    for extra, rows in extras(project).items():
+        for row in rows:
+            kept = requirement(row, extra)
+            if kept.split(" ", 1)[0] != own:
+                required.add(kept)
+                continue
+            spelled |= {kept, *(requirement(r, extra) for r in own_rows([row], project))}
+    return required, spelled
 
 
 def wheel_requires(info: Path) -> set[str]:

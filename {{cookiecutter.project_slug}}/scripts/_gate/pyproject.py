@@ -4,7 +4,8 @@ which the judge's requirements install on 3.10 (pytest needs it there too)."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -51,4 +52,46 @@ def table(data: Mapping[str, Any], dotted: str) -> object:
     found: object = data
     for key in dotted.split("."):
         found = found.get(key) if isinstance(found, Mapping) else None
+    return found
+
+
+# A requirement's distribution name and its extras: `pkg[a, b] >= 1; marker`.
+REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
+
+
+def canonical(name: str) -> str:
+    """A distribution or extra name as packaging compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def extras(project: Mapping[str, Any]) -> dict[str, list[str]]:
+    """[project.optional-dependencies], each extra's rows as a string list ({} if none)."""
+    raw = project.get("optional-dependencies")
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        str(name): [row for row in rows if isinstance(row, str)]
+        for name, rows in raw.items()
+        if isinstance(rows, list)
+    }
+
+
+def own_rows(
+    rows: Sequence[str], project: Mapping[str, Any], seen: frozenset[str] = frozenset()
+) -> list[str]:
+    """`rows` with the project's references to itself resolved as a backend writes them into
+    its wheel: `pkg[a,b]` (a common spelling of "this extra includes those") stands for the
+    rows of extras a and b, followed through nested references, each extra once; `pkg`
+    alone is the project itself, which the judge installs anyway."""
+    name = canonical(str(project.get("name") or ""))
+    by_name = {canonical(key): value for key, value in extras(project).items()}
+    found: list[str] = []
+    for row in rows:
+        match = REQUIREMENT.match(row)
+        if not match or not name or canonical(match.group(1)) != name:
+            found.append(row)
+            continue
+        for extra in (canonical(e) for e in (match.group(2) or "").split(",") if e.strip()):
+            if extra not in seen:
+                found += own_rows(by_name.get(extra, []), project, seen | {extra})
     return found

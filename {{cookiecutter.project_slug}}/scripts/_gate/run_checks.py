@@ -12,9 +12,10 @@ differ, so:
 - a test the AST calls deleted is moved when every check it ran, with the same values, runs in
   a test the patch added (a parametrize collapse, a test ported to another file in a new
   style): the AST finding is set aside, and the report says run-time checks decided;
-- an AST finding of fewer assertions in a test, of an id no longer collected, or of a lower
-  total, is set aside where every check that ran on the parent's version runs, with the same
-  values, on the patch's (two sites folded into one parametrized check).
+- an AST finding of fewer assertions in a test, of an id no longer collected, of a lower
+  total, or of a skip the test gained, is set aside where every check that ran on the
+  parent's version runs, with the same values, on the patch's (two sites folded into one
+  parametrized check; a skip whose condition is false here).
 
 A patch's test that fails or errors is not compared: its failure is a signal of its own (the
 advisory tests), and a failing test stops early.
@@ -30,9 +31,13 @@ from typing import Any
 from _gate.probes import family
 
 # AST rules the checks that ran can set aside, and those they never can (a weakened check
-# still runs; a skip or an outcome hook is the AST's to see).
+# still runs; an outcome hook is the AST's to see). A skipif-style decorator the patch adds
+# is set aside where its test ran and passed every check of its parent's version, with the
+# same values: its condition does not hold where the judge runs it (`skipif(<an old
+# SQLite>)`), and the report still names it; a skip taken at run time leaves the test
+# skipped, and stands; a skip call or a setUp skip is never set aside.
 REFUTABLE = frozenset(
-    {"deleted-test", "deleted-file", "fewer-asserts", "not-collected", "total-drop"}
+    {"deleted-test", "deleted-file", "fewer-asserts", "not-collected", "total-drop", "skip-added"}
 )
 
 
@@ -128,6 +133,8 @@ def refuted(
     rule, test = found["rule"], family(str(found.get("id", "")))
     if rule not in REFUTABLE or decided.findings:
         return False
+    if rule == "skip-added" and not found.get("conditional"):
+        return False  # a skip call or a hook: the AST's to see
     if rule == "deleted-file":
         path = str(found["path"])
         gone = [name for name in parent.checks if name.split("::", 1)[0] == path]

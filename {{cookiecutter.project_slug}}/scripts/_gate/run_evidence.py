@@ -49,7 +49,12 @@ class Found:
         run = self.patch_run
         return {
             "set_aside": [
-                {"rule": f["rule"], "id": f["id"], "decided_by": "run-time checks"}
+                {
+                    "rule": f["rule"],
+                    "id": f["id"],
+                    "reason": f["reason"],
+                    "decided_by": "run-time checks",
+                }
                 for f in self.decided.set_aside
             ],
             "moved_tests": self.decided.moved,

@@ -2,9 +2,12 @@
 
 judge.yaml `test_extra` names the place, read from the base tree (nothing of it runs): an
 extra of `[project.optional-dependencies]` or a `[dependency-groups]` group of pyproject.toml
-(its `include-group`s followed), a requirements file (`*.txt`), `tox.ini` (the `deps` of its
-`[testenv]`), or `noxfile.py` (the string arguments of `session.install` in a session named
-like a test session). `declared` finds the first of those a project has, for `adopt`.
+(its `include-group`s followed, the project's references to its own extras resolved), an
+extra of setup.cfg's `[options.extras_require]` or setup.py's `extras_require`, or their
+`tests_require` (read by configparser and AST), a requirements file (`*.txt`), `tox.ini`
+(the `deps` of its `[testenv]`), or `noxfile.py` (the string arguments of `session.install`
+in a session named like a test session). `declared` finds the first of those a project has,
+for `adopt`.
 """
 
 from __future__ import annotations
@@ -15,10 +18,10 @@ import re
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from _gate.build_config import called
 from _gate.protocol import FailClosed
-from _gate.pyproject import read, table
+from _gate.pyproject import REQUIREMENT, extras, own_rows, read, table
 
-REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")  # a distribution's name
 NAMES = ("test", "tests", "testing", "dev")  # extras and groups, in the order adopt tries them
 CATCH_ALL = ("dev",)  # a name for lint and docs tools as often as for the tests' own
 FILES = (
@@ -55,9 +58,12 @@ def test_requirements(tree: Path, extra: str) -> list[str]:
         )
     found = pyproject_requirements(data, extra)
     if found is None:
+        found = setuptools_extras(tree).get(extra)
+    if found is None:
         raise FailClosed(
             f"pyproject.toml of the base: no extra or dependency group {extra!r} (judge.yaml "
-            "test_extra); name one of [project.optional-dependencies] or [dependency-groups]"
+            "test_extra); name one of [project.optional-dependencies], [dependency-groups], "
+            f"setup.cfg's or setup.py's extras_require, or {TESTS_REQUIRE}"
         )
     return names(found)
 
@@ -70,6 +76,10 @@ def declared(tree: Path) -> tuple[str, list[str]]:
         found = pyproject_requirements(data, name)
         if found is not None:
             return name, found
+    setuptools = setuptools_extras(tree)
+    for name in (*NAMES, TESTS_REQUIRE):
+        if setuptools.get(name):
+            return name, setuptools[name]
     for rel in (*FILES, TOX, NOX):
         rows = file_requirements(tree / rel) if (tree / rel).is_file() else []
         if rows:
@@ -78,12 +88,15 @@ def declared(tree: Path) -> tuple[str, list[str]]:
 
 
 def pyproject_requirements(data: dict[str, Any], name: str) -> list[str] | None:
-    extras = table(data, "project.optional-dependencies")
+    """An extra's or a dependency group's rows, the project's references to its own extras
+    resolved (`pkg[index]`: the rows of `index`; the judge installs the project itself)."""
+    project = table(data, "project")
+    project = project if isinstance(project, dict) else {}
     groups = table(data, "dependency-groups")
-    if isinstance(extras, dict) and isinstance(extras.get(name), list):
-        return [row for row in extras[name] if isinstance(row, str)]
+    if name in extras(project):
+        return own_rows(extras(project)[name], project)
     if isinstance(groups, dict) and name in groups:
-        return group(groups, name, set())
+        return own_rows(group(groups, name, set()), project)
     return None
 
 
@@ -149,4 +162,84 @@ def installs(node: ast.AST) -> TypeGuard[ast.Call]:
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "install"
+    )
+
+
+TESTS_REQUIRE = "tests_require"  # setuptools' own list of test dependencies, as an extra's name
+
+
+def setuptools_extras(tree: Path) -> dict[str, list[str]]:
+    """The extras setuptools declares, and its `tests_require` under that name: setup.cfg's
+    [options.extras_require] and [options] tests_require, else the literal `extras_require`
+    and `tests_require` arguments of setup.py's `setup(...)` (read by AST, never run; a name
+    bound once at the top of the module to a literal is followed)."""
+    found = setup_cfg_extras(tree / "setup.cfg")
+    return found or setup_py_extras(tree / "setup.py")
+
+
+def setup_cfg_extras(path: Path) -> dict[str, list[str]]:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(path.read_bytes().decode("utf-8", "replace"))
+    except (OSError, configparser.Error):
+        return {}
+    found = {
+        name: requirement_lines(value)
+        for name, value in (
+            parser.items("options.extras_require")
+            if parser.has_section("options.extras_require")
+            else []
+        )
+    }
+    tests = parser.get("options", TESTS_REQUIRE, fallback="")
+    return {**found, **({TESTS_REQUIRE: requirement_lines(tests)} if tests.strip() else {})}
+
+
+def setup_py_extras(path: Path) -> dict[str, list[str]]:
+    try:
+        module = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    bound = {
+        node.targets[0].id: node.value
+        for node in module.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+    }
+    found: dict[str, list[str]] = {}
+    for call in ast.walk(module):
+        if not (isinstance(call, ast.Call) and called(call) == "setup"):
+            continue
+        for keyword in call.keywords:
+            value = literal(keyword.value, bound)
+            if keyword.arg == "extras_require" and isinstance(value, dict):
+                found |= {str(k): strings(v) for k, v in value.items()}
+            elif keyword.arg == TESTS_REQUIRE:
+                found[TESTS_REQUIRE] = strings(value)
+    return found
+
+
+def literal(node: ast.expr, bound: dict[str, ast.expr], depth: int = 8) -> object:
+    """The value of a literal, its names bound at the top of the module followed (a few
+    levels: `extras_require={"test": TESTS}`); None for anything computed."""
+    if depth == 0:
+        return None
+    if isinstance(node, ast.Name):
+        return literal(bound[node.id], bound, depth - 1) if node.id in bound else None
+    if isinstance(node, ast.Dict):
+        pairs = zip(node.keys, node.values, strict=True)
+        named = {k.value: v for k, v in pairs if isinstance(k, ast.Constant) and k.value}
+        return {k: literal(v, bound, depth - 1) for k, v in named.items()}
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [literal(item, bound, depth - 1) for item in node.elts]
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def strings(value: object) -> list[str]:
+    """A requirement list's strings (a string of lines, as setuptools also takes)."""
+    if isinstance(value, str):
+        return requirement_lines(value)
+    return (
+        [row for row in value if isinstance(row, str)] if isinstance(value, (list, tuple)) else []
     )

@@ -289,6 +289,7 @@ def review(report: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
     return {
         "protected": [row for each in found for row in each.get("protected") or []],
         "coupled": [row for each in found for row in each.get("coupled") or []],
+        "coverage": [row for each in found for row in each.get("coverage_removed") or []],
         "rerun": rerun,
     }
 
@@ -303,6 +304,12 @@ def review_lines(found: dict[str, Any] | None) -> list[str]:
     if found.get("coupled"):
         lines += ["", "### Needs review: parent tests depend on internals the patch moved"]
         lines += [f"- `{row['id']}`: `{row['moved']}`" for row in found["coupled"]]
+    if found.get("coverage"):
+        lines += [
+            "",
+            "### Needs review: coverage removed (each parent version passes on the patch)",
+        ]
+        lines += [f"- `{row['id']}` ({row['rule']})" for row in found["coverage"]]
     return [*lines, "", "Once a code owner approved them, judge again:", f"`{found['rerun']}`"]
 
 
@@ -412,7 +419,11 @@ def review_note(found: dict[str, Any] | None, word: str) -> str:
     if not found:
         return ""
     rows, tests = found["protected"], found.get("coupled") or []
+    removed = found.get("coverage") or []
     what = "the protected paths the write-set step lists"
+    if removed:
+        more = f" and {len(removed) - 1} more" if len(removed) > 1 else ""
+        what = f"the coverage the patch removed ({removed[0]['id']}{more})"
     if rows:
         more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
         what = f"protected path {rows[0]['path']} (rule {rows[0]['rule']}){more}"
