@@ -46,7 +46,7 @@ def brief(report: Path, evidence: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
-    """The exit code and verdict word (docs/how-the-gate-decides.md, "Which verdict wins"):
+    """The exit code and verdict word (the table atop docs/how-the-gate-decides.md):
 
     0. `error` when shard reports could not be merged as one judgment's (`MERGE_STEP`): a
        shard's proof may be of another patch.
