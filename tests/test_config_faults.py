@@ -64,7 +64,7 @@ BASES: dict[str, tuple[Callable[[Path], None], str]] = {
 }
 
 
-def never_merged(verdict: Verdict, why: str) -> None:
+def assert_never_merged(verdict: Verdict, why: str) -> None:
     assert verdict.returncode == 2, verdict.output
     assert verdict.report["verdict"] == "error", verdict.output
     said = [s["summary"] for s in verdict.report["steps"] if s["status"] == "error"]
@@ -80,7 +80,7 @@ def test_a_mistyped_or_moved_tests_entry_never_merges_a_unit_only_change(
     change, why = BASES[name]
     base = branch(repo, f"config-base/{name}", change)
     head = branch(repo, f"config/{name}", cheat, base=base)
-    never_merged(judge(repo, "--base", base, "--head", head), why)
+    assert_never_merged(judge(repo, "--base", base, "--head", head), why)
 
 
 @pytest.mark.e2e
@@ -107,7 +107,7 @@ def test_a_pytest_usage_error_is_the_gates_configuration_never_forgery(repo: Pat
     the base's configuration, and the verdict names it as an error, never as the patch's."""
     base = branch(repo, "config-base/addopts", unknown_option)
     head = branch(repo, "config/addopts", honest, base=base)
-    never_merged(judge(repo, "--base", base, "--head", head), "pytest refused its arguments")
+    assert_never_merged(judge(repo, "--base", base, "--head", head), "pytest refused its arguments")
 
 
 NOT_PATHS = {

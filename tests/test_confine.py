@@ -400,9 +400,7 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 # starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip download
 # (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py,
 # strength_cassettes.py forks a case from mutmut's worker, which strength.py
-# runs through the launcher (a mutant's code runs confined with the whole mutmut run), and
-# unit_tests.py runs pytest for `nox -s tests`, the user's own tests in the user's own
-# environment, as pytest itself would (no judgment reads it).
+# runs through the launcher (a mutant's code runs confined with the whole mutmut run).
 SPAWNERS = {
     "_gate/strength_cassettes.py",
     "_gate/confine.py",
@@ -413,7 +411,6 @@ SPAWNERS = {
     "wheelhouse.py",
     "judge.py",
     "staged_inventory.py",
-    "unit_tests.py",
 }
 # The callers of run_group, the unconfined path: a venv and the tools from the wheelhouse
 # (envs.py), the oracle's own pytest in the oracle environment (pytest_run.py), the gate's

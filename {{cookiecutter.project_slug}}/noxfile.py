@@ -33,6 +33,10 @@ from typing import NoReturn
 import nox
 from nox.command import CommandFailed
 
+# What asks for help: the one rule, stdlib only, that the scripts passing to pytest share.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "scripts"))
+from _gate.pytest_args import asks_help
+
 # The first nox with the uv backend and `|` fallbacks; CI pins a newer one (.github/).
 nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -53,18 +57,6 @@ VERDICT_SESSIONS = ("judge", "merge")  # the sessions that end in a verdict (`de
 if "ORACLE_VERDICT_FILE" not in os.environ:
     os.environ["ORACLE_VERDICT_FILE"] = tempfile.mkdtemp(prefix="oracle-verdict-") + "/verdict"
     atexit.register(shutil.rmtree, os.path.dirname(os.environ["ORACLE_VERDICT_FILE"]), True)
-
-
-def asks_help(posargs: Sequence[str]) -> bool:
-    """-h, --help or an abbreviation argparse takes for it (--hel), before any `--` (what
-    follows one is a program's: `nox -s tests -- -- --help` is pytest's): exit 0, no verdict.
-    scripts/_gate/pytest_args.py keeps the same rule for the scripts that pass to pytest."""
-    for arg in posargs:
-        if arg == "--":
-            return False
-        if arg == "-h" or (len(arg) >= len("--hel") and "--help".startswith(arg)):
-            return True
-    return False
 
 
 def command_line_posargs(argv: Sequence[str]) -> list[str]:

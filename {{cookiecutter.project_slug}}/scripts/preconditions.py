@@ -126,7 +126,9 @@ def tests_problems(config: Config, trees: Mapping[str, Path | None]) -> list[str
     problems = []
     for side, tree in trees.items():
         missing = [entry for entry in config.tests if tree and not (tree / entry).exists()]
-        where = f"{side} tree{commit(tree)}" if tree else side
+        if not tree or not missing:
+            continue
+        where = f"{side} tree{commit(tree)}"
         problems += [
             f"oracle/judge.yaml: field 'tests' entry {entry!r} is not in the {where}; "
             f"{TESTS_FIX[side]}"

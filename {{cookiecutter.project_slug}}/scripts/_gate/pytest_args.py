@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 
 def asks_help(argv: Sequence[str]) -> bool:
-    """-h, --help or an abbreviation argparse takes for it (--hel), before any `--`: the rule
-    of the noxfile's own `asks_help`, so a session and its script agree on what asks."""
+    """-h, --help or an abbreviation argparse takes for it (--hel), before any `--` (what
+    follows one is a program's: `nox -s tests -- -- --help` is pytest's). The noxfile asks
+    this too, so a session and its script agree on what asks."""
     for arg in argv:
         if arg == "--":
             return False
