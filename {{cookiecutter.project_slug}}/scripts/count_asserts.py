@@ -27,7 +27,9 @@ With --crossrun-report (the judge gives the crossrun's report: the checks the pa
 on the patch build) and --patch-python, a patch that changed its tests has them run on the patch
 build: their checks that ran are compared with the parent's, and every check of a test it added
 or changed is forced to fail, which must fail the test (scripts/_gate/run_evidence.py). Those
-decide where they disagree with the AST, and the report says which decided.
+decide where they disagree with the AST, and the report says which decided. Where the patch
+changed test modules alone, only those run: the others' outcomes and checks are the crossrun's
+(scripts/_gate/changed_tests.py).
 
 Blocks (rule ids): deleted-file, deleted-test, fewer-asserts, total-drop, unparseable,
 not-collected, skip-added, vacuous, dead-assert, weakened, outcome-hook, and from the runs
@@ -1272,6 +1274,7 @@ def run_time(
         timeout=config.crossrun_timeout if config else _gate.config.Config.crossrun_timeout,
         helpers=list(config.assert_helpers) if config else [],
         crossran=crossran,
+        test_files=frozenset(cmp.parent.data) | frozenset(cmp.patch.data),
     )
     pairs = {**cmp.pairs, **cmp.renamed}
     old_paths = {new: old for old, new in moved.items()}

@@ -2,7 +2,9 @@
 the patch build, their checks compared with those the parent's tests ran on it in the crossrun
 (run_checks.py), and every check of a test the patch added or changed forced to fail
 (probes.py). Each run is of the patch's code: confined, from a private copy of the tree without
-the build's own modules, canaries planted (a run that forges outcomes fails closed).
+the build's own modules, canaries planted (a run that forges outcomes fails closed). Where the
+patch changed test modules alone, only those run: the others are the very ones the crossrun ran
+on the patch build (changed_tests.py).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate import probes
+from _gate import changed_tests, probes
 from _gate.crossrun_run import run as run_tests
 from _gate.protocol import Tampered
 from _gate.pytest_run import PytestRun
@@ -33,6 +35,7 @@ class Setting:
     timeout: float
     helpers: Sequence[str]  # judge.yaml assert_helpers
     crossran: PytestRun  # the parent's tests on the patch build (the crossrun's patch run)
+    test_files: frozenset[str] = frozenset()  # test modules of either tree (by name or id)
 
 
 @dataclass
@@ -44,6 +47,7 @@ class Found:
     probed: probes.Probed = field(default_factory=probes.Probed)
     base_cannot_fail: list[str] = field(default_factory=list)
     patch_run: PytestRun | None = None
+    ran: list[str] | None = None  # the test modules run (None: all); the rest the crossrun's
 
     def evidence(self) -> dict[str, Any]:
         run = self.patch_run
@@ -65,7 +69,14 @@ class Found:
                 "cannot_fail_on_the_parent_too": self.base_cannot_fail,
                 "not_probed": [f"{p.test}: line {p.site.line}" for p in self.probed.not_probed],
             },
-            "patch_run": {"outcomes": run.outcomes, "exit_code": run.exit_code} if run else None,
+            "patch_run": {
+                "outcomes": run.outcomes,
+                "exit_code": run.exit_code,
+                "modules_run": "all" if self.ran is None else self.ran,
+                "from_the_crossrun": changed_tests.shared(run.outcomes or {}, self.ran or ()),
+            }
+            if run
+            else None,
         }
 
 
@@ -83,8 +94,11 @@ def judged(
     """The patch's tests run, compared and probed. `pairs`: parent test -> the patch test the
     AST compared it with; `old_paths`: a moved file's patch path -> its parent path."""
     found = Found()
+    found.ran = changed_tests.to_run(
+        setting.parent, setting.patch, setting.hidden, setting.test_files
+    )
     try:
-        run = patch_tests(setting)
+        run = patch_tests(setting, found.ran)
     except Tampered as exc:
         reason = f"the patch's tests forged their outcomes on the patch build: {exc}"
         found.findings.append(finding("tampered-run", ".", ".", 0, reason))
@@ -135,19 +149,27 @@ def finding(rule: str, test: str, path: str, line: int, reason: str) -> dict[str
     return {"rule": rule, "id": test, "path": path, "line": line, "reason": reason}
 
 
-def patch_tests(setting: Setting) -> PytestRun:
-    """The patch's tests on the patch build, as the crossrun runs the parent's; Tampered when
-    its canaries or pytest's machinery say the run was forged (the patch's own tests did it:
-    a finding, not an error of the gate)."""
-    return run_tests(
-        setting.python,
-        setting.patch,
-        setting.tests,
-        setting.timeout,
-        setting.plugins,
-        setting.hidden,
-        canaries=True,
-    )
+def patch_tests(setting: Setting, ran: list[str] | None) -> PytestRun:
+    """The patch's tests on the patch build, as the crossrun runs the parent's: the modules of
+    `ran` that the patch holds (None: every one), the others taken from the crossrun. Tampered
+    when its canaries or pytest's machinery say the run was forged (the patch's own tests did
+    it: a finding, not an error of the gate)."""
+
+    def of(targets: Sequence[str]) -> PytestRun:
+        return run_tests(
+            setting.python,
+            setting.patch,
+            targets,
+            setting.timeout,
+            setting.plugins,
+            setting.hidden,
+            canaries=True,
+        )
+
+    if ran is None:
+        return of(setting.tests)
+    held = [rel for rel in ran if (setting.patch / rel).is_file()]  # not the deleted ones
+    return changed_tests.combined(of(held) if held else None, setting.crossran, ran)
 
 
 def runner(setting: Setting) -> probes.Runner:
