@@ -419,6 +419,39 @@ def test_a_patch_that_cannot_be_collected_is_one_finding(
     assert report["evidence"]["collection"]["patch_failed"]
 
 
+LEGACY = """\
+import unittest
+import warnings
+
+warnings.simplefilter("error")  # as Python-Markdown's tests/test_legacy.py does at import
+
+
+class TestLegacy(unittest.TestCase):
+    def test_sum(self) -> None:
+        self.assertEqual(1 + 1, 2)
+"""
+
+
+def test_a_module_that_turns_warnings_into_errors_leaves_pytests_notes_as_notes(
+    inventory_repo: Path, inventory_python: Path, tmp_path: Path
+) -> None:
+    """A module collected after it imports unittest's TestSuite, a class pytest notes it cannot
+    collect: the project's unittest runner never sees the note, so it fails no collection."""
+    suite = "from unittest import TestSuite  # noqa: F401\n\nimport pytest\n"
+    added = edits((D, "import pytest\n", suite))
+
+    def change(tree: Path) -> None:
+        (tree / "tests/test_a_legacy.py").write_text(LEGACY, "utf-8")
+        added(tree)
+
+    head = branch(inventory_repo, "collect/warnings-as-errors", change)
+    code, report, _ = run_inventory(
+        inventory_repo, "main", head, tmp_path, *collected_by(inventory_python)
+    )
+    assert code == 0, report["summary"]
+    assert "tests/test_a_legacy.py::TestLegacy::test_sum" in report["evidence"]["collected_patch"]
+
+
 # --- 4: outcome hooks loaded through configuration --------------------------------------------
 
 LOADERS: dict[str, Change] = {

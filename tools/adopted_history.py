@@ -85,6 +85,7 @@ def prepare(
     """The project at `start` with the gate adopted, merged, and the cases added; and the
     first-parent commits from `start` to the source's HEAD, oldest first."""
     repo = work / "repo"
+    work.mkdir(parents=True, exist_ok=True)  # as `git clone` makes its target's parents
     adopt.git(work, "clone", "-q", str(source), str(repo))
     adopt.git(repo, "remote", "remove", "origin")
     commits = adopt.git(repo, "rev-list", "--first-parent", "--reverse", f"{start}..HEAD")

@@ -47,8 +47,12 @@ want = {norm(re.match(r"[A-Za-z0-9._-]*", r).group()) for r in required}
 for ep in (md.entry_points(group="pytest11") if want else ()):
     if ep.dist is not None and norm(ep.dist.name) in want:
         args = ["-p", ep.name, *args]
-import pytest
+import pytest, warnings
 class Ids:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector):  # as _gate/pytest_evidence.py's
+        warnings.filterwarnings("default", category=pytest.PytestCollectionWarning)
+        return (yield)
     def pytest_collection_finish(self, session):
         with open(out, "w", encoding="utf-8") as f:
             json.dump([item.nodeid for item in session.items], f)
