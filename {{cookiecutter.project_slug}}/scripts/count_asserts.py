@@ -19,7 +19,9 @@ by its body, a renamed one by a similar body or similar assertions (`Comparison.
 --parent-python/--patch-python, `pytest --collect-only` runs in both trees
 (concurrently, plugin autoloading off; see _gate/collect.py), and every id the parent collects,
 parameters kept, must still be collected on the patch; the files inventoried then include every
-file pytest collects from, and a collected test the AST cannot map fails closed. A pytest plugin
+file pytest collects from, and a collected test the AST cannot map fails closed, unless the
+base's file holds such tests too: tests the base generates (a metaclass, a loop), judged by
+their ids and, where the patch changed the tests, by the checks they ran. A pytest plugin
 the patch loads through configuration (`-p` in addopts, `pytest_plugins`, a `pytest11` entry
 point, PYTEST_ADDOPTS) is an outcome hook. With GITHUB_ACTIONS=true, each blocking finding is
 also printed as an `::error` workflow command.
@@ -906,25 +908,39 @@ def function_id(node_id: str) -> str:
     return f"{path}::{name}"
 
 
-def unmapped(tree: Tree, ids: Iterable[str], side: str) -> str:
-    """Why a collected id has no test the inventory parsed ('' when every id has one)."""
+def unmapped(tree: Tree, ids: Iterable[str], side: str) -> dict[str, str]:
+    """Each file holding a collected id that has no test the inventory parsed, with why."""
+    found: dict[str, str] = {}
     for node_id in ids:
         path, name, _param = _gate.collect.split_id(node_id)
-        if not path.endswith(".py") or "." in name:
+        if not path.endswith(".py") or "." in name or path in found:
             continue  # a doctest or a non-Python item: no function to inventory
         entry = tree.files.get(path)
+        last = name.rsplit("::", 1)[-1]
         if entry is None or entry.error:
             why = "does not parse" if entry else "is not inventoried"
-            return f"pytest collects {node_id} on the {side}, but {path} {why}"
-        if not entry.counts:
-            return f"the inventory finds no tests in {path} where pytest collects {node_id}"
-        last = name.rsplit("::", 1)[-1]
+            found[path] = f"pytest collects {node_id} on the {side}, but {path} {why}"
+        elif not entry.counts:
+            found[path] = f"the inventory finds no tests in {path} where pytest collects {node_id}"
         # An inherited test is collected under the subclass; the base holds its body.
-        if name not in entry.counts and not any(
+        elif name not in entry.counts and not any(
             n.rsplit("::", 1)[-1] == last for n in entry.counts
         ):
-            return f"pytest collects {node_id} on the {side}, but {path} has no such test"
-    return ""
+            found[path] = f"pytest collects {node_id} on the {side}, but {path} has no such test"
+    return found
+
+
+def generated(parent: Tree, patch: Tree, ids: tuple[Sequence[str], Sequence[str]]) -> list[str]:
+    """The base's files whose tests pytest collects but the AST finds no function for (made by
+    a metaclass or a loop, bound by assignment, inherited from another file): the base's own
+    layout (Python-Markdown's legacy tests), judged by their ids, each of which must still be
+    collected, and by the checks they ran where the patch changed its tests. A file of the
+    patch that does so where the base's does not fails closed: the gate cannot read it."""
+    base = unmapped(parent, ids[0], "parent")
+    new = [why for path, why in unmapped(patch, ids[1], "patch").items() if path not in base]
+    if new:
+        raise FailClosed(new[0])
+    return sorted(base)
 
 
 def collection_findings(
@@ -1091,26 +1107,22 @@ def execute(
         if grew:
             cache.fill([parent, patch])
         ids = (before.ids, after.ids or ())
-        for tree, side_ids, side in ((parent, ids[0], "parent"), (patch, ids[1], "patch")):
-            why = unmapped(tree, side_ids, side)
-            if why:
-                raise FailClosed(why)
+        made = generated(parent, patch, ids)
         collection = {
             "parent": len(ids[0]),
             "patch": len(ids[1]),
             "cached": [before.cached, after.cached],
             "plugin_autoload": collector.autoload,
+            "generated": made,
         }
         if after.ids is None:
             collection["patch_failed"] = after.error
             reason = f"pytest --collect-only fails on the patch: {after.error}"
             findings.append(finding("not-collected", ".", 0, reason))
-    if j is not None:
-        moved = renames(j.changes)
-    elif args.base and args.head:
-        moved = renames(changes(args.repo, args.base, args.head))
-    else:
-        moved = {}
+    diff = j.changes if j else None
+    if diff is None and args.base and args.head:
+        diff = changes(args.repo, args.base, args.head)
+    moved = renames(diff) if diff is not None else {}
     cmp = Comparison(parent, patch, moved)
     findings = cmp.run() + findings
     if collector is not None:
@@ -1132,6 +1144,13 @@ def execute(
             )
         )
     ran = run_time(args, j, earlier, config, entries, cmp, findings, moved)
+    made = list(collection.get("generated") or [])
+    if made and ran is None and (diff is None or touches_tests(diff, entries)):
+        raise FailClosed(
+            f"{made[0]} generates tests the AST cannot read, and the patch changed the tests: "
+            "only their run on the patch build can compare their checks, and this judgment "
+            "has none (a sharded crossrun, or no crossrun report)"
+        )
     if ran is not None:
         findings = [f for f in findings if f not in ran.decided.set_aside] + ran.findings
     locate(findings, cmp)
@@ -1171,6 +1190,8 @@ def execute(
     counts = f"{parent_total} -> {patch_total} assertions in {len(rows)} tests"
     if collection:
         counts += f", {collection['parent']} -> {collection['patch']} collected"
+    if made:  # the AST reads none of their tests: a reviewer knows what the counts leave out
+        counts += f" ({len(made)} files generate tests: judged by id and by the checks they ran)"
     note = other_base_note(other_base, args.allowlist) + run_time_note(ran)
     removed = coverage_removed(blocking, parent_on_patch(args, j, earlier) if ran else {})
     if removed:
