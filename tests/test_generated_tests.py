@@ -49,9 +49,7 @@ def checks_nothing(tree: Path) -> None:
 
 
 @pytest.mark.e2e
-def test_a_base_that_generates_tests_is_judged_and_a_new_case_merges(
-    repo: Path, base: str
-) -> None:
+def test_a_base_that_generates_tests_is_judged_and_a_new_case_merges(repo: Path, base: str) -> None:
     head = branch(repo, "generated/one-more", one_more_case, base=base)
     verdict = judge(repo, "--base", base, "--head", head)
     assert verdict.report["verdict"] == "merge", verdict.output
