@@ -23,12 +23,16 @@ TESTS = {
     "tests/test_b.py": "def test_b():\n    assert 2\n",
     "tests/test_e.py": "from test_b import test_b as test_e\n",  # reads test_b
     "tests/test_f.py": "import test_e  # noqa\n",  # reads test_e
+    "tests/test_g.py": 'from pathlib import Path\n\nFILES = Path("examples").glob("*")\n',
+    "tests/test_h.py": 'TEXT = open("README.md").read()\n',
     "tests/conftest.py": "",
     "tests/data.json": "{}\n",
     "README.md": "# x\n",
+    "docs/changelog.md": "- 1.0\n",
+    "examples/one.md": "*a*\n",
     "pkg/__init__.py": "X = 1\n",
 }
-TEST_FILES = {f"tests/test_{name}.py" for name in "abcef"}
+TEST_FILES = {f"tests/test_{name}.py" for name in "abcefgh"}
 
 
 def trees(tmp_path: Path, changes: Mapping[str, str | None]) -> tuple[Path, Path]:
@@ -48,6 +52,12 @@ ONLY: dict[str, tuple[dict[str, str | None], list[str]]] = {
     "added": ({"tests/test_c.py": "def test_c():\n    assert 1\n"}, ["tests/test_c.py"]),
     "deleted": ({"tests/test_a.py": None}, ["tests/test_a.py"]),
     "the build's own module": ({"pkg/__init__.py": "X = 2\n"}, []),
+    "a changelog beside a test": (
+        {"docs/changelog.md": "- 1.1\n", "tests/test_a.py": "def test_a():\n    assert 3\n"},
+        ["tests/test_a.py"],
+    ),
+    "examples a test globs": ({"examples/one.md": "*b*\n"}, ["tests/test_g.py"]),
+    "a document a test reads": ({"README.md": "# y\n"}, ["tests/test_h.py"]),
     "read by others": (
         {"tests/test_b.py": "def test_b():\n    pass\n"},
         ["tests/test_b.py", "tests/test_e.py", "tests/test_f.py"],
@@ -57,7 +67,7 @@ ONLY: dict[str, tuple[dict[str, str | None], list[str]]] = {
 EVERY = {
     "conftest.py": {"tests/conftest.py": "import pytest\n"},
     "a data file": {"tests/data.json": '{"rows": []}\n'},
-    "a document": {"README.md": "# y\n"},
+    "pytest's configuration": {"pyproject.toml": "[tool.pytest.ini_options]\n"},
     "a helper": {"tests/helpers.py": "def check(x):\n    pass\n"},
 }
 
@@ -67,14 +77,22 @@ EVERY = {
 def test_only_the_changed_test_modules_and_their_readers_run(tmp_path: Path, name: str) -> None:
     changes, expected = ONLY[name]
     parent, patch = trees(tmp_path, changes)
-    assert to_run(parent, patch, ["pkg"], TEST_FILES) == expected
+    assert to_run(parent, patch, ["pkg"], ["tests"], TEST_FILES) == expected
 
 
 @pytest.mark.fast
 @pytest.mark.parametrize("name", sorted(EVERY))
 def test_every_module_runs_when_something_else_changed(tmp_path: Path, name: str) -> None:
     parent, patch = trees(tmp_path, {**EVERY[name], "tests/test_a.py": "def test_a(): pass\n"})
-    assert to_run(parent, patch, ["pkg"], TEST_FILES) is None
+    assert to_run(parent, patch, ["pkg"], ["tests"], TEST_FILES) is None
+
+
+@pytest.mark.fast
+def test_a_conftest_naming_a_changed_document_makes_every_module_run(tmp_path: Path) -> None:
+    parent, patch = trees(tmp_path, {"tests/conftest.py": 'SPEC = "docs/changelog.md"\n'})
+    (parent / "tests/conftest.py").write_text('SPEC = "docs/changelog.md"\n', "utf-8")
+    (patch / "docs/changelog.md").write_text("- 2.0\n", "utf-8")
+    assert to_run(parent, patch, ["pkg"], ["tests"], TEST_FILES) is None
 
 
 @pytest.mark.fast
@@ -82,7 +100,7 @@ def test_a_helper_naming_a_changed_module_makes_every_module_run(tmp_path: Path)
     helper = {"tests/helpers.py": "from test_a import *\n"}
     parent, patch = trees(tmp_path, helper)
     (patch / "tests/test_a.py").write_text("def test_a():\n    pass\n", "utf-8")
-    assert to_run(parent, patch, ["pkg"], TEST_FILES) is None
+    assert to_run(parent, patch, ["pkg"], ["tests"], TEST_FILES) is None
 
 
 def pytest_run(outcomes: dict[str, str], checks: dict[str, list[str]]) -> PytestRun:
@@ -139,7 +157,10 @@ def modules_run(verdict_step: dict[str, object]) -> object:
 
 
 def reworded(tree: Path) -> None:
+    """A test's comment and the README, as a commit adds its changelog line."""
     edit(tree / D, "# 20 % of 10000", "# twenty per cent of 10000")
+    with (tree / "README.md").open("a", encoding="utf-8") as readme:
+        readme.write("\nDiscounts: a comment says twenty per cent.\n")
 
 
 @pytest.mark.e2e

@@ -95,7 +95,7 @@ def judged(
     AST compared it with; `old_paths`: a moved file's patch path -> its parent path."""
     found = Found()
     found.ran = changed_tests.to_run(
-        setting.parent, setting.patch, setting.hidden, setting.test_files
+        setting.parent, setting.patch, setting.hidden, setting.tests, setting.test_files
     )
     try:
         run = patch_tests(setting, found.ran)
