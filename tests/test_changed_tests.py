@@ -22,9 +22,12 @@ TESTS = {
     "tests/test_a.py": "def test_a():\n    assert 1\n",
     "tests/test_b.py": "def test_b():\n    assert 2\n",
     "tests/test_e.py": "from test_b import test_b as test_e\n",  # reads test_b
-    "tests/test_f.py": "import test_e  # noqa\n",  # reads test_e
+    "tests/test_f.py": "import test_e  # noqa: a lint\n",  # reads test_e
     "tests/test_g.py": 'from pathlib import Path\n\nFILES = Path("examples").glob("*")\n',
     "tests/test_h.py": 'TEXT = open("README.md").read()\n',
+    "tests/test_i.py": "from tools.release import NOTES\n",
+    "tools/release.py": 'NOTES = "docs/changelog.md"\n',  # read by test_i through an import
+    "tools/lint.py": 'DOCS = "docs/changelog.md"\n',  # no test imports it
     "tests/conftest.py": "",
     "tests/data.json": "{}\n",
     "README.md": "# x\n",
@@ -32,7 +35,7 @@ TESTS = {
     "examples/one.md": "*a*\n",
     "pkg/__init__.py": "X = 1\n",
 }
-TEST_FILES = {f"tests/test_{name}.py" for name in "abcefgh"}
+TEST_FILES = {f"tests/test_{name}.py" for name in "abcefghi"}
 
 
 def trees(tmp_path: Path, changes: Mapping[str, str | None]) -> tuple[Path, Path]:
@@ -52,12 +55,16 @@ ONLY: dict[str, tuple[dict[str, str | None], list[str]]] = {
     "added": ({"tests/test_c.py": "def test_c():\n    assert 1\n"}, ["tests/test_c.py"]),
     "deleted": ({"tests/test_a.py": None}, ["tests/test_a.py"]),
     "the build's own module": ({"pkg/__init__.py": "X = 2\n"}, []),
-    "a changelog beside a test": (
-        {"docs/changelog.md": "- 1.1\n", "tests/test_a.py": "def test_a():\n    assert 3\n"},
-        ["tests/test_a.py"],
+    "a test and a document another reads": (
+        {"README.md": "# y\n", "tests/test_a.py": "def test_a():\n    assert 3\n"},
+        ["tests/test_a.py", "tests/test_h.py"],
     ),
     "examples a test globs": ({"examples/one.md": "*b*\n"}, ["tests/test_g.py"]),
     "a document a test reads": ({"README.md": "# y\n"}, ["tests/test_h.py"]),
+    "a changelog a test imports a reader of": (
+        {"docs/changelog.md": "- 1.1\n"},
+        ["tests/test_i.py"],
+    ),
     "read by others": (
         {"tests/test_b.py": "def test_b():\n    pass\n"},
         ["tests/test_b.py", "tests/test_e.py", "tests/test_f.py"],

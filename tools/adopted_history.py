@@ -1,11 +1,12 @@
 """Adopt the gate at a commit of a real project, then judge its next commits as they landed.
 
-    python -m tools.adopted_history SOURCE --start REF [--count N] [--commit REV ...]
-        [--case CASE ...] [--fixtures DIR] [--work DIR] [--wheelhouse DIR] [--json FILE]
+    python -m tools.adopted_history SOURCE --start REF [--branch NAME] [--count N]
+        [--commit REV ...] [--case CASE ...] [--fixtures DIR] [--work DIR] [--wheelhouse DIR]
+        [--json FILE]
 
 SOURCE is a git repository or bundle of a Python project with a console script. It is cloned
-into --work (no remote kept), reset to --start, and adopted there as a user would: `adopt`
-(tools/adopt.py), its branch merged, the folders of --fixtures copied into fixtures/ and locked
+into --work (its --branch, for a bundle of several slices; no remote kept), reset to
+--start, and adopted there as a user would: `adopt` (tools/adopt.py), its branch merged, the folders of --fixtures copied into fixtures/ and locked
 (`python scripts/fixtures_lock.py --write`, committed), one `nox -s case` per --case (`--cwd
 NAME` runs one in a copy of fixtures/NAME), the cases committed,
 `nox -s record`. A CASE is split like a shell: the CLI's arguments (`--case "--version"`
@@ -81,12 +82,14 @@ def prepare(
     wheelhouse: Path,
     cases: Sequence[str],
     fixtures: Path | None = None,
+    branch: str | None = None,
 ) -> tuple[Path, list[str]]:
     """The project at `start` with the gate adopted, merged, and the cases added; and the
     first-parent commits from `start` to the source's HEAD, oldest first."""
     repo = work / "repo"
     work.mkdir(parents=True, exist_ok=True)  # as `git clone` makes its target's parents
-    adopt.git(work, "clone", "-q", str(source), str(repo))
+    picked = ["--branch", branch] if branch else []
+    adopt.git(work, "clone", "-q", *picked, str(source), str(repo))
     adopt.git(repo, "remote", "remove", "origin")
     commits = adopt.git(repo, "rev-list", "--first-parent", "--reverse", f"{start}..HEAD")
     adopt.git(repo, "checkout", "-q", "-B", BASE, start)
@@ -161,8 +164,9 @@ def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
 
 
 def run(args: argparse.Namespace) -> list[Judged]:
+    source = args.source.resolve()
     repo, commits = prepare(
-        args.source.resolve(), args.start, args.work, args.wheelhouse, args.case, args.fixtures
+        source, args.start, args.work, args.wheelhouse, args.case, args.fixtures, args.branch
     )
     picked = {adopt.git(repo, "rev-parse", f"{rev}^{{commit}}") for rev in args.commit}
     rows = []
@@ -181,6 +185,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("source", type=Path, help="git repository or bundle")
     p.add_argument("--start", required=True, help="commit the gate is adopted at")
+    p.add_argument("--branch", help="the source's branch to clone (default: its HEAD)")
     p.add_argument("--count", type=int, help="judge only the first N commits after --start")
     p.add_argument(
         "--commit",

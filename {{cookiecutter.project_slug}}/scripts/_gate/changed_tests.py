@@ -6,16 +6,18 @@ those modules could read differs.
 Both runs work from a copy of a tree without the build's own modules (crossrun_run.copied).
 Where the copies differ in a file of the test folders or pytest's configuration that is not a
 test module (a conftest.py, a helper, a data file), every module runs: pytest loads those for
-all of them. Elsewhere (a changelog, documents, a script) a file differs for the modules that
-name it. So a file is dirty when the patch changed it, or when a Python file or test module of
-the copy names a dirty one (its name or stem as a word: an import, a plugin string, a path; a
-changed file outside the test folders by its folders' names too, which a glob names), until no
-file is added. Every dirty test module runs; if a dirty file is one pytest loads for all of
-them, every module runs.
+all of them. Elsewhere (a changelog, documents, a script) a changed file matters only to the
+modules that read it. So a file is dirty when the patch changed it, or when a file the tests
+load names a dirty one (a test module, a Python file of the test folders, or a module of the
+copy they import: by a dirty file's name or stem as a word, an import, a plugin string, a
+path; a file outside the test folders by its folders' names too, which a glob names), until
+no file is added. Every dirty test module runs; if a dirty file is one pytest loads for all
+of them, every module runs.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
@@ -38,8 +40,8 @@ def to_run(
     before, after = set(copied(parent, hidden)), set(copied(patch, hidden))
     dirty = before ^ after
     dirty |= {rel for rel in before & after if not same(parent / rel, patch / rel)}
-    readers = sorted(rel for rel in before & after if rel.endswith(".py") or rel in test_files)
-    sources = {rel: (patch / rel).read_text("utf-8", "replace") for rel in readers}
+    loaded = {rel for rel in after if rel in test_files or (test_input(rel, tests) and py(rel))}
+    sources = {rel: text for rel, text in imports(patch, loaded, after).items() if rel in before}
     while True:  # the files that name a dirty one, until none is added
         if any(test_input(rel, tests) and rel not in test_files for rel in dirty):
             return None  # pytest loads it for every module
@@ -48,6 +50,47 @@ def to_run(
         if not named:
             return sorted(rel for rel in dirty if rel in test_files)
         dirty |= named
+
+
+def py(rel: str) -> bool:
+    return rel.endswith(".py")
+
+
+def imports(root: Path, start: Collection[str], files: Collection[str]) -> dict[str, str]:
+    """The text of `start`'s files and of every Python file of `files` they import, and so on:
+    what the tests can read by importing. A module is matched by its dotted name's path at
+    the end of a file's (`a.b` is `x/a/b.py` or `x/a/b/__init__.py`): more, never fewer."""
+    modules: dict[str, list[str]] = {}
+    for rel in filter(py, files):
+        parts = rel.removesuffix(".py").removesuffix("/__init__").split("/")
+        for depth in range(1, len(parts) + 1):
+            modules.setdefault(".".join(parts[-depth:]), []).append(rel)
+    texts: dict[str, str] = {}
+    todo = sorted(start)
+    while todo:
+        rel = todo.pop()
+        if rel in texts:
+            continue
+        texts[rel] = (root / rel).read_text("utf-8", "replace")
+        if py(rel):
+            todo += [f for name in imported(texts[rel]) for f in modules.get(name, ())]
+    return texts
+
+
+def imported(text: str) -> set[str]:
+    """The dotted names a module's imports name: `from a import b` names `a` and `a.b`."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()  # pytest cannot import it either: its own error
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
 
 
 def named_by(rel: str, tests: Sequence[str], test_files: Collection[str]) -> set[str]:
