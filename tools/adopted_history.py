@@ -6,10 +6,10 @@
 
 SOURCE is a git repository or bundle of a Python project with a console script. It is cloned
 into --work (its --branch, for a bundle of several slices; no remote kept), reset to
---start, and adopted there as a user would: `adopt` (tools/adopt.py), its branch merged, the folders of --fixtures copied into fixtures/ and locked
-(`python scripts/fixtures_lock.py --write`, committed), one `nox -s case` per --case (`--cwd
-NAME` runs one in a copy of fixtures/NAME), the cases committed,
-`nox -s record`. A CASE is split like a shell: the CLI's arguments (`--case "--version"`
+--start, and adopted there as a user would: `adopt` (tools/adopt.py), its branch merged,
+the folders of --fixtures copied into fixtures/ and locked (`python scripts/fixtures_lock.py
+--write`, committed), one `nox -s case` per --case (`--cwd NAME` runs one in a copy of
+fixtures/NAME), the cases committed, `nox -s record`. A CASE is split like a shell: the CLI's arguments (`--case "--version"`
 works), or `nox -s case`'s own options, ` -- `, then the arguments
 (`--case "--yes --stdin '{}' -- lint -"`: a case that exits 1 on purpose, with --yes).
 Then each first-parent commit after --start (the first --count of them) is cherry-picked
