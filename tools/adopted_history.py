@@ -9,9 +9,10 @@ into --work (its --branch, for a bundle of several slices; no remote kept), rese
 --start, and adopted there as a user would: `adopt` (tools/adopt.py), its branch merged,
 the folders of --fixtures copied into fixtures/ and locked (`python scripts/fixtures_lock.py
 --write`, committed), one `nox -s case` per --case (`--cwd NAME` runs one in a copy of
-fixtures/NAME), the cases committed, `nox -s record`. A CASE is split like a shell: the CLI's arguments (`--case "--version"`
-works), or `nox -s case`'s own options, ` -- `, then the arguments
-(`--case "--yes --stdin '{}' -- lint -"`: a case that exits 1 on purpose, with --yes).
+fixtures/NAME), the cases committed, `nox -s record`. A CASE is split like a shell: the CLI's
+arguments (`--case "--version"` works), or `nox -s case`'s own options, ` -- `, then the
+arguments (`--case "--yes --stdin '{}' -- lint -"`: a case that exits 1 on purpose, with
+--yes).
 Then each first-parent commit after --start (the first --count of them) is cherry-picked
 onto the base as a branch, judged with `nox -s judge -- --head BRANCH` from the base's
 checkout, and merged into the base whatever the verdict, since upstream merged it. One line
