@@ -31,6 +31,7 @@ from judge import Judge, Ran, finished
 
 from tools import adopted_history
 from tools.bakery import TEMPLATE, Verdict, bake, branch, edit, git
+from tools.slices import Slice
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 # Build backends beside flit_core, for the builds of tests/test_provenance.py.
@@ -465,3 +466,9 @@ def history_rows(
     assert adopted_history.main(argv) == 0
     rows: list[dict[str, Any]] = json.loads((work / "rows.json").read_text())["rows"]
     return rows
+
+
+def slice_rows(piece: Slice, work: Path, wheelhouse: Path, *options: str) -> list[dict[str, Any]]:
+    """history_rows of a pinned slice (tools/slices.py), with its cases and branch."""
+    cases, more = list(piece.cases), piece.options()
+    return history_rows(piece.bundle, piece.start, work, wheelhouse, cases, *more, *options)

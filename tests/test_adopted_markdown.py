@@ -18,13 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import adopted_wheelhouse, history_rows, identity
-from tools.bakery import TEMPLATE
+from tests.helpers import adopted_wheelhouse, identity, slice_rows
+from tools.slices import MARKDOWN
 
 __all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
 
-MARKDOWN = TEMPLATE / "tests" / "data" / "markdown-slice.bundle"
-CASES = ["--version", r"--stdin '# Title\n\n*a* [b](c) `x`\n' -- -x toc"]
 LINKS = "tests/test_syntax/inline/test_links.py"
 pytestmark = pytest.mark.usefixtures("identity")
 
@@ -34,9 +32,7 @@ def test_python_markdown_is_adopted_and_its_commits_judged_right(
     tmp_path: Path, wheelhouse: Path
 ) -> None:
     picked = ("--commit=backticks~1", "--commit=backticks")
-    rows = history_rows(
-        MARKDOWN, "backticks~10", tmp_path, wheelhouse, CASES, "--branch", "backticks", *picked
-    )
+    rows = slice_rows(MARKDOWN, tmp_path, wheelhouse, *picked)
     verdicts = [(row["subject"], row["verdict"]) for row in rows]
     assert verdicts == [
         ("Allow reference links with backticks", "merge"),

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import adopted_wheelhouse, history_rows, identity
+from tests.helpers import adopted_wheelhouse, identity, slice_rows
 from tools import adopt
 from tools.bakery import git
-from tools.slices import YAMLLINT, YAMLLINT_CASES, YAMLLINT_START
+from tools.slices import YAMLLINT
 
 __all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
 pytestmark = pytest.mark.usefixtures("identity")
@@ -56,7 +56,7 @@ def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adop
     tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     picked = [f"--commit={rev}" for rev in JUDGED]
-    rows = history_rows(YAMLLINT, YAMLLINT_START, tmp_path, wheelhouse, YAMLLINT_CASES, *picked)
+    rows = slice_rows(YAMLLINT, tmp_path, wheelhouse, *picked)
     printed = capsys.readouterr().out
     assert "a no-op patch merges on it" in printed  # adopt judged its own work first
     repo = tmp_path / "repo"

@@ -47,16 +47,16 @@ the check the build step makes of both wheels against their trees, is timed alon
 bake's build (twice, as for parent and patch, the median of five) against the judge with the
 crossrun.
 
-Project: the gate adopted into a real project's pinned history (tools/slices.py: yamllint, a
-unittest-style suite of about 430 tests), its next commits judged in order as they landed
-(tools/adopted_history.py): two docs-only commits (their builds are the parent's) and two that
-change code, each judgment's seconds against the project's own test command in a ready
-environment (the project installed from the same wheelhouse), timed once after each judgment;
-the docs-only pair's median against the median of the four. The first code commit is the
-first judgment after the adoption: it builds the base's environment and runs the base's tests,
+Project: the gate adopted into real projects' pinned histories (tools/slices.py: yamllint, a
+unittest-style suite of about 430 tests, and Python-Markdown, about 1,200), their next four
+commits judged in order as they landed (tools/adopted_history.py), each judgment's seconds
+against the project's own test command in a ready environment (the project installed from the
+same wheelhouse), timed once after each judgment. Docs-only: the median of those whose builds
+are the parent's (yamllint's two README edits); where none is, a README line the bench commits
+beside the base (Python-Markdown). Code: the second commit that changes the build; the first,
+the first judgment after the adoption, builds the base's environment and runs the base's tests,
 which every later judgment finds kept (the project's ready environment is the judge's kept
-one), so the code commit on a base judged before is the one held to the target; the median of
-both code commits is printed beside it.
+one), so the later one is held to the target; the median of both is printed beside it.
 
 Against (issue 48): today's judge held to the gate of an earlier commit of this template
 (`--against REF`, by default the last before the hermetic environments), in one repository:
@@ -88,7 +88,7 @@ from typing import Any
 
 from tools import adopted_history
 from tools.bakery import TEMPLATE, bake, edit
-from tools.slices import YAMLLINT, YAMLLINT_CASES, YAMLLINT_START, YAMLLINT_TESTS
+from tools.slices import MARKDOWN, YAMLLINT, Slice
 
 # The gate's own modules, exactly as a bake ships them.
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
@@ -545,28 +545,54 @@ def strength_seconds(repo: Path, scratch: Path) -> tuple[float, float]:
     return gate, alone
 
 
-def project_seconds(work: Path) -> tuple[float, float, float, float]:
-    """Seconds of the judge of the adopted yamllint slice's commits (the docs-only pair's
-    median, the first code commit after the adoption, the later one) and the median of its own
-    test command in a ready environment."""
+def project_seconds(work: Path, piece: Slice) -> tuple[float, float, float, float]:
+    """Seconds of the judge of a slice's next four commits as they landed (the docs-only ones'
+    median, else of a README line the bench commits; the first code commit after the adoption,
+    the next) and the median of the project's own test command in a ready environment."""
     wheelhouse = adopted_history.adopted_wheelhouse()  # as the suite's adoptions fill it
     repo, commits = adopted_history.prepare(
-        YAMLLINT, YAMLLINT_START, work, wheelhouse, YAMLLINT_CASES
+        piece.bundle, piece.start, work, wheelhouse, list(piece.cases), branch=piece.branch
     )
     env = work / "ready"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     python = bin_dir(env) / "python"
     pip = [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links"]
-    own = [str(python), *YAMLLINT_TESTS]
+    own = [str(python), *piece.tests]
     judged: dict[bool, list[float]] = {True: [], False: []}  # same build -> seconds
     alone = []
-    for commit in commits[:4]:  # code, README, README, code
+    for commit in commits[:4]:
         row = adopted_history.judge(repo, commit, wheelhouse)
         judged[row.same_build].append(row.seconds)
         subprocess.run([*pip, str(wheelhouse), str(repo)], check=True)
         alone.append(timed(lambda: subprocess.run(own, cwd=repo, check=True, capture_output=True)))
-    first, code = judged[False]  # the first judgment after the adoption, and a later one
+    if not judged[True]:  # none of them is docs-only: a README line is
+        judged[True].append(adopted_history.judge(repo, docs_commit(repo), wheelhouse).seconds)
+    first, code = judged[False][:2]  # the first judgment after the adoption, and a later one
     return statistics.median(judged[True]), first, code, statistics.median(alone)
+
+
+def docs_commit(repo: Path) -> str:
+    """A commit beside the base that adds a line to the README: a docs-only change."""
+    base = adopted_history.BASE
+    git(repo, "checkout", "-q", "-b", "bench-docs", base)
+    with (repo / "README.md").open("a", encoding="utf-8") as readme:
+        readme.write("\nA line of documentation.\n")
+    git(repo, "commit", "-q", "--no-verify", "-am", "docs: a line")
+    sha = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", base)
+    return sha
+
+
+def project_report(piece: Slice, work: Path) -> None:
+    docs, first, code, alone = project_seconds(work, piece)
+    print(f"the gate adopted into {piece.name}'s history, each commit judged as it landed")
+    print(f"  own test command   {alone:8.2f} s   (ready environment: {' '.join(piece.tests)})")
+    for label, seconds, target in (("docs-only", docs, 1.0), ("code", code, 2.5)):
+        shown = f"judge / own tests = {seconds / alone:5.2f}  (<= {target})"
+        print(f"  {label + ' commit':18} {seconds:8.2f} s   {shown}")
+    print(f"  first code commit  {first:8.2f} s   (after the adoption: the base built, run)")
+    both = statistics.median([first, code])
+    print(f"  both code commits  {both:8.2f} s   judge / own tests = {both / alone:5.2f}")
 
 
 # The gate before issue 48 (hermetic environments): `--only against` holds today's to it.
@@ -647,7 +673,7 @@ def against_project(work: Path, older: Path) -> tuple[float, float]:
     on a base judged before (its environments kept), by today's gate and by `older`'s."""
     wheelhouse = adopted_history.adopted_wheelhouse()
     repo, commits = adopted_history.prepare(
-        YAMLLINT, YAMLLINT_START, work, wheelhouse, YAMLLINT_CASES
+        YAMLLINT.bundle, YAMLLINT.start, work, wheelhouse, list(YAMLLINT.cases)
     )
     code = commits[0]  # code, README, README, code: the first changes code
     base = adopted_history.BASE
@@ -789,17 +815,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             shown = f"provenance / judge = {checked / with_crossrun:6.3f}  (<= 0.05)"
             print(f"  build provenance   {checked:8.2f} s   {shown}")
         if args.only in (None, "project"):
-            docs, first, code, alone = project_seconds(scratch(tmp, "project"))
-            print("the gate adopted into yamllint's history, each commit judged as it landed")
-            print(f"  own unittest run   {alone:8.2f} s   (ready environment)")
-            for label, seconds, target in (("docs-only", docs, 1.5), ("code", code, 2.5)):
-                shown = f"judge / own tests = {seconds / alone:5.2f}  (<= {target})"
-                print(f"  {label + ' commit':18} {seconds:8.2f} s   {shown}")
-            print(
-                f"  first code commit  {first:8.2f} s   (after the adoption: the base built, run)"
-            )
-            both = statistics.median([first, code])
-            print(f"  both code commits  {both:8.2f} s   judge / own tests = {both / alone:5.2f}")
+            for piece in (YAMLLINT, MARKDOWN):
+                project_report(piece, scratch(tmp, f"project-{piece.name}"))
         if args.only in (None, "against"):
             older = older_scripts(args.against, tmp / "older")
             now, then = against_example(bake(tmp / "bake-against"), older)
