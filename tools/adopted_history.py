@@ -1,6 +1,6 @@
 """Adopt the gate at a commit of a real project, then judge its next commits as they landed.
 
-    python -m tools.adopted_history SOURCE --start REF [--branch NAME] [--count N]
+    python -m tools.adopted_history SOURCE --start REF [--branch NAME] [--command CMD] [--count N]
         [--commit REV ...] [--case CASE ...] [--fixtures DIR] [--work DIR] [--wheelhouse DIR]
         [--json FILE]
 
@@ -84,6 +84,7 @@ def prepare(
     cases: Sequence[str],
     fixtures: Path | None = None,
     branch: str | None = None,
+    command: str | None = None,
 ) -> tuple[Path, list[str]]:
     """The project at `start` with the gate adopted, merged, and the cases added; and the
     first-parent commits from `start` to the source's HEAD, oldest first."""
@@ -94,7 +95,8 @@ def prepare(
     adopt.git(repo, "remote", "remove", "origin")
     commits = adopt.git(repo, "rev-list", "--first-parent", "--reverse", f"{start}..HEAD")
     adopt.git(repo, "checkout", "-q", "-B", BASE, start)
-    if adopt.main([str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/owners"]):
+    how = ["--wheelhouse", str(wheelhouse), "--owners", "@org/owners"]
+    if adopt.main([str(repo), *how, *(["--command", command] if command else [])]):
         raise adopt.AdoptError(f"adopting the gate in {source} at {start} failed (see above)")
     adopt.git(repo, "checkout", "-q", BASE)  # adopt leaves its branch checked out
     adopt.git(repo, "merge", "-q", "--ff-only", adopt.BRANCH)
@@ -167,7 +169,14 @@ def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
 def run(args: argparse.Namespace) -> list[Judged]:
     source = args.source.resolve()
     repo, commits = prepare(
-        source, args.start, args.work, args.wheelhouse, args.case, args.fixtures, args.branch
+        source,
+        args.start,
+        args.work,
+        args.wheelhouse,
+        args.case,
+        args.fixtures,
+        args.branch,
+        args.command,
     )
     picked = {adopt.git(repo, "rev-parse", f"{rev}^{{commit}}") for rev in args.commit}
     rows = []
@@ -187,6 +196,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("source", type=Path, help="git repository or bundle")
     p.add_argument("--start", required=True, help="commit the gate is adopted at")
     p.add_argument("--branch", help="the source's branch to clone (default: its HEAD)")
+    p.add_argument("--command", help="adopt's --command: what the cases run (default: the CLI)")
     p.add_argument("--count", type=int, help="judge only the first N commits after --start")
     p.add_argument(
         "--commit",
