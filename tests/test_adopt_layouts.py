@@ -131,6 +131,49 @@ def test_the_tests_own_dependencies_are_pinned_and_the_first_judge_merges(
     assert steps["crossrun"]["evidence"]["parent_passing"] == 1  # --fresh: it ran
 
 
+LIBRARY = """\
+[build-system]
+requires = ["flit_core>=3.9,<5"]
+build-backend = "flit_core.buildapi"
+
+[project]
+name = "chunks"
+version = "1.0"
+description = "Splits lists."
+dependencies = []
+"""
+CHUNKS = """\
+\"\"\"Splits lists.\"\"\"
+
+
+def chunked(items, n):
+    return [items[i : i + n] for i in range(0, len(items), n)]
+"""
+CHUNKS_TEST = """\
+from chunks import chunked
+
+
+def test_chunked():
+    assert chunked([1, 2, 3], 2) == [[1, 2], [3]]
+"""
+
+
+@pytest.mark.e2e
+def test_a_library_adopted_with_command_python_gets_an_import_case_and_its_check_merges(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    """No console script: the cases are Python command lines. Python's own `--help` names the
+    interpreter's path, which differs between the parent's environments, so the first case
+    imports the library instead; adopt's check (a no-op patch, one touching a test) merges."""
+    files = {"pyproject.toml": LIBRARY, "chunks.py": CHUNKS, "tests/test_chunks.py": CHUNKS_TEST}
+    repo = committed(tmp_path / "chunks", files)
+    argv = [str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/gate"]
+    assert adopt.main([*argv, "--command", "python"]) == 0
+    cases = git(repo, "show", f"{adopt.BRANCH}:oracle/cases.yaml")
+    assert '  - id: "import"\n    argv: ["-c", "import chunks"]\n' in cases, cases
+    assert 'command: "python"' in git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
+
+
 @pytest.mark.e2e
 def test_adopt_names_each_step_a_no_op_patch_does_not_pass(
     tmp_path: Path, wheelhouse: Path, capsys: pytest.CaptureFixture[str]

@@ -601,7 +601,8 @@ def adopt(args: argparse.Namespace) -> str:
     commit(repo, args.branch, changed)
     load_hook("post_gen_project").make_oracle_ref(repo, args.oracle_ref)
     nox = sessions(gate_noxfile)
-    case = first_case(repo, args.wheelhouse) if args.check else ""
+    command = str(answers["cli_command"])
+    case = first_case(repo, args.wheelhouse, command, project.package) if args.check else ""
     patches = check_patches(touched) if args.check else []
     failed = checked(repo, args.branch, args.wheelhouse, patches)
     done = (
@@ -843,17 +844,26 @@ def slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-def first_case(repo: Path, wheelhouse: Path) -> str:
-    """A `--help` case, committed on the branch: the cassettes have something to compare from
-    the first judgment on (nothing, where `--help` does not exit 0). add_case.py compares a
-    help's stdout as `stdout.additive`: an option a patch adds does not block on it."""
-    cmd = [sys.executable, "scripts/add_case.py", "--wheelhouse", str(wheelhouse), "--id", "help"]
+# A command that is Python itself (`--command python`: a library's cases are Python command
+# lines): its own `--help` names the interpreter's path, which differs between environments.
+INTERPRETER = re.compile(r"python(\d+(\.\d+)*)?")
+
+
+def first_case(repo: Path, wheelhouse: Path, command: str, package: str) -> str:
+    """A first case, committed on the branch: the cassettes have something to compare from
+    the first judgment on (nothing, where it does not exit 0). The CLI's `--help`, whose stdout
+    add_case.py compares as `stdout.additive` (an option a patch adds does not block on it);
+    for Python itself, `-c "import PACKAGE"`: the library imports without a word."""
+    python = INTERPRETER.fullmatch(command) is not None
+    argv, name = (["-c", f"import {package}"], "import") if python else (["--help"], "help")
+    cmd = [sys.executable, "scripts/add_case.py", "--wheelhouse", str(wheelhouse), "--id", name]
     env = {**os.environ, **OFFLINE, "ORACLE_WHEELHOUSE": str(wheelhouse)}
-    done = subprocess.run([*cmd, "--", "--help"], cwd=repo, env=env, capture_output=True)
+    done = subprocess.run([*cmd, "--", *argv], cwd=repo, env=env, capture_output=True)
+    shown = " ".join(argv) if python else "--help"
     if done.returncode != 0:
-        return ", no case: `--help` did not run cleanly"
-    git(repo, "commit", "--quiet", "--no-verify", "-m", "A --help case", "oracle/cases.yaml")
-    return ", a --help case"
+        return f", no case: `{command} {shown}` did not run cleanly"
+    git(repo, "commit", "--quiet", "--no-verify", "-m", f"A {name} case", "oracle/cases.yaml")
+    return f", a `{shown}` case" if python else ", a --help case"
 
 
 def check_patches(touched: str | None) -> list[tuple[str, str | None]]:
