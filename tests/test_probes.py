@@ -21,7 +21,7 @@ import pytest
 from _gate.envs import build_env
 
 from tests.helpers import Change, compiled, edits, run_inventory, worktree
-from tools.bakery import branch, judge
+from tools.bakery import branch, git, judge
 
 D = "tests/test_discounts.py"
 NO_COUPONS = "    assert stack_discounts(2500, []) == 2500\n"
@@ -312,3 +312,35 @@ def test_the_judge_blocks_a_swallowed_assertion_and_merges_a_parametrize_collaps
     assert merged.returncode == 0, merged.output
     summary = {step["name"]: step["summary"] for step in merged.report["steps"]}
     assert "run-time checks set aside" in summary["assert-inventory"], summary["assert-inventory"]
+
+
+HANGS = (
+    "def test_waits_for_its_worker() -> None:\n"
+    "    gate = threading.Event()\n"
+    "    worker = threading.Thread(target=gate.wait)\n"
+    "    worker.start()\n"
+    "    try:\n"
+    "        assert stack_discounts(100, []) == 100\n"
+    "        gate.set()\n"
+    "    finally:\n"
+    "        worker.join()\n\n\n"
+)
+
+
+def test_a_test_that_hangs_once_its_check_is_forced_has_a_check_that_can_fail(
+    shop: Path, python: Path, crossran: Crossran, tmp_path: Path
+) -> None:
+    """more-itertools' test_no_result_while_running: forced, its check raises before the gate
+    is set, and the worker it joins waits forever. Hanging is not passing: the probe's run
+    ends at its own time, not the step's, and the check can fail."""
+    anchor = "def test_no_coupons_keeps_subtotal"
+    added = edits((D, anchor, HANGS + anchor), (D, HEAD, HEAD + "\nimport threading\n"))
+    head = branch(shop, "honest/hangs-when-forced", added)
+    config = tmp_path / "judge.yaml"
+    text = git(shop, "show", "main:oracle/judge.yaml")
+    config.write_text(text.replace("crossrun_timeout: 900", "crossrun_timeout: 20"), "utf-8")
+    extra = ["--parent-python", str(python), "--patch-python", str(python)]
+    extra += ["--crossrun-report", str(crossran("main"))]
+    code, report, _ = run_inventory(shop, "main", head, tmp_path / "ran", *extra, config=config)
+    assert code == 0, (report["summary"], report["evidence"]["findings"])
+    assert report["evidence"]["run_time"]["probes"]["cannot_fail"] == []

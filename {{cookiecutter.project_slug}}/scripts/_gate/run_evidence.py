@@ -134,7 +134,8 @@ def probed(
     """Force the checks of the changed tests that passed; a check that cannot fail and is not
     the base's is a finding."""
     plans = probes.plans(setting.parent, setting.patch, patch.passed, old_paths, setting.helpers)
-    found.probed = probes.probe(setting.patch, plans, runner(setting), os.cpu_count() or 1)
+    took = found.patch_run.durations if found.patch_run else {}
+    found.probed = probes.probe(setting.patch, plans, runner(setting, took), os.cpu_count() or 1)
     back = {now: before for before, now in pairs.items()}
     for site, tests in found.probed.cannot_fail.items():
         if on_the_base(setting, site, tests, back):
@@ -172,21 +173,35 @@ def patch_tests(setting: Setting, ran: list[str] | None) -> PytestRun:
     return changed_tests.combined(of(held) if held else None, setting.crossran, ran)
 
 
-def runner(setting: Setting) -> probes.Runner:
-    """A probe's run: the tests named, from a copy of `tree` with the forced sources."""
+# A probe's run may take this long, and ten times what its tests took in the patch's run:
+# a forced failure can leave a test waiting forever (a thread's gate never set), and the
+# step's own timeout (crossrun_timeout) is for a whole suite.
+PROBE_FLOOR, PROBE_FACTOR = 60.0, 10.0
+
+
+def runner(setting: Setting, durations: Mapping[str, float] | None = None) -> probes.Runner:
+    """A probe's run: the tests named, from a copy of `tree` with the forced sources. A run
+    that outlives its time runs each of its tests alone; a test that alone outlives its time
+    did not pass with its check forced to fail: it is reported failed."""
+    took = durations or {}
 
     def run(tree: Path, sources: Mapping[str, bytes], tests: Sequence[str]) -> Mapping[str, str]:
+        spent = sum(s for node, s in took.items() if probes.family(node) in tests)
         done = run_tests(
             setting.python,
             tree,
             tests,
-            setting.timeout,
+            min(setting.timeout, PROBE_FLOOR + PROBE_FACTOR * spent),
             setting.plugins,
             setting.hidden,
             canaries=True,
             sources=sources,
         )
-        return done.outcomes or {}
+        if not done.timed_out:
+            return done.outcomes or {}
+        if len(tests) > 1:  # which of them hangs once forced: each alone
+            return {node: o for test in tests for node, o in run(tree, sources, [test]).items()}
+        return {tests[0]: "failed"}
 
     return run
 
