@@ -563,7 +563,7 @@ def project_seconds(work: Path, piece: Slice) -> tuple[float, float, float, floa
     for commit in commits[:4]:
         row = adopted_history.judge(repo, commit, wheelhouse)
         judged[row.same_build].append(row.seconds)
-        subprocess.run([*pip, str(wheelhouse), str(repo)], check=True)
+        subprocess.run([*pip, str(wheelhouse), piece.requirement(repo)], check=True)
         alone.append(timed(lambda: subprocess.run(own, cwd=repo, check=True, capture_output=True)))
     if not judged[True]:  # none of them is docs-only: a README line is
         judged[True].append(adopted_history.judge(repo, docs_commit(repo), wheelhouse).seconds)

@@ -28,6 +28,11 @@ class Slice:
     cases: tuple[str, ...]  # `tools.adopted_history --case` values
     tests: tuple[str, ...]  # its own test command's arguments to python, as its CI runs it
     branch: str | None = None  # the bundle's branch (a bundle of several slices has no HEAD)
+    extra: str = ""  # the extra its own tests need installed beside it
+
+    def requirement(self, repo: Path) -> str:
+        """What pip installs for its own test command: the checkout, with its tests' extra."""
+        return f"{repo}[{self.extra}]" if self.extra else str(repo)
 
     def options(self) -> list[str]:
         """`tools.adopted_history` options beyond the cases."""
@@ -53,4 +58,5 @@ MARKDOWN = Slice(
     ("--version", r"--stdin '# Title\n\n*a* [b](c) `x`\n' -- -x toc"),
     ("-m", "unittest", "discover", "-q", "tests"),
     branch="backticks",
+    extra="testing",  # PyYAML, for its meta-data tests
 )
