@@ -1107,13 +1107,12 @@ def execute(
         if grew:
             cache.fill([parent, patch])
         ids = (before.ids, after.ids or ())
-        made = generated(parent, patch, ids)
         collection = {
             "parent": len(ids[0]),
             "patch": len(ids[1]),
             "cached": [before.cached, after.cached],
             "plugin_autoload": collector.autoload,
-            "generated": made,
+            "generated": generated(parent, patch, ids),
         }
         if after.ids is None:
             collection["patch_failed"] = after.error
