@@ -401,8 +401,10 @@ def main() -> int:
 '''
 
 
-def flit_project(name: str, script: str) -> str:
-    """pyproject.toml of a flit project `name` whose console script `name` runs `script`."""
+def flit_project(name: str, script: str | None) -> str:
+    """pyproject.toml of a flit project `name` whose console script `name` runs `script` (no
+    console script: a library)."""
+    scripts = f'\n[project.scripts]\n{name} = "{script}"\n' if script else ""
     return f"""\
 [build-system]
 requires = ["flit_core>=3.9,<5"]
@@ -413,10 +415,7 @@ name = "{name}"
 version = "1.0"
 description = "Counts words."
 dependencies = []
-
-[project.scripts]
-{name} = "{script}"
-"""
+{scripts}"""
 
 
 PYPROJECT = flit_project("tally", "tally:main")

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PYPROJECT, TALLY, adopted_wheelhouse, committed, identity
+from tests.helpers import (
+    PYPROJECT,
+    TALLY,
+    adopted_wheelhouse,
+    committed,
+    flit_project,
+    identity,
+)
 from tools import adopt, adopted_history
 from tools.bakery import git
 
@@ -131,17 +138,7 @@ def test_the_tests_own_dependencies_are_pinned_and_the_first_judge_merges(
     assert steps["crossrun"]["evidence"]["parent_passing"] == 1  # --fresh: it ran
 
 
-LIBRARY = """\
-[build-system]
-requires = ["flit_core>=3.9,<5"]
-build-backend = "flit_core.buildapi"
-
-[project]
-name = "chunks"
-version = "1.0"
-description = "Splits lists."
-dependencies = []
-"""
+LIBRARY = flit_project("chunks", None)
 CHUNKS = """\
 \"\"\"Splits lists.\"\"\"
 
