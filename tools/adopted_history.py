@@ -167,16 +167,15 @@ def judge(repo: Path, commit: str, wheelhouse: Path) -> Judged:
 
 
 def run(args: argparse.Namespace) -> list[Judged]:
-    source = args.source.resolve()
     repo, commits = prepare(
-        source,
+        args.source.resolve(),
         args.start,
         args.work,
         args.wheelhouse,
         args.case,
         args.fixtures,
-        args.branch,
-        args.command,
+        branch=args.branch,
+        command=args.command,
     )
     picked = {adopt.git(repo, "rev-parse", f"{rev}^{{commit}}") for rev in args.commit}
     rows = []

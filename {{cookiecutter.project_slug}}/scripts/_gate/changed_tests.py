@@ -127,11 +127,7 @@ def combined(run: PytestRun | None, crossran: PytestRun, ran: Collection[str]) -
         return replace(crossran, outcomes=kept, checks=checks)
     if run.outcomes is None:  # no report: the run says so itself
         return run
-    return replace(
-        run,
-        outcomes={**kept, **(run.outcomes or {})},
-        checks={**checks, **run.checks},
-    )
+    return replace(run, outcomes={**kept, **run.outcomes}, checks={**checks, **run.checks})
 
 
 def module(node: str) -> str:

@@ -155,22 +155,31 @@ def patch_tests(setting: Setting, ran: list[str] | None) -> PytestRun:
     `ran` that the patch holds (None: every one), the others taken from the crossrun. Tampered
     when its canaries or pytest's machinery say the run was forged (the patch's own tests did
     it: a finding, not an error of the gate)."""
-
-    def of(targets: Sequence[str]) -> PytestRun:
-        return run_tests(
-            setting.python,
-            setting.patch,
-            targets,
-            setting.timeout,
-            setting.plugins,
-            setting.hidden,
-            canaries=True,
-        )
-
     if ran is None:
-        return of(setting.tests)
+        return tests_run(setting, setting.patch, setting.tests, setting.timeout)
     held = [rel for rel in ran if (setting.patch / rel).is_file()]  # not the deleted ones
-    return changed_tests.combined(of(held) if held else None, setting.crossran, ran)
+    run = tests_run(setting, setting.patch, held, setting.timeout) if held else None
+    return changed_tests.combined(run, setting.crossran, ran)
+
+
+def tests_run(
+    setting: Setting,
+    tree: Path,
+    targets: Sequence[str],
+    timeout: float,
+    sources: Mapping[str, bytes] | None = None,
+) -> PytestRun:
+    """One confined run of `targets` of a copy of `tree` on the patch build, canaries planted."""
+    return run_tests(
+        setting.python,
+        tree,
+        targets,
+        timeout,
+        setting.plugins,
+        setting.hidden,
+        canaries=True,
+        sources=sources,
+    )
 
 
 # A probe's run may take this long, and ten times what its tests took in the patch's run:
@@ -187,16 +196,8 @@ def runner(setting: Setting, durations: Mapping[str, float] | None = None) -> pr
 
     def run(tree: Path, sources: Mapping[str, bytes], tests: Sequence[str]) -> Mapping[str, str]:
         spent = sum(s for node, s in took.items() if probes.family(node) in tests)
-        done = run_tests(
-            setting.python,
-            tree,
-            tests,
-            min(setting.timeout, PROBE_FLOOR + PROBE_FACTOR * spent),
-            setting.plugins,
-            setting.hidden,
-            canaries=True,
-            sources=sources,
-        )
+        timeout = min(setting.timeout, PROBE_FLOOR + PROBE_FACTOR * spent)
+        done = tests_run(setting, tree, tests, timeout, sources)
         if not done.timed_out:
             return done.outcomes or {}
         if len(tests) > 1:  # which of them hangs once forced: each alone
