@@ -344,3 +344,86 @@ def test_a_test_that_hangs_once_its_check_is_forced_has_a_check_that_can_fail(
     code, report, _ = run_inventory(shop, "main", head, tmp_path / "ran", *extra, config=config)
     assert code == 0, (report["summary"], report["evidence"]["findings"])
     assert report["evidence"]["run_time"]["probes"]["cannot_fail"] == []
+
+
+# --- a check of an object with itself -----------------------------------------------------
+
+CASE = """import unittest
+
+from shop.discounts import Coupon, stack_discounts
+
+
+class CouponTest(unittest.TestCase):
+    def test_coupon(self) -> None:
+        coupon = Coupon("fixed", 50)
+        self.assertEqual(stack_discounts(2500, [coupon]), 2450)
+"""
+CASE_FILE = "tests/test_coupon_case.py"
+CASE_CHECK = "        self.assertEqual(stack_discounts(2500, [coupon]), 2450)\n"
+
+
+def checked(line: str) -> Change:
+    """test_no_coupons_keeps_subtotal gains `line` after its own assertion."""
+    return edits((D, NO_COUPONS, f"{NO_COUPONS}    {line}\n"))
+
+
+def case_checked(line: str) -> Change:
+    return edits((CASE_FILE, CASE_CHECK, f"{CASE_CHECK}        {line}\n"))
+
+
+# more-itertools 8a9dd13: `self.assertEqual(range_1, range_1)` tests numeric_range's own
+# `__eq__` (a dataclass's here), in each spelling a test writes it.
+REFLEXIVE: dict[str, Change] = {
+    "assert-local": checked('coupon = Coupon("fixed", 50)\n    assert coupon == coupon'),
+    "assert-global": checked("assert TEN_PERCENT == TEN_PERCENT"),
+    "assertEqual": case_checked("self.assertEqual(coupon, coupon)"),
+}
+# The same spellings where nothing of the build's is tested: each still cannot fail.
+SELF_SAME: dict[str, Change] = {
+    "an-int": checked("total = stack_discounts(2500, [])\n    assert total == total"),
+    "the-tests-own-class": edits(
+        (D, NO_COUPONS, f"{NO_COUPONS}    same = Same()\n    assert same == same\n"),
+        (
+            D,
+            "TEN_PERCENT = ",
+            "class Same:\n    def __eq__(self, other: object) -> bool:\n        return True\n\n\n"
+            "TEN_PERCENT = ",
+        ),
+    ),
+    "assertIs": case_checked("self.assertIs(coupon, coupon)"),
+}
+
+
+@pytest.fixture(scope="module")
+def case_base(shop: Path) -> str:
+    """A base that holds a unittest-style test."""
+    return branch(shop, "reflexive/case-base", lambda tree: (tree / CASE_FILE).write_text(CASE))
+
+
+@pytest.mark.parametrize("change", list(REFLEXIVE))
+def test_a_check_of_an_object_with_its_own_eq_is_a_check(
+    shop: Path, python: Path, crossran: Crossran, case_base: str, tmp_path: Path, change: str
+) -> None:
+    """The AST alone calls it vacuous; the run shows the build's `__eq__` ran on it."""
+    base = case_base if change == "assertEqual" else "main"
+    head = branch(shop, f"reflexive/{change}", REFLEXIVE[change], base=base)
+    code, report = judged(shop, python, crossran, head, tmp_path, ran=False, base=base)
+    assert code == 1, report["summary"]
+    assert [f["rule"] for f in report["evidence"]["findings"]] == ["vacuous"], report["summary"]
+    code, report = judged(shop, python, crossran, head, tmp_path, base=base)
+    assert code == 0, (report["summary"], report["evidence"]["findings"])
+    set_aside = report["evidence"]["run_time"]["set_aside"]
+    assert [f["rule"] for f in set_aside] == ["vacuous"], set_aside
+    assert "an object's own `__eq__` compared it with itself" in report["summary"]
+
+
+@pytest.mark.parametrize("change", list(SELF_SAME))
+def test_a_check_of_an_object_with_itself_that_tests_nothing_of_the_build_blocks(
+    shop: Path, python: Path, crossran: Crossran, case_base: str, tmp_path: Path, change: str
+) -> None:
+    base = case_base if change == "assertIs" else "main"
+    head = branch(shop, f"self-same/{change}", SELF_SAME[change], base=base)
+    code, report = judged(shop, python, crossran, head, tmp_path, base=base)
+    assert code == 1, report["summary"]
+    rules = [f["rule"] for f in report["evidence"]["findings"]]
+    assert rules == ["vacuous"], report["evidence"]["findings"]

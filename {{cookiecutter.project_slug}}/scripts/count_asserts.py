@@ -521,6 +521,10 @@ class Comparison:
             what = "cannot fail" if rule == "vacuous" else "can never run"
             reason = f"{test_id}: line {line} holds an assertion that {what} ({kinds})"
             self.add(rule, path, line, reason, test_id)
+            if rule == "vacuous":
+                # `assertEqual(r, r)` tests r's own `__eq__`: the run may show it did.
+                self.findings[-1]["counts"] = [len(old), len(new)]
+                self.findings[-1]["same_sides"] = [v[0] for v in new if v[1] in SAME_SIDES]
 
     def compare_sites(
         self, test_id: str, before: dict[str, Any], path: str, after: dict[str, Any]
@@ -602,6 +606,10 @@ class Comparison:
         if counts[1] < counts[0]:
             self.short.append(Short(test_id, path, line, counts, lost))
 
+
+# Vacuous kinds of a check that may compare one object with itself (`assertEqual(r, r)`,
+# `assert r == r`).
+SAME_SIDES = frozenset({"self-comparison", "always-true"})
 
 # Skips under a condition, as decorators: pytest's skipif, unittest's skipIf and skipUnless.
 CONDITIONAL_SKIPS = frozenset({"skipif", "skipIf", "skipUnless"})
@@ -1301,6 +1309,12 @@ def run_time(
     return _gate.run_evidence.judged(setting, pairs, old_paths, findings)
 
 
+SET_ASIDE_NOTES = {
+    "skip-added": "whose condition does not hold here: it ran and passed",
+    "vacuous": "where it ran, an object's own `__eq__` compared it with itself",
+}
+
+
 def run_time_note(ran: _gate.run_evidence.Found | None) -> str:
     """What the checks that ran and the probes decided, in the summary."""
     if ran is None:
@@ -1309,10 +1323,13 @@ def run_time_note(ran: _gate.run_evidence.Found | None) -> str:
     note = f"; probes: {len(probed.can_fail)} sites can fail, {len(probed.cannot_fail)} cannot"
     if ran.decided.set_aside:
         note += f"; run-time checks set aside {len(ran.decided.set_aside)} AST findings"
-    skips = [f["reason"] for f in ran.decided.set_aside if f["rule"] == "skip-added"]
-    if skips:  # a skip that does not apply here is still a change a reviewer sees
-        more = f" and {len(skips) - 1} more" if len(skips) > 1 else ""
-        note += f"; {skips[0]}, whose condition does not hold here: it ran and passed{more}"
+    # A skip that does not apply here, a check of the build's `__eq__` on one object: still
+    # changes a reviewer sees.
+    for rule, why in SET_ASIDE_NOTES.items():
+        reasons = [f["reason"] for f in ran.decided.set_aside if f["rule"] == rule]
+        if reasons:
+            more = f" and {len(reasons) - 1} more" if len(reasons) > 1 else ""
+            note += f"; {reasons[0]}, {why}{more}"
     if ran.decided.moved:
         note += f" ({len(ran.decided.moved)} tests moved)"
     return note

@@ -123,11 +123,17 @@ def combined(run: PytestRun | None, crossran: PytestRun, ran: Collection[str]) -
         if module(node) not in ran
     }
     checks = {node: c for node, c in crossran.checks.items() if module(node) not in ran}
+    same = {node: r for node, r in crossran.reflexive.items() if module(node) not in ran}
     if run is None:  # the patch only deleted test modules
-        return replace(crossran, outcomes=kept, checks=checks)
+        return replace(crossran, outcomes=kept, checks=checks, reflexive=same)
     if run.outcomes is None:  # no report: the run says so itself
         return run
-    return replace(run, outcomes={**kept, **run.outcomes}, checks={**checks, **run.checks})
+    return replace(
+        run,
+        outcomes={**kept, **run.outcomes},
+        checks={**checks, **run.checks},
+        reflexive={**same, **run.reflexive},
+    )
 
 
 def module(node: str) -> str:

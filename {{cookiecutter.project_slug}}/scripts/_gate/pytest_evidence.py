@@ -23,6 +23,10 @@ Each test's checks that ran and passed are recorded too (`checks`, in the order 
 of what it compared (the values `assert` shows, the arguments of a call, addresses left out),
 so the inventory can tell a test that still runs its checks from one that stopped, and find a
 deleted test's checks, with their values, in a test of the patch (_gate/run_checks.py).
+A check that compared an object with itself (`self.assertEqual(r, r)`, `assert r == r`) whose
+type has its own `__eq__` from outside the run's root (the build's code, not a class the tests
+define) is listed by its file and line (`reflexive`): it tests that `__eq__`, and the inventory
+does not call it a check that cannot fail.
 
 A run that dies before the session ends leaves no file: the gate reads that as truncated.
 """
@@ -41,6 +45,7 @@ import warnings
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType, FunctionType
 from typing import Any
 
 import pytest
@@ -69,7 +74,9 @@ class Running:
 
     nodeid: str | None = None
     local = threading.local()
+    # Bound methods of the run's Evidence (the machinery check allows code of this file).
     record: Callable[[str, str], None] | None = None
+    reflexive: Callable[[str, FrameType, object], None] | None = None
 
 
 # The run's temporary folder (the gate sets TMPDIR; tmp_path is under it): a path there differs
@@ -86,6 +93,15 @@ def value_digest(text: str) -> str:
 def note_check(text: str) -> None:
     if Running.nodeid is not None and Running.record is not None:
         Running.record(Running.nodeid, value_digest(text))
+
+
+# unittest's checks that compare with `==`: another (`assertIs(r, r)`) cannot fail on itself.
+EQUALITY_CHECKS = frozenset({"assertEqual", "assertEquals"})
+
+
+def note_reflexive(frame: FrameType | None, value: object) -> None:
+    if frame is not None and Running.nodeid is not None and Running.reflexive is not None:
+        Running.reflexive(Running.nodeid, frame, value)
 
 
 def compared(values: list[str]) -> str:
@@ -125,6 +141,9 @@ def counted(check: Callable[..., Any], method: bool) -> Callable[..., Any]:
             Running.local.depth = depth
         if depth == 0:
             note_check(shown(args[1:] if method else args))
+            same = method and len(args) > 2 and args[1] is args[2]
+            if same and check.__name__ in EQUALITY_CHECKS:
+                note_reflexive(sys._getframe(1), args[1])
         return result
 
     return wrapper
@@ -224,9 +243,25 @@ class Evidence:
         if len(checks) < CHECKS_LIMIT:
             checks.append(value)
 
+    def reflexive(self, nodeid: str, frame: FrameType, value: object) -> None:
+        """List the check at `frame`'s line when `value` (both sides of it) has its own
+        `__eq__`, from outside the run's root: the build's, not a class the tests define."""
+        equality = getattr(type(value), "__eq__", None)
+        module = sys.modules.get(getattr(equality, "__module__", None) or "")
+        home = getattr(module, "__file__", None)
+        root = self.config.rootpath
+        if not isinstance(equality, FunctionType) or not home or Path(home).is_relative_to(root):
+            return  # object's, a builtin's, or the tests' own
+        where = Path(frame.f_code.co_filename)
+        if where.is_relative_to(root):
+            line = f"{where.relative_to(root).as_posix()}:{frame.f_lineno}"
+            lines = self.row(nodeid).setdefault("reflexive", [])
+            if line not in lines:
+                lines.append(line)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
-        Running.nodeid, Running.record = item.nodeid, self.record
+        Running.nodeid, Running.record, Running.reflexive = item.nodeid, self.record, self.reflexive
         try:
             return (yield)
         finally:
@@ -270,9 +305,16 @@ class Evidence:
             row["outcome"] = outcome
             row["message"] = message[-MESSAGE_LIMIT:]
 
-    def pytest_assertion_pass(self, item: pytest.Item, expl: str) -> None:
+    def pytest_assertion_pass(self, item: pytest.Item, lineno: int, orig: str, expl: str) -> None:
         self.row(item.nodeid)["hits"] += 1
         self.record(item.nodeid, value_digest(explained(expl)))
+        same = SAME_NAME.fullmatch(orig)
+        if same:
+            frame = asserting_frame(lineno)
+            names = (frame.f_locals, frame.f_globals) if frame is not None else ()
+            found = next((space for space in names if same[1] in space), None)
+            if found is not None:
+                note_reflexive(frame, found[same[1]])
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -312,6 +354,27 @@ class Evidence:
 
     def digest(self) -> str:
         return digest({node: row["outcome"] for node, row in self.tests.items()})
+
+
+# `assert r == r`: a name compared with itself, read from the test's frame (no code runs).
+SAME_NAME = re.compile(r"\s*([A-Za-z_]\w*)\s*==\s*\1\s*")
+
+
+def asserting_frame(lineno: int) -> FrameType | None:
+    """The frame of the `assert` whose pass hook runs now: the first outside pytest's and
+    pluggy's machinery, at the assertion's line."""
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(40):
+        if frame is None:
+            return None
+        if frame.f_lineno == lineno and not machinery(frame.f_code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def machinery(filename: str) -> bool:
+    return any(part in filename for part in ("/_pytest/", "/pluggy/", __file__))
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:

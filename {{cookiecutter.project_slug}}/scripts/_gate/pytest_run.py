@@ -49,6 +49,8 @@ class PytestRun:
     properties: frozenset[str] = frozenset()  # node ids of hypothesis properties (@given)
     # node id -> each check that ran and passed in it, as a digest of what it compared
     checks: dict[str, list[str]] = field(default_factory=dict)
+    # node id -> `file:line` of each check that compared an object with its own `__eq__`
+    reflexive: dict[str, list[str]] = field(default_factory=dict)
 
     def renamed(self, fix: Callable[[str], str]) -> PytestRun:
         """The run with `fix` applied to the text its tests and pytest wrote."""
@@ -103,6 +105,11 @@ def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
         int(data.get("deselected") or 0),
         frozenset(prefix + node for node in data.get("properties") or []),
         {node: [str(v) for v in row.get("checks") or []] for node, row in rows.items()},
+        {
+            node: [prefix + str(where) for where in row["reflexive"]]
+            for node, row in rows.items()
+            if row.get("reflexive")
+        },
     )
 
 

@@ -15,7 +15,9 @@ differ, so:
 - an AST finding of fewer assertions in a test, of an id no longer collected, of a lower
   total, or of a skip the test gained, is set aside where every check that ran on the
   parent's version runs, with the same values, on the patch's (two sites folded into one
-  parametrized check; a skip whose condition is false here).
+  parametrized check; a skip whose condition is false here);
+- an AST finding of a check that cannot fail because it compares one object with itself is
+  set aside where it ran on an object whose type has its own `__eq__` from the build.
 
 A patch's test that fails or errors is not compared: its failure is a signal of its own (the
 advisory tests), and a failing test stops early.
@@ -36,8 +38,20 @@ from _gate.probes import family
 # same values: its condition does not hold where the judge runs it (`skipif(<an old
 # SQLite>)`), and the report still names it; a skip taken at run time leaves the test
 # skipped, and stands; a skip call or a setUp skip is never set aside.
+# A check the AST calls vacuous because it compares one object with itself is set aside where
+# it ran on an object whose type has its own `__eq__` from the build (`assertEqual(r, r)`
+# tests numeric_range's `__eq__`); the same spelling on an int, or on a class the tests
+# define, stands.
 REFUTABLE = frozenset(
-    {"deleted-test", "deleted-file", "fewer-asserts", "not-collected", "total-drop", "skip-added"}
+    {
+        "deleted-test",
+        "deleted-file",
+        "fewer-asserts",
+        "not-collected",
+        "total-drop",
+        "skip-added",
+        "vacuous",
+    }
 )
 
 
@@ -47,16 +61,25 @@ class Ran:
 
     checks: dict[str, Counter[str]]
     passed: frozenset[str]
+    reflexive: dict[str, frozenset[str]] = field(default_factory=dict)  # family -> file:line
 
     @classmethod
-    def of(cls, outcomes: Mapping[str, str], checks: Mapping[str, Iterable[str]]) -> Ran:
+    def of(
+        cls,
+        outcomes: Mapping[str, str],
+        checks: Mapping[str, Iterable[str]],
+        reflexive: Mapping[str, Iterable[str]] | None = None,
+    ) -> Ran:
         found: dict[str, Counter[str]] = {}
         status: dict[str, bool] = {}
+        lines: dict[str, set[str]] = {}
         for node, outcome in outcomes.items():
             name = family(node)
             found.setdefault(name, Counter()).update(checks.get(node, ()))
             status[name] = status.get(name, True) and outcome == "passed"
-        return cls(found, frozenset(name for name, ok in status.items() if ok))
+            lines.setdefault(name, set()).update((reflexive or {}).get(node, ()))
+        passed = frozenset(name for name, ok in status.items() if ok)
+        return cls(found, passed, {name: frozenset(s) for name, s in lines.items() if s})
 
     def count(self, name: str) -> int:
         return sum(self.checks.get(name, Counter()).values())
@@ -135,6 +158,8 @@ def refuted(
         return False
     if rule == "skip-added" and not found.get("conditional"):
         return False  # a skip call or a hook: the AST's to see
+    if rule == "vacuous":
+        return reflexive(found, patch, pairs.get(test, test))
     if rule == "deleted-file":
         path = str(found["path"])
         gone = [name for name in parent.checks if name.split("::", 1)[0] == path]
@@ -146,3 +171,15 @@ def refuted(
     now = pairs.get(test, test)
     kept = rule != "deleted-test" and now in patch.passed
     return kept and holds(patch.checks.get(now, Counter()), parent.checks.get(test, Counter()))
+
+
+def reflexive(found: Mapping[str, Any], patch: Ran, test: str) -> bool:
+    """Whether the vacuous checks the patch added to `test` are, all but as many as its
+    parent's version held, checks that ran comparing an object with its own `__eq__`
+    (one per line: the plugin lists a line, not each check on it)."""
+    if test not in patch.passed or "counts" not in found:
+        return False
+    before, after = (int(n) for n in found["counts"])
+    ran = patch.reflexive.get(test, frozenset())
+    lines = {line for line in found["same_sides"] if f"{found['path']}:{line}" in ran}
+    return after - len(lines) <= before

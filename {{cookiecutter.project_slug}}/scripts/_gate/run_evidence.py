@@ -113,7 +113,7 @@ def judged(
         found.findings.append(finding("no-run", ".", ".", 0, reason))
         return found
     parent = Ran.of(setting.crossran.outcomes or {}, setting.crossran.checks)
-    patch = Ran.of(run.outcomes, run.checks)
+    patch = Ran.of(run.outcomes, run.checks, run.reflexive)
     found.decided = compare(parent, patch, pairs, ast_findings)
     found.findings += found.decided.findings
     try:
