@@ -344,6 +344,22 @@ def test_a_test_that_hangs_once_its_check_is_forced_has_a_check_that_can_fail(
     code, report, _ = run_inventory(shop, "main", head, tmp_path / "ran", *extra, config=config)
     assert code == 0, (report["summary"], report["evidence"]["findings"])
     assert report["evidence"]["run_time"]["probes"]["cannot_fail"] == []
+    # A test the hung run never reached runs again without it, and is still probed.
+    after = "def test_after_it() -> None:\n" + SUPPRESSED + "\n\n"
+    added = edits(
+        (D, anchor, HANGS + after + anchor),
+        (D, HEAD, HEAD + "\nimport contextlib\nimport threading\n"),
+    )
+    head = branch(shop, "cannot-fail/after-a-hang", added)
+    code, report, _ = run_inventory(shop, "main", head, tmp_path / "after", *extra, config=config)
+    assert code == 1, report["summary"]
+    cannot = report["evidence"]["run_time"]["probes"]["cannot_fail"]
+    assert [site.split(": line")[0] for site in cannot] == [f"{D}::test_after_it"], cannot
+
+
+SUPPRESSED = (
+    "    with contextlib.suppress(AssertionError):\n        assert stack_discounts(1, []) == 1\n"
+)
 
 
 # --- a check of an object with itself -----------------------------------------------------

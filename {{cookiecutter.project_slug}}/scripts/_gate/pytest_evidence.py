@@ -16,6 +16,9 @@ Their outcomes are kept apart: they are never collected ids, outcomes, hits or s
 no shard deselects them. At the end of the session the canary report also lists what changed
 in pytest's machinery since this plugin loaded (scripts/_gate/tamper.py).
 
+While it runs, `FILE.progress` gets a line as each test starts and ends, so that a run killed
+at its timeout still tells which tests finished and which one it was in.
+
 Each test's checks that ran and passed are recorded too (`checks`, in the order they ran): every
 `assert` that passed (the pass hook), every call of a unittest `assert*` method that returned
 (the outermost: `assertEqual` calling `assertDictEqual` is one check), and every call of
@@ -230,6 +233,9 @@ class Evidence:
         self.properties: list[str] = []
         self.deselected = 0
         self.tests: dict[str, dict[str, Any]] = {}
+        # Each test as it starts and ends, a line at a time: what a run killed at its timeout
+        # finished, and which test it was in (PROGRESS in _gate/pytest_run.py).
+        self.progress = open(f"{path}.progress", "a", buffering=1, encoding="utf-8")  # noqa: SIM115
 
     def row(self, nodeid: str) -> dict[str, Any]:
         canary = self.canaries is not None and self.canaries.owns(nodeid)
@@ -262,10 +268,15 @@ class Evidence:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
         Running.nodeid, Running.record, Running.reflexive = item.nodeid, self.record, self.reflexive
+        planted = self.planted(item)
+        if not planted:
+            self.progress.write(f"start\t{item.nodeid}\n")
         try:
             return (yield)
         finally:
             Running.nodeid = None
+            if not planted:
+                self.progress.write(f"end\t{item.nodeid}\t{self.row(item.nodeid)['outcome']}\n")
 
     def planted(self, item: pytest.Item) -> bool:
         return self.canaries is not None and self.canaries.owns(item.nodeid)
@@ -336,6 +347,7 @@ class Evidence:
             payload.update(report)
             write_json(self.canaries.report, {**report, "digest": self.digest()})
         write_json(self.path, payload)
+        self.progress.close()
 
     def without_canaries(self, session: pytest.Session, exitstatus: int) -> int:
         """The run's exit status as if no canary ran: the failing one fails the session, and

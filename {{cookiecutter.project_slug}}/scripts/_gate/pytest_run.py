@@ -51,6 +51,10 @@ class PytestRun:
     checks: dict[str, list[str]] = field(default_factory=dict)
     # node id -> `file:line` of each check that compared an object with its own `__eq__`
     reflexive: dict[str, list[str]] = field(default_factory=dict)
+    # A run with no report (killed at its timeout): the tests it finished, with their outcomes,
+    # and the one it was in when it ended ("" if none), from the plugin's progress lines.
+    finished: dict[str, str] = field(default_factory=dict)
+    running: str = ""
 
     def renamed(self, fix: Callable[[str], str]) -> PytestRun:
         """The run with `fix` applied to the text its tests and pytest wrote."""
@@ -91,7 +95,18 @@ def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
         data = json.loads(path.read_bytes())
         tests: dict[str, dict[str, Any]] = data["tests"]
     except (OSError, ValueError, KeyError, TypeError):
-        return PytestRun(done.exit_code, done.timed_out, None, {}, {}, {}, tail)
+        finished, running = progress(Path(f"{path}.progress"), prefix)
+        return PytestRun(
+            done.exit_code,
+            done.timed_out,
+            None,
+            {},
+            {},
+            {},
+            tail,
+            finished=finished,
+            running=running,
+        )
     rows = {prefix + node: row for node, row in tests.items()}
     return PytestRun(
         done.exit_code,
@@ -111,6 +126,26 @@ def read_evidence(path: Path, prefix: str, done: Completed) -> PytestRun:
             if row.get("reflexive")
         },
     )
+
+
+def progress(path: Path, prefix: str) -> tuple[dict[str, str], str]:
+    """The tests a run finished, with their outcomes, and the one it started last and never
+    finished, from the evidence plugin's progress lines (`start ID`, `end ID OUTCOME`)."""
+    finished: dict[str, str] = {}
+    running = ""
+    try:
+        lines = path.read_text("utf-8", "replace").splitlines()
+    except OSError:
+        return finished, running
+    for line in lines:
+        kind, _, rest = line.partition("\t")
+        if kind == "start":
+            running = prefix + rest
+        elif kind == "end" and rest.count("\t") == 1:
+            node, outcome = rest.split("\t")
+            finished[prefix + node] = outcome
+            running = "" if running == prefix + node else running
+    return finished, running
 
 
 def run_pytest(

@@ -189,9 +189,10 @@ PROBE_FLOOR, PROBE_FACTOR = 60.0, 10.0
 
 
 def runner(setting: Setting, durations: Mapping[str, float] | None = None) -> probes.Runner:
-    """A probe's run: the tests named, from a copy of `tree` with the forced sources. A run
-    that outlives its time runs each of its tests alone; a test that alone outlives its time
-    did not pass with its check forced to fail: it is reported failed."""
+    """A probe's run: the tests named, from a copy of `tree` with the forced sources. A test
+    that outlives the run's time did not pass with its check forced to fail: it is reported
+    failed, with the outcomes of the tests the run finished, and the tests it never reached
+    run again without it. A run that ends before any test (in collection) runs each alone."""
     took = durations or {}
 
     def run(tree: Path, sources: Mapping[str, bytes], tests: Sequence[str]) -> Mapping[str, str]:
@@ -200,9 +201,14 @@ def runner(setting: Setting, durations: Mapping[str, float] | None = None) -> pr
         done = tests_run(setting, tree, tests, timeout, sources)
         if not done.timed_out:
             return done.outcomes or {}
-        if len(tests) > 1:  # which of them hangs once forced: each alone
-            return {node: o for test in tests for node, o in run(tree, sources, [test]).items()}
-        return {tests[0]: "failed"}
+        if not done.running:
+            if len(tests) > 1:
+                return {node: o for test in tests for node, o in run(tree, sources, [test]).items()}
+            return {tests[0]: "failed"}
+        reached = {probes.family(node) for node in [*done.finished, done.running]}
+        rest = [test for test in tests if test not in reached]
+        later = run(tree, sources, rest) if rest else {}
+        return {**done.finished, done.running: "failed", **later}
 
     return run
 
