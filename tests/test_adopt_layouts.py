@@ -106,7 +106,7 @@ def test_the_tests_own_dependencies_are_pinned_and_the_first_judge_merges(
 ) -> None:
     """The tests need pytest-mock (its `mocker` fixture, a plugin pytest loads by name only):
     adopt finds the extra, pins it, names it in test_extra; after one case, a no-op patch
-    merges with no hand edit."""
+    merges with no hand edit. `--as-of` pins it as it was then (an old commit's history)."""
     repo = committed(
         tmp_path / "counted",
         {
@@ -116,10 +116,12 @@ def test_the_tests_own_dependencies_are_pinned_and_the_first_judge_merges(
             ".github/CODEOWNERS": "* @counted/owners\n",
         },
     )
-    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 0
+    as_of = ["--as-of", "2023-01-01T00:00:00Z"]  # pytest-mock 3.10.0 then, 3.11.1 in June
+    assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse), *as_of]) == 0
     judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
     assert 'test_extra: "test"' in judge_yaml
-    assert "pytest-mock==" in git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
+    pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
+    assert "pytest-mock==3.10.0 " in pins and "pytest-mock as they were on 2023-01-01" in pins
     rules = [line.split() for line in (repo / ".github/CODEOWNERS").read_text().splitlines()]
     assert ["/oracle/", "@counted/owners"] in rules
     git(repo, "checkout", "-q", "trunk")
@@ -163,12 +165,16 @@ def test_a_library_adopted_with_command_python_gets_an_import_case_and_its_check
     interpreter's path, which differs between the parent's environments, so the first case
     imports the library instead; adopt's check (a no-op patch, one touching a test) merges."""
     files = {"pyproject.toml": LIBRARY, "chunks.py": CHUNKS, "tests/test_chunks.py": CHUNKS_TEST}
+    # Flask's .gitignore has `env*`, which matches scripts/_gate/envs.py; and a yaml rule.
+    files[".gitignore"] = "env*\n*.yaml\n"
     repo = committed(tmp_path / "chunks", files)
     argv = [str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/gate"]
     assert adopt.main([*argv, "--command", "python"]) == 0
     cases = git(repo, "show", f"{adopt.BRANCH}:oracle/cases.yaml")
     assert '  - id: "import"\n    argv: ["-c", "import chunks"]\n' in cases, cases
     assert 'command: "python"' in git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
+    tracked = git(repo, "ls-files", "scripts/_gate/envs.py", "oracle/judge.yaml").split()
+    assert tracked == ["oracle/judge.yaml", "scripts/_gate/envs.py"]
 
 
 @pytest.mark.e2e

@@ -68,6 +68,9 @@ from _gate.protocol import FailClosed  # noqa: E402
 BRANCH = "oracle-gate"
 GATE_NOXFILE = "noxfile_oracle.py"
 JUDGE_TOOLS = ("pyyaml", "pytest", "hypothesis", "uv")  # what the judge's envs always hold
+GATE_TOOLS = ("pyyaml", "hypothesis", "uv")  # the gate's alone: today's, whatever --as-of says
+# What the gate's pytest plugin needs of an older pytest: StashKey (7.0), new-style wrappers.
+PLUGIN_FLOOR = ["pytest>=7.0", "pluggy>=1.2"]
 LEGACY_BACKEND = ("setuptools>=40.8.0",)  # PEP 517's fallback for a project without one
 # What the bake brings that an existing project already has, or that is the example's own;
 # the gate's manual (README.md and its docs/ pages) goes under oracle/ instead (add_manual).
@@ -108,6 +111,7 @@ class Project:
     test_dependencies: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()  # the wheel's top-level folders: the project's code
     targets: tuple[tuple[str, str], ...] = ()  # console scripts: (name, "module:function")
+    as_of: str = ""  # RFC 3339: its own requirements resolved as they were then (--as-of)
 
 
 @dataclass(frozen=True)
@@ -239,16 +243,24 @@ def test_dependencies(source: Path) -> tuple[str, tuple[str, ...]]:
 def compile_requirements(project: Project, dest: Path, tmp: Path) -> None:
     """Hash-pinned: the judge installs only these, from the wheelhouse."""
     wanted = tmp / "judge.in"
-    rows = [*JUDGE_TOOLS, *project.backend, *project.dependencies, *project.test_dependencies]
+    own = [*project.dependencies, *project.test_dependencies]
+    # With --as-of, the tests' own pytest too (Flask's conftest.py of 2022 imports a name
+    # pytest 8 dropped), never older than the gate's plugin needs.
+    dated = sorted(set(test_deps.names(own)) - set(GATE_TOOLS)) if project.as_of else []
+    floor = PLUGIN_FLOOR if "pytest" in dated else []
+    rows = [*JUDGE_TOOLS, *project.backend, *own, *floor]
     wanted.write_text("\n".join(rows) + "\n")
     cmd = ["uv", "pip", "compile", "--universal", "--generate-hashes", "--python-version"]
     cmd += ["3.10", "--no-header", "--quiet", str(wanted), "-o", str(dest)]
+    cmd += [f"--exclude-newer-package={name}={project.as_of}" for name in dated]
     run(cmd, tmp, "compiling scripts/requirements-judge.txt")
     note = (
         "# Hash-pinned tools, build backend and runtime dependencies of the judge's environments,\n"
         f"# installed only from the local wheelhouse. Compiled by oracle-template's adopt from:\n"
         f"#   {' '.join(rows)}\n"
     )
+    if dated:
+        note += f"# with {', '.join(dated)} as they were on {project.as_of} (adopt --as-of)\n"
     dest.write_text(note + dest.read_text())
 
 
@@ -521,9 +533,11 @@ def add_manual(bake_dir: Path, repo: Path) -> list[str]:
 
 
 def commit(repo: Path, branch: str, paths: Sequence[str]) -> None:
-    """On a new branch, for review: the base branch itself is left as it was."""
+    """On a new branch, for review: the base branch itself is left as it was. Each of the
+    gate's files is added even where a rule of the project's .gitignore matches it (Flask's
+    `env*` matches scripts/_gate/envs.py); tracked, it stays tracked."""
     git(repo, "checkout", "--quiet", "-b", branch)
-    git(repo, "add", "--", *paths)
+    git(repo, "add", "--force", "--", *paths)
     git(repo, "commit", "--quiet", "--no-verify", "-m", "Adopt the oracle gate")
 
 
@@ -560,7 +574,9 @@ def adopt(args: argparse.Namespace) -> str:
         source = export(repo, tmp / "source")
         project = read_project(source, tmp)
         extra, needed = test_dependencies(source)
-        project = dataclasses.replace(project, test_extra=extra, test_dependencies=needed)
+        project = dataclasses.replace(
+            project, test_extra=extra, test_dependencies=needed, as_of=args.as_of or ""
+        )
         answers = {
             "project_name": project.name,
             "project_slug": re.sub(r"[^a-z0-9]+", "-", project.name.lower()).strip("-"),
@@ -930,6 +946,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle-ref", default="oracle/main", help="protected ref of flake state")
     p.add_argument("--ci", choices=("github", "none"), help="default: github if .github exists")
     p.add_argument("--wheelhouse", type=Path, default=Path(".oracle/wheelhouse"))
+    p.add_argument(
+        "--as-of",
+        metavar="TIME",
+        help="resolve the project's own and its tests' requirements as they were at TIME "
+        "(RFC 3339, e.g. the adopted commit's date for its past history; default: today); "
+        "the gate's own tools and the build backend stay today's",
+    )
     p.add_argument(
         "--no-check",
         dest="check",

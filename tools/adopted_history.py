@@ -1,12 +1,14 @@
 """Adopt the gate at a commit of a real project, then judge its next commits as they landed.
 
     python -m tools.adopted_history SOURCE --start REF [--branch NAME] [--command CMD] [--count N]
-        [--commit REV ...] [--case CASE ...] [--fixtures DIR] [--work DIR] [--wheelhouse DIR]
-        [--json FILE]
+        [--commit REV ...] [--case CASE ...] [--fixtures DIR] [--as-of-start] [--work DIR]
+        [--wheelhouse DIR] [--json FILE]
 
 SOURCE is a git repository or bundle of a Python project with a console script. It is cloned
 into --work (its --branch, for a bundle of several slices; no remote kept), reset to
---start, and adopted there as a user would: `adopt` (tools/adopt.py), its branch merged,
+--start, and adopted there as a user would: `adopt` (tools/adopt.py; with --as-of-start, its
+`--as-of` the start commit's date, for a history whose requirements have since broken it), its
+branch merged,
 the folders of --fixtures copied into fixtures/ and locked (`python scripts/fixtures_lock.py
 --write`, committed), one `nox -s case` per --case (`--cwd NAME` runs one in a copy of
 fixtures/NAME), the cases committed, `nox -s record`. A CASE is split like a shell: the CLI's
@@ -85,6 +87,7 @@ def prepare(
     fixtures: Path | None = None,
     branch: str | None = None,
     command: str | None = None,
+    as_of_start: bool = False,
 ) -> tuple[Path, list[str]]:
     """The project at `start` with the gate adopted, merged, and the cases added; and the
     first-parent commits from `start` to the source's HEAD, oldest first."""
@@ -96,7 +99,10 @@ def prepare(
     commits = adopt.git(repo, "rev-list", "--first-parent", "--reverse", f"{start}..HEAD")
     adopt.git(repo, "checkout", "-q", "-B", BASE, start)
     how = ["--wheelhouse", str(wheelhouse), "--owners", "@org/owners"]
-    if adopt.main([str(repo), *how, *(["--command", command] if command else [])]):
+    how += ["--command", command] if command else []
+    if as_of_start:
+        how += ["--as-of", adopt.git(repo, "log", "-1", "--format=%cI", start).strip()]
+    if adopt.main([str(repo), *how]):
         raise adopt.AdoptError(f"adopting the gate in {source} at {start} failed (see above)")
     adopt.git(repo, "checkout", "-q", BASE)  # adopt leaves its branch checked out
     adopt.git(repo, "merge", "-q", "--ff-only", adopt.BRANCH)
@@ -177,6 +183,7 @@ def run(args: argparse.Namespace) -> list[Judged]:
         args.fixtures,
         branch=args.branch,
         command=args.command,
+        as_of_start=args.as_of_start,
     )
     picked = {adopt.git(repo, "rev-parse", f"{rev}^{{commit}}") for rev in args.commit}
     rows = []
@@ -207,6 +214,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--case", action="append", default=[], help="a case's arguments (repeat)")
     p.add_argument("--fixtures", type=Path, help="folders to add under fixtures/ (for --cwd)")
+    p.add_argument(
+        "--as-of-start",
+        action="store_true",
+        help="adopt with the project's requirements as they were at --start's commit date",
+    )
     p.add_argument("--work", type=Path, required=True, help="empty folder to work in")
     p.add_argument("--wheelhouse", type=Path, required=True, help="wheelhouse to fill and use")
     p.add_argument("--json", type=Path, help="write every row here")

@@ -4,10 +4,10 @@ judge.yaml `test_extra` names the place, read from the base tree (nothing of it 
 extra of `[project.optional-dependencies]` or a `[dependency-groups]` group of pyproject.toml
 (its `include-group`s followed, the project's references to its own extras resolved), an
 extra of setup.cfg's `[options.extras_require]` or setup.py's `extras_require`, or their
-`tests_require` (read by configparser and AST), a requirements file (`*.txt`), `tox.ini`
-(the `deps` of its `[testenv]`), or `noxfile.py` (the string arguments of `session.install`
-in a session named like a test session). `declared` finds the first of those a project has,
-for `adopt`.
+`tests_require` (read by configparser and AST), a requirements file (`*.txt`, or the `*.in`
+pip-tools compiled it from), `tox.ini` (the `deps` of its `[testenv]`), or `noxfile.py` (the
+string arguments of `session.install` in a session named like a test session). `declared`
+finds the first of those a project has, for `adopt`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from _gate.build_config import called
+from _gate.markers import applies
 from _gate.protocol import FailClosed
 from _gate.pyproject import REQUIREMENT, extras, own_rows, read, table
 
@@ -39,14 +40,16 @@ NOX_SESSIONS = ("test", "tests", "testing", "unit", "pytest")
 
 
 def names(rows: list[str]) -> list[str]:
-    return [m.group(1) for m in map(REQUIREMENT.match, rows) if m]
+    """The distribution names of the rows that apply here (`greenlet ; python_version <
+    "3.11"` does not on 3.11: the judge's environments do not hold it)."""
+    return [m.group(1) for m in map(REQUIREMENT.match, filter(applies, rows)) if m]
 
 
 def test_requirements(tree: Path, extra: str) -> list[str]:
     """The distribution names `extra` (judge.yaml test_extra) declares in the base tree."""
     if not extra:
         return []
-    if extra.endswith(".txt") or extra in (TOX, NOX):
+    if extra.endswith((".txt", ".in")) or extra in (TOX, NOX):
         path = tree / extra
         if not path.is_file():
             raise FailClosed(f"{extra}: no such file in the base (judge.yaml test_extra)")
@@ -80,11 +83,20 @@ def declared(tree: Path) -> tuple[str, list[str]]:
     for name in (*NAMES, TESTS_REQUIRE):
         if setuptools.get(name):
             return name, setuptools[name]
-    for rel in (*FILES, TOX, NOX):
+    for rel in (*(source_of(rel, tree) for rel in FILES), TOX, NOX):
         rows = file_requirements(tree / rel) if (tree / rel).is_file() else []
         if rows:
             return rel, rows
     return "", []
+
+
+def source_of(rel: str, tree: Path) -> str:
+    """pip-tools' layout: `tests.txt` compiled from `tests.in` beside it. The `.in` holds the
+    tests' own requirements; the `.txt` pins everything under them for another toolchain
+    (`packaging==21.3` via an old pytest), which would pin the gate's own tools and the build
+    backend's imports with them."""
+    compiled = rel.removesuffix(".txt") + ".in"
+    return compiled if (tree / compiled).is_file() else rel
 
 
 def pyproject_requirements(data: dict[str, Any], name: str) -> list[str] | None:
