@@ -319,13 +319,19 @@ class Evidence:
     def pytest_assertion_pass(self, item: pytest.Item, lineno: int, orig: str, expl: str) -> None:
         self.row(item.nodeid)["hits"] += 1
         self.record(item.nodeid, value_digest(explained(expl)))
+        frame = asserting_frame(lineno)
+        if frame is None:
+            return
         same = SAME_NAME.fullmatch(orig)
-        if same:
-            frame = asserting_frame(lineno)
-            names = (frame.f_locals, frame.f_globals) if frame is not None else ()
-            found = next((space for space in names if same[1] in space), None)
-            if found is not None:
-                note_reflexive(frame, found[same[1]])
+        found = next((n for n in (frame.f_locals, frame.f_globals) if same and same[1] in n), None)
+        if same and found is not None:
+            note_reflexive(frame, found[same[1]])
+        if SNAPSHOT_LOCALS:
+            # The explanation pytest built for this hook called `locals()`, whose snapshot the
+            # frame keeps, with every value the test held then: `del app` would not free it
+            # (Flask's test_app_freed_on_zero_refcount failed only under the gate). Dropped,
+            # the next `locals()` takes a fresh one.
+            frame.f_locals.clear()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -368,6 +374,9 @@ class Evidence:
         return digest({node: row["outcome"] for node, row in self.tests.items()})
 
 
+# Before 3.13 (PEP 667) a frame's `locals()` is a snapshot dict it keeps; then a proxy of the
+# frame's own variables, which clearing would delete.
+SNAPSHOT_LOCALS = sys.version_info < (3, 13)
 # `assert r == r`: a name compared with itself, read from the test's frame (no code runs).
 SAME_NAME = re.compile(r"\s*([A-Za-z_]\w*)\s*==\s*\1\s*")
 
