@@ -17,6 +17,7 @@ while a date bomb blocks in every step that runs the build.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ import pytest
 import record_cassettes
 import replay_cassettes
 import yaml
+from _gate import perturb
 from _gate.envs import tools_env
 from _gate.perturb import TOUCHED, ZONE, libfaketime, user_zone
 
@@ -578,3 +580,27 @@ def test_a_judgment_merges_a_base_that_honours_tz_and_blocks_a_date_bomb_in_each
     summary = (shop / "reports/judge-summary.md").read_text("utf-8")
     assert "(oracle) failed on the patch under the clock perturbation" in summary
     assert "(crossrun) failed on the patch under the clock perturbation" in summary
+
+
+def test_a_bytecode_cache_the_run_writes_is_compared_by_its_name_alone(tmp_path: Path) -> None:
+    """`flask --app hello routes` imports ./hello.py, and Python writes its bytecode beside it,
+    holding the file's absolute path and mtime: two runs in two folders, as the parent's and
+    the patch's under the files perturbation, write two different caches of one module."""
+    seen = []
+    for side in ("parent", "patch"):
+        work = tmp_path / side / "projects" / "acme"
+        work.mkdir(parents=True)
+        (work / "hello.py").write_text("GREETING = 'hi'\n", "utf-8")
+        (work / "data.txt").write_text("kept\n", "utf-8")
+        before = perturb.snapshot(work)
+        code = "import hello; open('out.txt', 'w').write(hello.GREETING)"
+        subprocess.run([sys.executable, "-c", code], cwd=work, check=True, env=dict(PATH=""))
+        seen.append(perturb.touched(before, perturb.snapshot(work)))
+    pyc = [p for p in seen[0] if p.endswith(".pyc")]
+    assert len(pyc) == 1 and pyc[0].startswith("__pycache__/hello."), seen
+    raw = [
+        (tmp_path / side / "projects/acme" / pyc[0]).read_bytes() for side in ("parent", "patch")
+    ]
+    assert raw[0] != raw[1]  # the caches differ, byte for byte
+    assert seen[0] == seen[1]  # and the runs did the same
+    assert seen[0]["out.txt"] == hashlib.sha256(b"hi").hexdigest()

@@ -283,7 +283,10 @@ setup(
     package_dir={"": "src"},
 )
 """
-CFG = "[metadata]\nname = shop\nversion = 1.0\n\n[options]\npackages = find:\n"
+CFG = (
+    "[metadata]\nname = shop\nversion = 1.0\n\n[options]\npackages = find:\n\n"
+    "[tool:pytest]\ntestpaths = tests\n\n[flake8]\nignore =\n    E722\n"
+)
 # An edit of only the literal metadata setup() is given (issue 50), in several spellings, and
 # edits that reach what the build runs or packs.
 SETUP_EDITS = {
@@ -316,6 +319,12 @@ def test_a_setup_py_edit_of_its_metadata_alone_is_source(
     [
         ("metadata", CFG.replace("version = 1.0", "version = 1.1\nurl = https://x"), 0),
         ("options", CFG.replace("packages = find:", "packages = old"), 2),
+        # Flask 7464e17c: a lint tool's section; setuptools and pytest read neither.
+        ("flake8", CFG.replace("    E722\n", "    E722\n    B905\n"), 0),
+        ("mypy", CFG + "\n[mypy]\nstrict = true\n\n[coverage:run]\nbranch = true\n", 0),
+        ("pytest", CFG.replace("testpaths = tests", "testpaths = tests/unit"), 2),
+        ("a-command", CFG + "\n[build_py]\ncompile = 1\n", 2),
+        ("unknown", CFG + "\n[oracle]\nx = 1\n", 2),
     ],
 )
 def test_a_setup_cfg_edit_of_its_metadata_section_alone_is_source(

@@ -10,7 +10,8 @@ step gives it `needs-review` like the oracle (docs/build-provenance.md):
   `backend-path`, a hatch custom hook's `path`, poetry's and pdm's build scripts).
 Version bumps, dependencies, metadata and other tool tables stay ordinary changes: in
 setup.py too, where an edit that changes only literal metadata arguments of `setup()`
-(`SETUP_METADATA`) is source, and in setup.cfg, where one that changes only `[metadata]` is.
+(`SETUP_METADATA`) is source, and in setup.cfg, where one that changes only `[metadata]` or
+the sections of lint and release tools (`TOOL_SECTIONS`) is.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import ast
 import configparser
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +176,8 @@ SETUP_METADATA = frozenset(
 def metadata_only(repo: Path, base: str, head: str, path: str) -> bool:
     """Whether every revision of the branch that wrote setup.py (or setup.cfg) differs from
     the base's only in metadata: literal SETUP_METADATA arguments of setup(), or setup.cfg's
-    [metadata] section. A file the base lacks, or one that does not parse, is never."""
+    [metadata] section and tool sections. A file the base lacks, or one that does not parse,
+    is never."""
     shape = {"setup.py": setup_py_shape, "setup.cfg": setup_cfg_shape}.get(path)
     before = show_file(repo, base, path) if shape else None
     if shape is None or before is None:
@@ -218,12 +221,43 @@ def is_literal(node: ast.expr) -> bool:
     return True
 
 
+# setup.cfg sections neither setuptools nor pytest reads: lint, type-check and release tools'
+# own (Flask adds a flake8 ignore there). Any other section may be a command's options that a
+# build runs (`[bdist_wheel]`, `[build_py]`), or pytest's (`[tool:pytest]`): it stays guarded.
+TOOL_SECTIONS = (
+    "flake8",
+    "pycodestyle",
+    "pep8",
+    "pydocstyle",
+    "pyflakes",
+    "pylint",
+    "pylint.*",
+    "mypy",
+    "mypy-*",
+    "isort",
+    "tool:isort",
+    "coverage:*",
+    "bumpversion",
+    "bumpversion:*",
+    "codespell",
+    "darglint",
+    "doc8",
+    "yapf",
+    "zest.releaser",
+    "check-manifest",
+)
+
+
 def setup_cfg_shape(text: bytes) -> str | None:
-    """setup.cfg's sections but [metadata], as parsed."""
+    """setup.cfg's sections as parsed, but [metadata] and the sections of TOOL_SECTIONS."""
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text.decode("utf-8"))
     except (UnicodeDecodeError, configparser.Error):
         return None
-    kept = {name: dict(parser.items(name)) for name in parser.sections() if name != "metadata"}
+    kept = {
+        name: dict(parser.items(name))
+        for name in parser.sections()
+        if name != "metadata" and not any(fnmatchcase(name, tool) for tool in TOOL_SECTIONS)
+    }
     return repr(sorted(kept.items()))

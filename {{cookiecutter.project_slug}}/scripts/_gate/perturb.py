@@ -15,7 +15,8 @@ environment costs nothing: only a difference between the two builds under it cou
 - `terminal`: stdout on a pseudo-terminal (stdin too when the case pipes nothing), colour
   allowed; output is compared with what a terminal adds (escape sequences, CR) taken out.
 - `files`: decoy files in HOME, the working directory and its parent, which the run may
-  write; every file it created, changed or deleted there is a compared field (`files.touched`).
+  write; every file it created, changed or deleted there is a compared field (`files.touched`),
+  a bytecode cache by its name alone.
 """
 
 from __future__ import annotations
@@ -247,13 +248,22 @@ def make_work(work: Path, cwd: str | None, fixtures: Path) -> None:
         work.mkdir(parents=True)
 
 
+# A bytecode cache the import system writes beside a module the run imported from its folder
+# (`flask --app hello` imports ./hello.py): its bytes hold that file's absolute path and
+# mtime, which differ from run to run. It is compared by name alone.
+BYTECODE = "bytecode"
+
+
 def snapshot(root: Path) -> dict[str, str]:
-    """Every regular file and symlink under `root`, by digest (a link by its target)."""
+    """Every regular file and symlink under `root`, by digest (a link by its target, a
+    bytecode cache as BYTECODE)."""
     found = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
         if path.is_symlink():
             found[rel] = "link:" + os.readlink(path)
+        elif path.is_file() and path.suffix == ".pyc" and path.parent.name == "__pycache__":
+            found[rel] = BYTECODE
         elif path.is_file():
             found[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return found
