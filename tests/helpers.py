@@ -469,5 +469,5 @@ def history_rows(
 
 def slice_rows(piece: Slice, work: Path, wheelhouse: Path, *options: str) -> list[dict[str, Any]]:
     """history_rows of a pinned slice (tools/slices.py), with its cases and branch."""
-    cases, more = list(piece.cases), piece.options()
+    cases, more = list(piece.cases), piece.options(work)
     return history_rows(piece.bundle, piece.start, work, wheelhouse, cases, *more, *options)

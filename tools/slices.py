@@ -8,6 +8,17 @@ describes for its slices; the gate is adopted at its third commit.
 markdown-slice.bundle, branch `backticks`: 11 first-parent commits of Python-Markdown/markdown
 (a `markdown_py` console script, about 1,200 unittest-style tests, some generated from files),
 made as tests/test_history.py describes; the gate is adopted at its root.
+
+flask-slice.bundle: 14 first-parent commits of pallets/flask (2022-10 to 2023-01: setup.py
+with setup.cfg, a `flask` console script on click, about 480 pytest tests with CliRunner
+tests and `filterwarnings = error`, requirements/tests.txt compiled by pip-tools), a root with
+the tree of 0d8c8ba7 and the first-parent commits of 0d8c8ba7..3a35977d, made the same way;
+adopted at its root with its requirements as of that date (Werkzeug 3 breaks Flask 2.2).
+
+more-itertools-slice.bundle: 13 first-parent commits of more-itertools/more-itertools (flit, no
+console script, about 730 unittest-style tests, many from mixins), a root with the tree of
+2fe1b2e~12 and the commits of 2fe1b2e~12..2fe1b2e, made the same way; adopted at its root with
+`--command python` (the README's table lists how its commits are judged).
 """
 
 from __future__ import annotations
@@ -29,14 +40,22 @@ class Slice:
     tests: tuple[str, ...]  # its own test command's arguments to python, as its CI runs it
     branch: str | None = None  # the bundle's branch (a bundle of several slices has no HEAD)
     extra: str = ""  # the extra its own tests need installed beside it
+    fixtures: tuple[tuple[str, str], ...] = ()  # files of fixtures/ its cases' --cwd names
+    as_of_start: bool = False  # its requirements as they were at `start` (adopt --as-of)
 
     def requirement(self, repo: Path) -> str:
         """What pip installs for its own test command: the checkout, with its tests' extra."""
         return f"{repo}[{self.extra}]" if self.extra else str(repo)
 
-    def options(self) -> list[str]:
-        """`tools.adopted_history` options beyond the cases."""
-        return ["--branch", self.branch] if self.branch else []
+    def options(self, work: Path) -> list[str]:
+        """`tools.adopted_history` options beyond the cases; its fixtures written in `work`."""
+        found = ["--branch", self.branch] if self.branch else []
+        found += ["--as-of-start"] if self.as_of_start else []
+        for rel, text in self.fixtures:
+            path = work / "fixtures" / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, "utf-8")
+        return [*found, "--fixtures", str(work / "fixtures")] if self.fixtures else found
 
 
 YAMLLINT = Slice(
@@ -59,4 +78,30 @@ MARKDOWN = Slice(
     ("-m", "unittest", "discover", "-q", "tests"),
     branch="backticks",
     extra="testing",  # PyYAML, for its meta-data tests
+)
+
+HELLO = """\
+from flask import Flask
+
+app = Flask(__name__)
+
+
+@app.route("/")
+def index() -> str:
+    return "Hello"
+
+
+@app.route("/user/<name>", methods=["GET", "POST"])
+def user(name: str) -> str:
+    return name
+"""
+FLASK = Slice(
+    "Flask",
+    TEMPLATE / "tests" / "data" / "flask-slice.bundle",
+    "main~13",
+    # Its version, an app's routes (it imports ./hello.py), an app it cannot import (exit 2).
+    ("--version", "--cwd app -- --app hello routes", "--yes --cwd app -- --app nothere routes"),
+    ("-m", "pytest", "-q", "-p", "no:cacheprovider"),
+    fixtures=(("app/hello.py", HELLO),),
+    as_of_start=True,
 )

@@ -47,6 +47,7 @@ import unittest
 import warnings
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from inspect import CO_OPTIMIZED
 from pathlib import Path
 from types import FrameType, FunctionType
 from typing import Any
@@ -234,7 +235,7 @@ class Evidence:
         self.deselected = 0
         self.tests: dict[str, dict[str, Any]] = {}
         # Each test as it starts and ends, a line at a time: what a run killed at its timeout
-        # finished, and which test it was in (PROGRESS in _gate/pytest_run.py).
+        # finished, and which test it was in (_gate/pytest_run.progress).
         self.progress = open(f"{path}.progress", "a", buffering=1, encoding="utf-8")  # noqa: SIM115
 
     def row(self, nodeid: str) -> dict[str, Any]:
@@ -326,11 +327,12 @@ class Evidence:
         found = next((n for n in (frame.f_locals, frame.f_globals) if same and same[1] in n), None)
         if same and found is not None:
             note_reflexive(frame, found[same[1]])
-        if SNAPSHOT_LOCALS:
-            # The explanation pytest built for this hook called `locals()`, whose snapshot the
-            # frame keeps, with every value the test held then: `del app` would not free it
-            # (Flask's test_app_freed_on_zero_refcount failed only under the gate). Dropped,
-            # the next `locals()` takes a fresh one.
+        if SNAPSHOT_LOCALS and frame.f_code.co_flags & CO_OPTIMIZED:
+            # The explanation pytest built for this hook called `locals()`, whose snapshot a
+            # function's frame keeps, with every value the test held then: `del app` would
+            # not free it (Flask's test_app_freed_on_zero_refcount failed only under the
+            # gate). Dropped, the next `locals()` takes a fresh one. A module's or a class
+            # body's f_locals is its namespace itself: left alone.
             frame.f_locals.clear()
 
     @pytest.hookimpl(trylast=True)
