@@ -212,3 +212,15 @@ def test_adopt_copies_no_cache_a_run_from_this_checkout_left_in_the_template(
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     assert [p.as_posix() for p in adopt.bake_files(tmp_path)] == ["scripts/judge.py"]
+
+
+@pytest.mark.parametrize("value", ["2022-10-04", "2022-10-04T12:00:00", "yesterday"])
+def test_an_as_of_that_is_not_a_time_with_its_zone_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        adopt.main([str(tmp_path), "--as-of", value])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith("expected an RFC 3339 time with its zone, such as 2022-10-04T12:00:00Z")
+    assert "--as-of" in error

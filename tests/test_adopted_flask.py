@@ -36,7 +36,7 @@ VERDICTS = [
 ]
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e(heavy=True)  # an adoption and whole judges: started first
 def test_flask_is_adopted_and_its_commits_judged_right(tmp_path: Path, wheelhouse: Path) -> None:
     picked = ("--commit=main~9", "--commit=main~4", "--commit=main~1")
     rows = slice_rows(FLASK, tmp_path, wheelhouse, *picked)

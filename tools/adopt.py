@@ -49,6 +49,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from email.parser import Parser
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -64,6 +65,7 @@ from _gate import test_deps  # noqa: E402
 from _gate.envs import build_env, error_line  # noqa: E402
 from _gate.patterns import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
 from _gate.protocol import FailClosed  # noqa: E402
+from _gate.pyproject import REQUIREMENT  # noqa: E402
 
 BRANCH = "oracle-gate"
 GATE_NOXFILE = "noxfile_oracle.py"
@@ -246,7 +248,8 @@ def compile_requirements(project: Project, dest: Path, tmp: Path) -> None:
     own = [*project.dependencies, *project.test_dependencies]
     # With --as-of, the tests' own pytest too (Flask's conftest.py of 2022 imports a name
     # pytest 8 dropped), never older than the gate's plugin needs.
-    dated = sorted(set(test_deps.names(own)) - set(GATE_TOOLS)) if project.as_of else []
+    named = {found.group(1) for found in map(REQUIREMENT.match, own) if found}
+    dated = sorted(named - set(GATE_TOOLS)) if project.as_of else []
     floor = PLUGIN_FLOOR if "pytest" in dated else []
     rows = [*JUDGE_TOOLS, *project.backend, *own, *floor]
     wanted.write_text("\n".join(rows) + "\n")
@@ -948,6 +951,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--wheelhouse", type=Path, default=Path(".oracle/wheelhouse"))
     p.add_argument(
         "--as-of",
+        type=moment,
         metavar="TIME",
         help="resolve the project's own and its tests' requirements as they were at TIME "
         "(RFC 3339, e.g. the adopted commit's date for its past history; default: today); "
@@ -961,6 +965,19 @@ def parser() -> argparse.ArgumentParser:
         "touches a test file",
     )
     return p
+
+
+def moment(text: str) -> str:
+    """An RFC 3339 time with its zone, for --as-of (uv reads it)."""
+    try:
+        parsed: datetime | None = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.tzinfo is None or "T" not in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected an RFC 3339 time with its zone, such as 2022-10-04T12:00:00Z"
+        )
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
