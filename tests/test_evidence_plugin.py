@@ -36,6 +36,13 @@ def test_freed_once_deleted():
         assert weak() is None
     finally:
         gc.enable()
+
+
+def test_holds_its_locals():
+    total = 2
+    names = locals()
+    assert total == 2
+    assert names["total"] == 2
 """
 
 
@@ -52,5 +59,8 @@ def test_a_test_that_frees_what_it_deleted_passes_as_in_its_own_run(tmp_path: Pa
     options = ["-p", "_gate.pytest_evidence", f"--oracle-evidence={evidence}"]
     done = run(tmp_path, *options, "-o", "enable_assertion_pass_hook=true")
     assert done.returncode == 0, done.stdout[-2000:]
-    row = json.loads(evidence.read_text())["tests"]["test_freed.py::test_freed_once_deleted"]
+    tests = json.loads(evidence.read_text())["tests"]
+    row = tests["test_freed.py::test_freed_once_deleted"]
     assert (row["outcome"], row["hits"]) == ("passed", 3)
+    # A test that holds its frame's locals() dict finds it whole after a check.
+    assert tests["test_freed.py::test_holds_its_locals"]["outcome"] == "passed"

@@ -328,12 +328,7 @@ class Evidence:
         if same and found is not None:
             note_reflexive(frame, found[same[1]])
         if SNAPSHOT_LOCALS and frame.f_code.co_flags & CO_OPTIMIZED:
-            # The explanation pytest built for this hook called `locals()`, whose snapshot a
-            # function's frame keeps, with every value the test held then: `del app` would
-            # not free it (Flask's test_app_freed_on_zero_refcount failed only under the
-            # gate). Dropped, the next `locals()` takes a fresh one. A module's or a class
-            # body's f_locals is its namespace itself: left alone.
-            frame.f_locals.clear()
+            drop_snapshot(frame)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -376,9 +371,22 @@ class Evidence:
         return digest({node: row["outcome"] for node, row in self.tests.items()})
 
 
-# Before 3.13 (PEP 667) a frame's `locals()` is a snapshot dict it keeps; then a proxy of the
-# frame's own variables, which clearing would delete.
-SNAPSHOT_LOCALS = sys.version_info < (3, 13)
+# Before 3.13 (PEP 667) CPython's frame keeps its `locals()` as a snapshot dict; then it is a
+# proxy of the frame's own variables, which clearing would delete.
+SNAPSHOT_LOCALS = sys.implementation.name == "cpython" and sys.version_info < (3, 13)
+
+
+def drop_snapshot(frame: FrameType) -> None:
+    """The explanation pytest built for the pass hook called `locals()`, whose snapshot a
+    function's frame keeps, with every value the test held then: `del app` would not free it
+    (Flask's test_app_freed_on_zero_refcount failed only under the gate). Emptied, the next
+    `locals()` takes a fresh one. A test that holds the dict itself (`ns = locals()`) keeps
+    it whole; a module's or a class body's f_locals is its namespace, never passed here."""
+    namespace = frame.f_locals
+    if sys.getrefcount(namespace) <= 3:  # the frame's, this name's, getrefcount's argument
+        namespace.clear()
+
+
 # `assert r == r`: a name compared with itself, read from the test's frame (no code runs).
 SAME_NAME = re.compile(r"\s*([A-Za-z_]\w*)\s*==\s*\1\s*")
 
