@@ -469,5 +469,5 @@ def history_rows(
 
 def slice_rows(piece: Slice, work: Path, wheelhouse: Path, *options: str) -> list[dict[str, Any]]:
     """history_rows of a pinned slice (tools/slices.py), with its cases and branch."""
-    cases, more = list(piece.cases), piece.options(work)
+    cases, more = list(piece.cases), [*piece.options(), *piece.write_fixtures(work / "fixtures")]
     return history_rows(piece.bundle, piece.start, work, wheelhouse, cases, *more, *options)

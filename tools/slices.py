@@ -47,15 +47,18 @@ class Slice:
         """What pip installs for its own test command: the checkout, with its tests' extra."""
         return f"{repo}[{self.extra}]" if self.extra else str(repo)
 
-    def options(self, work: Path) -> list[str]:
-        """`tools.adopted_history` options beyond the cases; its fixtures written in `work`."""
+    def options(self) -> list[str]:
+        """`tools.adopted_history` options beyond the cases and the fixtures."""
         found = ["--branch", self.branch] if self.branch else []
-        found += ["--as-of-start"] if self.as_of_start else []
+        return [*found, "--as-of-start"] if self.as_of_start else found
+
+    def write_fixtures(self, folder: Path) -> list[str]:
+        """Its fixtures written in `folder`; the `--fixtures` option naming them, if any."""
         for rel, text in self.fixtures:
-            path = work / "fixtures" / rel
+            path = folder / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, "utf-8")
-        return [*found, "--fixtures", str(work / "fixtures")] if self.fixtures else found
+        return ["--fixtures", str(folder)] if self.fixtures else []
 
 
 YAMLLINT = Slice(

@@ -320,13 +320,16 @@ class Evidence:
     def pytest_assertion_pass(self, item: pytest.Item, lineno: int, orig: str, expl: str) -> None:
         self.row(item.nodeid)["hits"] += 1
         self.record(item.nodeid, value_digest(explained(expl)))
-        frame = asserting_frame(lineno)
+        same = SAME_NAME.fullmatch(orig)
+        # Each passing assert runs this: the frame is looked for only where it is wanted.
+        frame = asserting_frame(lineno) if same or SNAPSHOT_LOCALS else None
         if frame is None:
             return
-        same = SAME_NAME.fullmatch(orig)
-        found = next((n for n in (frame.f_locals, frame.f_globals) if same and same[1] in n), None)
-        if same and found is not None:
-            note_reflexive(frame, found[same[1]])
+        if same:
+            spaces = (frame.f_locals, frame.f_globals)
+            found = next((space for space in spaces if same[1] in space), None)
+            if found is not None:
+                note_reflexive(frame, found[same[1]])
         if SNAPSHOT_LOCALS and frame.f_code.co_flags & CO_OPTIMIZED:
             drop_snapshot(frame)
 

@@ -73,11 +73,12 @@ class Ran:
         found: dict[str, Counter[str]] = {}
         status: dict[str, bool] = {}
         lines: dict[str, set[str]] = {}
+        reflexive = reflexive or {}
         for node, outcome in outcomes.items():
             name = family(node)
             found.setdefault(name, Counter()).update(checks.get(node, ()))
             status[name] = status.get(name, True) and outcome == "passed"
-            lines.setdefault(name, set()).update((reflexive or {}).get(node, ()))
+            lines.setdefault(name, set()).update(reflexive.get(node, ()))
         passed = frozenset(name for name, ok in status.items() if ok)
         return cls(found, passed, {name: frozenset(s) for name, s in lines.items() if s})
 

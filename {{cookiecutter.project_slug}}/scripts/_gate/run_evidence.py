@@ -201,14 +201,14 @@ def runner(setting: Setting, durations: Mapping[str, float] | None = None) -> pr
         done = tests_run(setting, tree, tests, timeout, sources)
         if not done.timed_out:
             return done.outcomes or {}
-        if not done.running:
-            if len(tests) > 1:
-                return {node: o for test in tests for node, o in run(tree, sources, [test]).items()}
-            return {tests[0]: "failed"}
-        reached = {probes.family(node) for node in [*done.finished, done.running]}
-        rest = [test for test in tests if test not in reached]
-        later = run(tree, sources, rest) if rest else {}
-        return {**done.finished, done.running: "failed", **later}
+        if done.running:
+            reached = {probes.family(node) for node in [*done.finished, done.running]}
+            rest = [test for test in tests if test not in reached]
+            later = run(tree, sources, rest) if rest else {}
+            return {**done.finished, done.running: "failed", **later}
+        if len(tests) > 1:  # it ended before any test: each alone
+            return {node: o for test in tests for node, o in run(tree, sources, [test]).items()}
+        return {tests[0]: "failed"}
 
     return run
 
