@@ -88,7 +88,7 @@ from typing import Any
 
 from tools import adopted_history
 from tools.bakery import TEMPLATE, bake, edit
-from tools.slices import MARKDOWN, YAMLLINT, Slice
+from tools.slices import FLASK, MARKDOWN, STRUCTLOG, YAMLLINT, Slice
 
 # The gate's own modules, exactly as a bake ships them.
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
@@ -550,20 +550,34 @@ def project_seconds(work: Path, piece: Slice) -> tuple[float, float, float, floa
     median, else of a README line the bench commits; the first code commit after the adoption,
     the next) and the median of the project's own test command in a ready environment."""
     wheelhouse = adopted_history.adopted_wheelhouse()  # as the suite's adoptions fill it
+    fixtures = work / "fixtures" if piece.fixtures else None
+    if fixtures is not None:
+        piece.write_fixtures(fixtures)
     repo, commits = adopted_history.prepare(
-        piece.bundle, piece.start, work, wheelhouse, list(piece.cases), branch=piece.branch
+        piece.bundle,
+        piece.start,
+        work,
+        wheelhouse,
+        list(piece.cases),
+        fixtures=fixtures,
+        branch=piece.branch,
+        command=piece.command or None,
+        as_of_start=piece.as_of_start,
     )
     env = work / "ready"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     python = bin_dir(env) / "python"
-    pip = [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links"]
+    pip = [str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse)]
     own = [str(python), *piece.tests]
     judged: dict[bool, list[float]] = {True: [], False: []}  # same build -> seconds
     alone = []
     for commit in commits[:4]:
         row = adopted_history.judge(repo, commit, wheelhouse)
         judged[row.same_build].append(row.seconds)
-        subprocess.run([*pip, str(wheelhouse), piece.requirement(repo)], check=True)
+        # The judge's own pins (the project's and its tests' requirements as adopt resolved
+        # them, --as-of included), then the checkout beside them.
+        subprocess.run([*pip, "-r", str(repo / "scripts" / "requirements-judge.txt")], check=True)
+        subprocess.run([*pip, "--no-deps", str(repo)], check=True)
         alone.append(timed(lambda: subprocess.run(own, cwd=repo, check=True, capture_output=True)))
     if not judged[True]:  # none of them is docs-only: a README line is
         judged[True].append(adopted_history.judge(repo, docs_commit(repo), wheelhouse).seconds)
@@ -815,7 +829,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             shown = f"provenance / judge = {checked / with_crossrun:6.3f}  (<= 0.05)"
             print(f"  build provenance   {checked:8.2f} s   {shown}")
         if args.only in (None, "project"):
-            for piece in (YAMLLINT, MARKDOWN):
+            for piece in (YAMLLINT, MARKDOWN, FLASK, STRUCTLOG):
                 project_report(piece, scratch(tmp, f"project-{piece.name}"))
         if args.only in (None, "against"):
             older = older_scripts(args.against, tmp / "older")

@@ -19,6 +19,14 @@ more-itertools-slice.bundle: 13 first-parent commits of more-itertools/more-iter
 console script, about 730 unittest-style tests, many from mixins), a root with the tree of
 2fe1b2e~12 and the commits of 2fe1b2e~12..2fe1b2e, made the same way; adopted at its root with
 `--command python` (the README's table lists how its commits are judged).
+
+structlog-slice.bundle: 16 first-parent commits of hynek/structlog (hatchling with hatch-vcs and
+hatch-fancy-pypi-readme, a src layout, no console script, about 850 pytest tests with
+pytest-asyncio; a `dev` extra naming its own `structlog[tests,typing]`, which hatchling writes
+out into the wheel's metadata), a root with the tree of 244fde4 and the commits of
+244fde4..f07c136, made the same way, upstream's tag 25.3.0 on the commit it named; adopted at
+its root with `--command python`. Its third-last commit moves the tests' requirements from the
+`tests` extra to a dependency group.
 """
 
 from __future__ import annotations
@@ -39,17 +47,14 @@ class Slice:
     cases: tuple[str, ...]  # `tools.adopted_history --case` values
     tests: tuple[str, ...]  # its own test command's arguments to python, as its CI runs it
     branch: str | None = None  # the bundle's branch (a bundle of several slices has no HEAD)
-    extra: str = ""  # the extra its own tests need installed beside it
     fixtures: tuple[tuple[str, str], ...] = ()  # files of fixtures/ its cases' --cwd names
     as_of_start: bool = False  # its requirements as they were at `start` (adopt --as-of)
-
-    def requirement(self, repo: Path) -> str:
-        """What pip installs for its own test command: the checkout, with its tests' extra."""
-        return f"{repo}[{self.extra}]" if self.extra else str(repo)
+    command: str = ""  # adopt's --command, for a library without a console script
 
     def options(self) -> list[str]:
         """`tools.adopted_history` options beyond the cases and the fixtures."""
         found = ["--branch", self.branch] if self.branch else []
+        found += ["--command", self.command] if self.command else []
         return [*found, "--as-of-start"] if self.as_of_start else found
 
     def write_fixtures(self, folder: Path) -> list[str]:
@@ -80,7 +85,6 @@ MARKDOWN = Slice(
     ("--version", r"--stdin '# Title\n\n*a* [b](c) `x`\n' -- -x toc"),
     ("-m", "unittest", "discover", "-q", "tests"),
     branch="backticks",
-    extra="testing",  # PyYAML, for its meta-data tests
 )
 
 HELLO = """\
@@ -107,4 +111,19 @@ FLASK = Slice(
     ("-m", "pytest", "-q", "-p", "no:cacheprovider"),
     fixtures=(("app/hello.py", HELLO),),
     as_of_start=True,
+)
+
+# A logging library's cases: a line rendered as key=value and as JSON, to stdout.
+LOG = "import structlog, sys; structlog.configure(processors=[structlog.processors.{}], "
+LOG += "logger_factory=structlog.PrintLoggerFactory(sys.stdout)); structlog.get_logger().{}"
+STRUCTLOG = Slice(
+    "structlog",
+    TEMPLATE / "tests" / "data" / "structlog-slice.bundle",
+    "main~15",
+    (
+        "-c " + repr(LOG.format("KeyValueRenderer(sort_keys=True)", "info('hi', a=1, b=[2])")),
+        "-c " + repr(LOG.format("JSONRenderer(sort_keys=True)", "bind(x=1).warning('w', y=None)")),
+    ),
+    ("-m", "pytest", "-q", "-p", "no:cacheprovider"),
+    command="python",
 )
