@@ -4,9 +4,9 @@ names the project's own `structlog[tests,typing]`, which hatchling writes out ro
 the wheel's metadata.
 
 tests/data/structlog-slice.bundle (tools/slices.py) is adopted at its root with the one
-command. Two of its fifteen commits are judged, after the commit that moves the tests'
-requirements from the `tests` extra to a dependency group (it lands unjudged here); all fifteen,
-by hand, are in the README's table.
+command. Its last commit is judged, after the one that moves the tests' requirements from the
+`tests` extra to a dependency group (it lands unjudged here); all fifteen, by hand, are in the
+README's table.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _gate.reuse import cache_folder
 
 from tests.helpers import adopted_wheelhouse, identity, slice_rows
 from tools.adopt import BRANCH
@@ -23,25 +24,24 @@ from tools.slices import STRUCTLOG
 __all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
 
 pytestmark = pytest.mark.usefixtures("identity")
-# A reviewer's verdicts: a fix with its test; a change of the JSON form of tracebacks (two new
-# keys) that edits the parent tests pinning the old form, so it needs a reviewed crossrun row.
-VERDICTS = [
-    ("fix ExceptionPrettyPrinter custom formatter support (#724)", "merge"),
-    ("tracebacks: Handle ExceptionGroup (#720)", "block"),
-]
+# A reviewer's verdict: a change of the JSON form of tracebacks (two new keys) that edits the
+# parent tests pinning the old form, so it merges only through a reviewed crossrun row.
+VERDICTS = [("tracebacks: Handle ExceptionGroup (#720)", "block")]
 
 
 @pytest.mark.e2e(heavy=True)  # an adoption and whole judges: started first
 def test_structlog_is_adopted_and_its_commits_judged(tmp_path: Path, wheelhouse: Path) -> None:
-    rows = slice_rows(STRUCTLOG, tmp_path, wheelhouse, "--commit=main~1", "--commit=main")
+    rows = slice_rows(STRUCTLOG, tmp_path, wheelhouse, "--commit=main")
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS, rows
-    assert "tests/test_tracebacks.py::test_json_traceback" in rows[1]["why"]
-    assert not any(row["same_build"] for row in rows)  # hatch-vcs: a version per commit
+    assert "tests/test_tracebacks.py::test_json_traceback" in rows[0]["why"]
+    assert not rows[0]["same_build"]  # hatch-vcs: a version per commit
     repo = tmp_path / "repo"
     # The provenance check took the wheel's written-out rows for the declared self-reference.
     declared = git(repo, "show", f"{BRANCH}:pyproject.toml")
     assert 'dev = ["structlog[tests,typing]"]' in declared
-    metadata = next(repo.glob(".oracle/cache/envs/*/env/lib/*/site-packages/structlog-*/METADATA"))
+    # The last judgment's environment is the one kept most recently, so never pruned yet.
+    kept = cache_folder(repo) / "envs"
+    metadata = next(kept.glob("*/env/lib/*/site-packages/structlog-*.dist-info/METADATA"))
     assert "Requires-Dist: freezegun>=0.2.8; extra == 'dev'" in metadata.read_text("utf-8")
     # The tests' requirements are the `tests` extra's, not the `dev` extra's typing tools.
     pins = git(repo, "show", f"{BRANCH}:scripts/requirements-judge.txt")

@@ -1,5 +1,5 @@
 """The gate adopted on a real project with a unittest-style suite that reads data relative to the
-repository root, then judged over three of its last ten upstream commits (issue 24).
+repository root, then judged over two of its last ten upstream commits (issue 24).
 
 tests/data/yamllint-slice.bundle holds 13 first-parent commits of adrienverge/yamllint, made as
 tests/test_history.py describes for its slices: a root commit with the tree of 866f805a
@@ -9,11 +9,11 @@ pyproject.toml with a dynamic version, a `yamllint` console script, about 430 te
 unittest.TestCase classes under tests/ (tests/test_spec_examples.py opens
 `tests/yaml-1.2-spec-examples/...` from the working directory), and a `dev` list of lint and
 docs tools, not test dependencies. The gate is adopted at the slice's third commit (upstream
-e3d54cc, 2025-09-10). Three of the ten commits after it are judged, one per verdict; the others
-(a docs fix in code, a second README edit, bug fixes with their tests, a second CI edit, a
-dependency's new minimum, a release) land on the base unjudged, to keep the suite's time; all
-ten judge by hand with `python -m tools.adopted_history` (the verdicts the others got are
-below).
+e3d54cc, 2025-09-10). Two of the ten commits after it are judged, a docs edit whose build is the
+parent's and the block; the others (a docs fix in code, a second README edit, bug fixes with
+their tests, two CI edits, a dependency's new minimum, a release) land on the base unjudged, to
+keep the suite's time; all ten judge by hand with `python -m tools.adopted_history` (the
+verdicts the others got are below).
 """
 
 from __future__ import annotations
@@ -31,24 +31,23 @@ from tools.slices import YAMLLINT
 __all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
 pytestmark = pytest.mark.usefixtures("identity")
 
-# A reviewer's verdicts, from each diff: the CI and build edits touch .github/workflows, which
-# a code owner must look at. The non-printable commit turns a crash (ReaderError, which a
-# parent test asserts) into a syntax error and edits that test: the behaviour a maintainer's
-# test pins changed, which merges through a reviewed `crossrun` allowlist row (the block's
-# summary prints the command). The rest are fixes with their tests, docs (two README edits
-# build as the parent does: their runs are the parent's), a release and a dependency's new
-# minimum.
+# A reviewer's verdicts, from each diff. The non-printable commit turns a crash (ReaderError,
+# which a parent test asserts) into a syntax error and edits that test: the behaviour a
+# maintainer's test pins changed, which merges through a reviewed `crossrun` allowlist row (the
+# block's summary prints the command). The rest are fixes with their tests, docs (two README
+# edits build as the parent does: their runs are the parent's), a release and a dependency's
+# new minimum.
 VERDICTS = [
     ("README: Enhance wording of recursive directory lint", "merge"),
-    ("build: Use 'dev' dependency group for PEP 735 compliance", "needs-review"),
     ("linter: Report non-printable characters as a syntax error", "block"),
 ]
 # Judged by hand, the others: "quoted-strings: Add missing quote-type: consistent docs",
 # "README: Add Alpine Linux installation instructions", "indentation: Fix error message for
 # check-multi-line-strings", "Require pathspec ≥ 1.0.0 ...", "yamllint version 1.38.0" and
 # "truthy: Don't carry %YAML version into the next document" merge; "Drop support for Python
-# 3.9" (.github/workflows) needs review.
-JUDGED = ("main~8", "main~2", "main~1")
+# 3.9" and "build: Use 'dev' dependency group for PEP 735 compliance" edit .github/workflows, a
+# code owner's review.
+JUDGED = ("main~8", "main~1")
 
 
 @pytest.mark.e2e(heavy=True)  # an adoption and whole judges: started first
@@ -76,13 +75,11 @@ def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adop
     assert version.strip().startswith("compare: [") and "stdout" not in version, version
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
     # The docs commit builds as the parent did (the README is in METADATA, left out of the
-    # comparison); moving `dev` from an extra to a dependency group changes METADATA.
+    # comparison); the fix does not.
     assert [row["subject"] for row in rows if row["same_build"]] == [
         "README: Enhance wording of recursive directory lint",
     ]
     for row in rows:
-        if row["verdict"] == "needs-review":
-            assert ".github/workflows/" in row["why"], row
         assert f"{row['seconds']:6.1f} s {row['commit'][:12]}" in printed
     pinned = next(row["why"] for row in rows if row["verdict"] == "block")
     assert pinned.startswith("crossrun: ") and "test_quoted_strings.py::" in pinned

@@ -575,9 +575,9 @@ def project_seconds(work: Path, piece: Slice) -> tuple[float, float, float, floa
         row = adopted_history.judge(repo, commit, wheelhouse)
         judged[row.same_build].append(row.seconds)
         # The judge's own pins (the project's and its tests' requirements as adopt resolved
-        # them, --as-of included), then the checkout beside them.
+        # them, --as-of included, and its build backend), then the checkout built with them.
         subprocess.run([*pip, "-r", str(repo / "scripts" / "requirements-judge.txt")], check=True)
-        subprocess.run([*pip, "--no-deps", str(repo)], check=True)
+        subprocess.run([*pip, "--no-deps", "--no-build-isolation", str(repo)], check=True)
         alone.append(timed(lambda: subprocess.run(own, cwd=repo, check=True, capture_output=True)))
     if not judged[True]:  # none of them is docs-only: a README line is
         judged[True].append(adopted_history.judge(repo, docs_commit(repo), wheelhouse).seconds)
