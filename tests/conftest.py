@@ -22,9 +22,11 @@ from tests.helpers import (
     PERTURBATIONS,
     SCRIPTS,
     UNITTEST_STYLE,
+    Built,
     C,
     U,
     bake_with,
+    builder,
     compiled,
 )
 from tools.bakery import TEMPLATE, bake, edit, git
@@ -88,6 +90,13 @@ def shop(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         edit(repo / "oracle/judge.yaml", PERTURBATIONS, "perturb: []\n")
         git(repo, "commit", "-q", "--amend", "--no-edit", "--no-verify", "oracle/judge.yaml")
     return repo
+
+
+@pytest.fixture(scope="module")
+def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
+    """The module bake's commits built as the judge builds them (helpers.builder), each once:
+    a module whose bake is another declares its own `envs` over that bake."""
+    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 @pytest.fixture

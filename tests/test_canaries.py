@@ -29,7 +29,7 @@ from _gate.canaries import plant
 from _gate.crossrun_run import copy_tree
 from _gate.crossrun_run import run as crossrun_run
 
-from tests.helpers import Built, Change, builder
+from tests.helpers import Built, Change
 from tools.bakery import branch, edit, git, judge
 
 SRC = "src/shop/discounts.py"
@@ -181,11 +181,6 @@ class CapMessageTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "got -1"):
             stack_discounts(100, [Coupon("percent", 1000, cap_cents=-1)])
 """
-
-
-@pytest.fixture(scope="module")
-def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 def step(

@@ -20,7 +20,7 @@ import pytest
 from _gate.coupling import moved_name
 from _gate.verdict import review, verdict
 
-from tests.helpers import Built, Change, builder, edits
+from tests.helpers import Built, Change, edits
 from tools.bakery import branch, git, judge
 
 DISCOUNTS = "src/shop/discounts.py"
@@ -149,11 +149,6 @@ STILL_BLOCKED: dict[str, tuple[Change, str]] = {
 @pytest.fixture(scope="module")
 def base(shop: Path) -> str:
     return branch(shop, "coupling-base", reaching)
-
-
-@pytest.fixture(scope="module")
-def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 def step(envs: Built, base: str, head: str, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:

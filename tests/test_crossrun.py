@@ -23,7 +23,7 @@ import pytest
 from _gate import markers, test_deps
 from _gate.envs import tools_env
 
-from tests.helpers import Built, Change, builder, edits
+from tests.helpers import Built, Change, edits
 from tools.bakery import branch, edit, git, judge
 
 SRC = "src/shop/discounts.py"
@@ -63,11 +63,6 @@ def pytest_runtest_makereport(item, call):
 TOML = "pyproject.toml"
 # The same message, built another way: every parent test still passes.
 REFACTOR = edits((SRC, MESSAGE, MESSAGE.replace('f"cap_cents', '"cap_cents" + f"')))
-
-
-@pytest.fixture(scope="module")
-def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 def step(

@@ -23,7 +23,7 @@ from _gate.context import Judgment, changes
 from _gate.steps import JUDGE_STEPS
 from _gate.verdict import verdict as worst
 
-from tests.helpers import Built, Step, builder, decided, inventory_step, static_steps
+from tests.helpers import Built, Step, decided, inventory_step, static_steps
 from tools.bakery import Verdict, branch, edit, git, judge, judge_script
 from tools.demo import clean_refactor
 
@@ -76,11 +76,6 @@ def test_exit_2_needs_review_only_when_a_review_is_all_it_waits_for(
 def test_a_deferred_step_nothing_decides_is_an_error_beside_a_review() -> None:
     steps = [made("write-set", "needs-review"), made("oracle", "deferred", deferred_to="later")]
     assert worst(steps) == (2, "error")
-
-
-@pytest.fixture(scope="module")
-def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 # --- the whole judge -------------------------------------------------------------------------

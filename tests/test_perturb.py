@@ -38,7 +38,7 @@ from _gate import perturb
 from _gate.envs import tools_env
 from _gate.perturb import TOUCHED, ZONE, libfaketime, user_zone
 
-from tests.helpers import Built, builder, built_cli, case_flags, compiled, reported
+from tests.helpers import Built, built_cli, case_flags, compiled, reported
 from tools.bakery import branch, edit, git, judge
 
 pytestmark = pytest.mark.perturbed  # the perturbed runs themselves
@@ -177,11 +177,6 @@ def attack_branch(shop: Path, attack: str) -> str:
     """The attack's branch of the module's bake, committed by the first test that needs it."""
     name = f"attack/{attack}"
     return name if git(shop, "branch", "--list", name) else branch(shop, name, ATTACKS[attack][0])
-
-
-@pytest.fixture(scope="module")
-def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 # The cases these attacks and honest changes reach: an order with coupons (the discount rules),

@@ -31,7 +31,6 @@ from tests.helpers import (
     HONEST_RETURN,
     RULE,
     Built,
-    builder,
     built_cli,
     case_flags,
     reported,
@@ -154,11 +153,6 @@ def copy_change_with_rows(reviewer: str, *fields: str) -> Callable[[Path], None]
 
 
 CHANGED = ("stdout.json", "stderr.sha256")  # the message shows on stdout and on stderr
-
-
-@pytest.fixture(scope="module")
-def envs(shop: Path, tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Built:
-    return builder(shop, tmp_path_factory.mktemp("envs"), wheelhouse)
 
 
 @pytest.fixture(scope="module")
