@@ -471,3 +471,44 @@ def slice_rows(piece: Slice, work: Path, wheelhouse: Path, *options: str) -> lis
     """history_rows of a pinned slice (tools/slices.py), with its cases and branch."""
     cases, more = list(piece.cases), [*piece.options(), *piece.write_fixtures(work / "fixtures")]
     return history_rows(piece.bundle, piece.start, work, wheelhouse, cases, *more, *options)
+
+
+# A small flit package the provenance and bytecode tests build (`tiny`).
+TINY_PYPROJECT = """
+[build-system]
+requires = ["flit_core>=3.9,<5"]
+build-backend = {backend}
+{backend_path}
+
+[project]
+name = "tiny"
+version = "0.1.0"
+description = "a package the provenance check builds"
+dependencies = ["PyYAML >= 6"]
+
+[project.optional-dependencies]
+Test_X = ["hypothesis; python_version >= '3.10'"]
+
+[project.scripts]
+tiny = "tiny:main"
+
+[tool.flit.module]
+name = "tiny"
+"""
+
+
+def tiny(root: Path, src: bool = False, backend: str = "") -> Path:
+    """A small package, flat or src layout, with the example's backend or `backend`."""
+    package = root / ("src/tiny" if src else "tiny")
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""tiny"""\n', "utf-8")
+    (package / "rules.py").write_text("def rate():\n    return 20\n", "utf-8")
+    (package / "data.json").write_text("{}\n", "utf-8")
+    if backend:
+        (root / "_backend").mkdir()
+        (root / "_backend/evil.py").write_text(backend, "utf-8")
+    path = 'backend-path = ["_backend"]' if backend else ""
+    named = '"evil"' if backend else '"flit_core.buildapi"'
+    text = TINY_PYPROJECT.format(backend=named, backend_path=path)
+    (root / "pyproject.toml").write_text(text, "utf-8")
+    return root

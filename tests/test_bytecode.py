@@ -24,8 +24,7 @@ from _gate.manifest import check, strays
 from _gate.protocol import FailClosed
 from _gate.seal import build_digest, digest
 
-from tests.helpers import BACKENDS, SCRIPTS
-from tests.test_provenance import tiny
+from tests.helpers import BACKENDS, SCRIPTS, tiny
 
 SITE = f"lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
 

@@ -13,30 +13,8 @@ from _gate.protocol import FailClosed
 from _gate.provenance import Installed, Provenance, compare, provenance, refuse_startup_files
 from _gate.seal import digest
 
-from tests.helpers import BACKENDS, SCRIPTS
+from tests.helpers import BACKENDS, SCRIPTS, TINY_PYPROJECT, tiny
 from tools.bakery import branch, edit, judge
-
-PYPROJECT = """
-[build-system]
-requires = ["flit_core>=3.9,<5"]
-build-backend = {backend}
-{backend_path}
-
-[project]
-name = "tiny"
-version = "0.1.0"
-description = "a package the provenance check builds"
-dependencies = ["PyYAML >= 6"]
-
-[project.optional-dependencies]
-Test_X = ["hypothesis; python_version >= '3.10'"]
-
-[project.scripts]
-tiny = "tiny:main"
-
-[tool.flit.module]
-name = "tiny"
-"""
 
 # An in-tree backend that builds the wheel from an older copy of the module than the tree
 # holds (it edits its build copy first): every step would judge the old code.
@@ -50,23 +28,6 @@ def build_wheel(*args, **kwargs):
         module.write_text("def rate():\\n    return 10\\n")
     return buildapi.build_wheel(*args, **kwargs)
 """
-
-
-def tiny(root: Path, src: bool = False, backend: str = "") -> Path:
-    """A small package, flat or src layout, with the example's backend or `backend`."""
-    package = root / ("src/tiny" if src else "tiny")
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text('"""tiny"""\n', "utf-8")
-    (package / "rules.py").write_text("def rate():\n    return 20\n", "utf-8")
-    (package / "data.json").write_text("{}\n", "utf-8")
-    if backend:
-        (root / "_backend").mkdir()
-        (root / "_backend/evil.py").write_text(backend, "utf-8")
-    path = 'backend-path = ["_backend"]' if backend else ""
-    named = '"evil"' if backend else '"flit_core.buildapi"'
-    text = PYPROJECT.format(backend=named, backend_path=path)
-    (root / "pyproject.toml").write_text(text, "utf-8")
-    return root
 
 
 def built(tree: Path, dest: Path, wheelhouse: Path) -> Path:
@@ -168,7 +129,7 @@ def test_the_wheels_entry_points_and_requirements_are_the_trees(
 # the old code, in the three backends' spellings (the build configuration is needs-review as
 # well: tests/test_writeset.py).
 HATCH = (
-    PYPROJECT.replace('["flit_core>=3.9,<5"]', '["hatchling"]')
+    TINY_PYPROJECT.replace('["flit_core>=3.9,<5"]', '["hatchling"]')
     .replace("{backend}\n{backend_path}", '"hatchling.build"')
     .replace(
         '[tool.flit.module]\nname = "tiny"',
