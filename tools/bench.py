@@ -48,12 +48,14 @@ bake's build (twice, as for parent and patch, the median of five) against the ju
 crossrun.
 
 Project: the gate adopted into real projects' pinned histories (tools/slices.py: yamllint, a
-unittest-style suite of about 430 tests, and Python-Markdown, about 1,200), their next four
-commits judged in order as they landed (tools/adopted_history.py), each judgment's seconds
-against the project's own test command in a ready environment (the project installed from the
-same wheelhouse), timed once after each judgment. Docs-only: the median of those whose builds
-are the parent's (yamllint's two README edits); where none is, a README line the bench commits
-beside the base (Python-Markdown). Code: the second commit that changes the build; the first,
+unittest-style suite of about 430 tests; Python-Markdown, about 1,200; Flask, about 480 pytest
+tests; structlog, about 850), their next four commits judged in order as they landed
+(tools/adopted_history.py), each judgment's seconds against the project's own test command in
+a ready environment (the judge's own pins, then the checkout built with its backend), timed
+once after each judgment. Docs-only: the median of those whose builds are the parent's
+(yamllint's two README edits); where none is, a README line the bench commits beside the base
+(Python-Markdown; structlog, whose hatch-vcs versions every commit). Code: the second commit
+that changes the build; the first,
 the first judgment after the adoption, builds the base's environment and runs the base's tests,
 which every later judgment finds kept (the project's ready environment is the judge's kept
 one), so the later one is held to the target; the median of both is printed beside it.
