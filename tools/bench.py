@@ -552,20 +552,7 @@ def project_seconds(work: Path, piece: Slice) -> tuple[float, float, float, floa
     median, else of a README line the bench commits; the first code commit after the adoption,
     the next) and the median of the project's own test command in a ready environment."""
     wheelhouse = adopted_history.adopted_wheelhouse()  # as the suite's adoptions fill it
-    fixtures = work / "fixtures" if piece.fixtures else None
-    if fixtures is not None:
-        piece.write_fixtures(fixtures)
-    repo, commits = adopted_history.prepare(
-        piece.bundle,
-        piece.start,
-        work,
-        wheelhouse,
-        list(piece.cases),
-        fixtures=fixtures,
-        branch=piece.branch,
-        command=piece.command or None,
-        as_of_start=piece.as_of_start,
-    )
+    repo, commits = piece.prepared(work, wheelhouse)
     env = work / "ready"
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     python = bin_dir(env) / "python"
@@ -688,9 +675,7 @@ def against_project(work: Path, older: Path) -> tuple[float, float]:
     """Median wall seconds of the judge of yamllint's first code commit after the adoption,
     on a base judged before (its environments kept), by today's gate and by `older`'s."""
     wheelhouse = adopted_history.adopted_wheelhouse()
-    repo, commits = adopted_history.prepare(
-        YAMLLINT.bundle, YAMLLINT.start, work, wheelhouse, list(YAMLLINT.cases)
-    )
+    repo, commits = YAMLLINT.prepared(work, wheelhouse)
     code = commits[0]  # code, README, README, code: the first changes code
     base = adopted_history.BASE
     bases = {"now": base, "then": judged_by(repo, older, base, "then")}

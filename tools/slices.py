@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools import adopted_history
 from tools.bakery import TEMPLATE
 
 
@@ -56,6 +57,23 @@ class Slice:
         found = ["--branch", self.branch] if self.branch else []
         found += ["--command", self.command] if self.command else []
         return [*found, "--as-of-start"] if self.as_of_start else found
+
+    def prepared(self, work: Path, wheelhouse: Path) -> tuple[Path, list[str]]:
+        """adopted_history.prepare on this slice, its fixtures in `work`: the adopted clone
+        and the commits after `start` (what `slice_rows` does through the command line)."""
+        folder = work / "fixtures"
+        self.write_fixtures(folder)
+        return adopted_history.prepare(
+            self.bundle,
+            self.start,
+            work,
+            wheelhouse,
+            self.cases,
+            fixtures=folder if self.fixtures else None,
+            branch=self.branch,
+            command=self.command or None,
+            as_of_start=self.as_of_start,
+        )
 
     def write_fixtures(self, folder: Path) -> list[str]:
         """Its fixtures written in `folder`; the `--fixtures` option naming them, if any."""
