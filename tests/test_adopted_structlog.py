@@ -11,10 +11,11 @@ README's table.
 
 from __future__ import annotations
 
+import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
-from _gate.reuse import cache_folder
 
 from tests.helpers import adopted_wheelhouse, identity, slice_rows
 from tools.adopt import BRANCH
@@ -39,10 +40,22 @@ def test_structlog_is_adopted_and_its_commits_judged(tmp_path: Path, wheelhouse:
     # The provenance check took the wheel's written-out rows for the declared self-reference.
     declared = git(repo, "show", f"{BRANCH}:pyproject.toml")
     assert 'dev = ["structlog[tests,typing]"]' in declared
-    # The last judgment's environment is the one kept most recently, so never pruned yet.
-    kept = cache_folder(repo) / "envs"
-    metadata = next(kept.glob("*/env/lib/*/site-packages/structlog-*.dist-info/METADATA"))
-    assert "Requires-Dist: freezegun>=0.2.8; extra == 'dev'" in metadata.read_text("utf-8")
+    # The adopted commit's wheel, built by its backend in the judge's environment: hatchling
+    # writes the self-reference out (the kept environments are pruned, so they are not read).
+    tree = tmp_path / "adopted"
+    git(repo, "worktree", "add", "-q", "--detach", str(tree), BRANCH)
+    build = "import hatchling.build as b, sys; print(b.build_wheel(sys.argv[1]))"
+    python = repo / ".nox/judge/bin/python"
+    wheel = subprocess.run(
+        [str(python), "-c", build, str(tmp_path / "wheel")],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[-1]
+    with zipfile.ZipFile(tmp_path / "wheel" / wheel) as built:
+        metadata = next(n for n in built.namelist() if n.endswith(".dist-info/METADATA"))
+        assert "Requires-Dist: freezegun>=0.2.8; extra == 'dev'" in built.read(metadata).decode()
     # The tests' requirements are the `tests` extra's, not the `dev` extra's typing tools.
     pins = git(repo, "show", f"{BRANCH}:scripts/requirements-judge.txt")
     assert "freezegun==" in pins and "pretend==" in pins and "mypy==" not in pins, pins
