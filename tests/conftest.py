@@ -17,6 +17,7 @@ from _gate.envs import build_env
 from _gate.reuse import CACHE_ENV
 
 from tests.helpers import (
+    ADOPTER,
     BACKENDS,
     CLASS_STYLE,
     PERTURBATIONS,
@@ -29,6 +30,7 @@ from tests.helpers import (
     builder,
     compiled,
 )
+from tools import adopted_history
 from tools.bakery import TEMPLATE, bake, edit, git
 
 
@@ -44,7 +46,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def judges_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Fill the judges' shared wheelhouse once (the only download); every judge is offline."""
     path = Path(os.environ.get("ORACLE_WHEELHOUSE") or TEMPLATE / ".cache" / "wheelhouse")
     os.environ["ORACLE_WHEELHOUSE"] = str(path)
@@ -63,6 +65,22 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
             proc = subprocess.run([*cmd, "--report", str(report)], capture_output=True, text=True)
             assert proc.returncode == 0, proc.stderr
     return path
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(request: pytest.FixtureRequest, judges_wheelhouse: Path) -> Path:
+    """The wheelhouse a module's judges install from: the judges' one, or in a module marked
+    `adopted`, the adopted projects' own, kept between runs beside it."""
+    if request.node.get_closest_marker("adopted"):
+        return adopted_history.adopted_wheelhouse()
+    return judges_wheelhouse
+
+
+@pytest.fixture
+def identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adopted projects commit as their users' would (ADOPTER): `usefixtures` in a module."""
+    for name, value in ADOPTER.items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -111,12 +129,12 @@ def repo(shop: Path) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def inventory_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+def inventory_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
     """The inventory's bake (test_inventory*.py): its base gains unittest and class-based tests
     in one commit. Module-scoped: each module that takes it gets a bake of its own."""
     files = {U: UNITTEST_STYLE, C: CLASS_STYLE}
     base = bake_with(tmp_path_factory.mktemp("inventory"), files, "unittest and class tests")
-    yield base
+    return base
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""Helpers shared by the template's tests: plain functions, constants and types (the fixtures
-are conftest.py's). No test module imports another; each imports what it shares from here.
+"""Helpers shared by the template's tests: plain functions, constants and types; every fixture
+is conftest.py's. No test module imports another; each imports what it shares from here.
 
 The gate's scripts (`{{cookiecutter.project_slug}}/scripts`) and the repository root are on
 `sys.path` through pytest's `pythonpath` setting (the root pyproject.toml).
@@ -12,19 +12,21 @@ import io
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import count_asserts
+import crossrun
 import fixtures_lock
-import pytest
 import write_set
 from _gate.bytecode import write_bytecode
 from _gate.config import load_config
 from _gate.confine import LEVEL_VARIABLE
+from _gate.context import Judgment, write_judgment
 from _gate.envs import bin_dir, build_env
+from _gate.protocol import Report
 from _gate.steps import report_file as report_name
 from _gate.verdict import verdict as worst
 from judge import Judge, Ran, finished
@@ -197,6 +199,42 @@ def run_step(reports: Path, name: str, main: Main, *argv: str | Path) -> Step:
     returns the step as the judge records it."""
     code = main([*map(str, argv), "--report", str(report_file(reports, name))])
     return as_judged(reports, name, code)
+
+
+def judged_step(
+    j: Judgment,
+    name: str,
+    main: Main,
+    earlier: Mapping[str, Report] | None = None,
+    advisory: bool = False,
+) -> Step:
+    """Step `name` given the judgment as the judge gives it to a step's process (`--judgment
+    FILE`, with the earlier outcomes it reads), its report where the judge reads it."""
+    given = j.reports / f"{name}.judgment.json"
+    write_judgment(given, j, earlier or {})
+    code = main(["--judgment", str(given), "--report", str(report_file(j.reports, name))])
+    return as_judged(j.reports, name, code, advisory=advisory)
+
+
+def run_crossrun(
+    envs: Built,
+    head: str,
+    tmp: Path,
+    *extra: str,
+    base: str = "main",
+    name: str = "crossrun.json",
+    patch_tree: bool = False,
+) -> tuple[int, dict[str, Any]]:
+    """The crossrun by hand on the builds of `base` and `head`, the base tree's `tests`, no
+    perturbed run (test_perturb.py runs those) and, with `patch_tree`, the head's tree for the
+    tests coupled to moved internals; `extra` flags win. Its exit code and its report."""
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    report = tmp / name
+    argv = ["--tree", str(parent["tree"]), "--tests", "tests", "--report", str(report)]
+    argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
+    argv += ["--patch-tree", str(patch["tree"])] if patch_tree else []
+    code = crossrun.main([*argv, "--perturb", "", *extra])
+    return code, json.loads(report.read_text("utf-8"))
 
 
 def static_steps(repo: Path, head: str, tmp: Path, base: str = "main") -> dict[str, Step]:
@@ -437,20 +475,6 @@ def committed(repo: Path, files: dict[str, str]) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "first")
     return repo
-
-
-@pytest.fixture
-def identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A module's adopted projects commit as ADOPTER (`usefixtures` or autouse there)."""
-    for name, value in ADOPTER.items():
-        monkeypatch.setenv(name, value)
-
-
-@pytest.fixture(scope="module", name="wheelhouse")
-def adopted_wheelhouse() -> Path:
-    """The adopted projects' own wheelhouse, kept between runs beside the judges' one: in a
-    module that imports it, `wheelhouse` is this one, not the judges' (conftest.py)."""
-    return adopted_history.adopted_wheelhouse()
 
 
 def history_rows(

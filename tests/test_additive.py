@@ -341,9 +341,8 @@ def test_a_renamed_option_blocks_naming_the_allow_command_which_lets_it_merge(
     assert command in replay["summary"]
     assert f"judge: replay: block: {replay['summary']}" in verdict.output
     summary = summary_of(repo)
-    assert (
-        f"`{command}`" in summary and "-usage: shop order put [-h] --id ID --json PATH" in summary
-    )
+    assert f"`{command}`" in summary
+    assert "-usage: shop order put [-h] --id ID --json PATH" in summary
     # A reviewer runs it on the patch's branch and commits the row there, as
     # docs/change-the-contract.md says; the judge reads it once told the review happened.
     git(repo, "checkout", "-q", head)

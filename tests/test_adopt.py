@@ -16,16 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PYPROJECT, TALLY, adopted_wheelhouse, history_rows, identity
+from tests.helpers import PYPROJECT, TALLY, history_rows
 from tools import adopt, adopted_history
 from tools.bakery import TEMPLATE, git
 
-__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
-
 SLICE = TEMPLATE / "tests" / "data" / "slugify-slice.bundle"
 CASES = ['"Hello World"', "--separator _ \"C'est déjà l'été\"", "--max-length 9 one two three"]
-# The module's adopted projects commit as the user's would (helpers.identity).
-pytestmark = pytest.mark.usefixtures("identity")
+# The module's adopted projects commit as the user's would (conftest.py identity).
+pytestmark = [pytest.mark.adopted, pytest.mark.usefixtures("identity")]
 
 
 # Two of the five commits after adoption: a workflow edit and a merge commit (judged by its
@@ -49,7 +47,9 @@ def test_adopted_into_a_real_project_its_upstream_commits_are_judged(
     assert 'strength_paths: ["slugify"]' in judge_yaml  # a flat layout: the package itself
     assert 'base_branch: "base"' in judge_yaml
     pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
-    assert "text-unidecode==" in pins and "setuptools==" in pins and "--hash=sha256:" in pins
+    assert "text-unidecode==" in pins
+    assert "setuptools==" in pins
+    assert "--hash=sha256:" in pins
     assert git(repo, "show", "oracle/main:quarantine.yaml").startswith("#")
     # The gate starts with the case adopt added: `--help`, which exits 0.
     cases = git(repo, "show", f"{adopt.BRANCH}:oracle/cases.yaml")
@@ -113,7 +113,8 @@ def test_adopting_keeps_every_file_the_project_has(tmp_path: Path, wheelhouse: P
     # The gate's manual sits under oracle/, its pages beside it; the project's docs/ is its own.
     assert sorted(p.name for p in (repo / "docs").iterdir()) == ["usage.md"]
     pages = re.findall(r"\]\((docs/[^)#]+)", (repo / "oracle/README.md").read_text())
-    assert pages and all((repo / "oracle" / page).is_file() for page in pages)
+    assert pages
+    assert all((repo / "oracle" / page).is_file() for page in pages)
     assert git(repo, "status", "--porcelain") == ""
     assert git(repo, "log", "-2", "--format=%s").splitlines() == ["Adopt the oracle gate", "tally"]
 

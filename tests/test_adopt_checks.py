@@ -16,11 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import PYPROJECT, TALLY, TALLY_TEST, committed, identity, written
+from tests.helpers import PYPROJECT, TALLY, TALLY_TEST, committed, written
 from tools import adopt, adopted_history
 from tools.bakery import git
-
-__all__ = ["identity"]  # the fixture this module uses
 
 TEST = TALLY_TEST
 # A project whose pytest prints, beside its one node id, lines holding `::` that are not: a
@@ -143,7 +141,8 @@ def test_adopt_writes_real_test_paths_and_checks_a_patch_that_touches_a_test(
     wheelhouse = adopted_history.adopted_wheelhouse()
     assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and out[0].startswith("adopt: adopted: "), out  # no bake's next steps
+    assert len(out) == 1, out
+    assert out[0].startswith("adopt: adopted: "), out
     assert (
         "a no-op patch merges on it, and so does a patch that touches tests/test_tally.py"
         in (out[0])
@@ -182,7 +181,8 @@ def test_adopt_names_the_step_a_patch_touching_a_test_does_not_pass(
     wheelhouse = adopted_history.adopted_wheelhouse()
     assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("adopt: adopted: "), err
+    assert len(err) == 1, err
+    assert err[0].startswith("adopt: adopted: "), err
     assert "but a patch that touches tests/test_style.py does not merge there yet" in err[0]
     assert "assert-inventory: " in err[0]
     # It checks less than before, while its parent version passes: coverage removed.

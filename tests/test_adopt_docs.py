@@ -110,9 +110,12 @@ def test_the_adopted_manual_describes_the_project_it_was_adopted_in(
     assert [word for word in BAKE_WORDS if word in readme] == []
     if layout == "flat":
         assert "src/" not in readme
-    assert readme.endswith("\n") and not readme.endswith("\n\n") and "\n\n\n" not in readme
+    assert readme.endswith("\n")
+    assert not readme.endswith("\n\n")
+    assert "\n\n\n" not in readme
     assert [line for line in readme.splitlines() if line != line.rstrip()] == []
-    assert "{{" not in readme and "{%" not in readme
+    assert "{{" not in readme
+    assert "{%" not in readme
 
 
 @pytest.mark.e2e
@@ -135,7 +138,8 @@ def test_every_link_and_docs_path_the_adopted_files_name_resolves(
                 elif anchor and target.suffix == ".md" and anchor not in anchors(target):
                     broken.append(f"{page.relative_to(repo)}: {link} (no such heading)")
     assert broken == []
-    assert len(manual) > 10 and "](docs/how-the-gate-decides.md)" in manual[0].read_text()
+    assert len(manual) > 10
+    assert "](docs/how-the-gate-decides.md)" in manual[0].read_text()
     named = []
     for rel in [*COMMENTED, "oracle/adapter.py"]:
         if not (repo / rel).is_file():
@@ -158,5 +162,6 @@ def test_the_adopted_gitignore_has_no_rule_of_the_example(
 ) -> None:
     rules = (repo := adopted[layout]).joinpath(".gitignore").read_text().splitlines()
     assert "/.orders/" not in rules
-    assert "/.oracle/" in rules and "/reports/" in rules
+    assert "/.oracle/" in rules
+    assert "/reports/" in rules
     assert git(repo, "status", "--porcelain") == ""

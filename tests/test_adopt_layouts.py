@@ -13,16 +13,13 @@ import pytest
 from tests.helpers import (
     PYPROJECT,
     TALLY,
-    adopted_wheelhouse,
     committed,
     flit_project,
-    identity,
 )
 from tools import adopt, adopted_history
 from tools.bakery import git
 
-__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
-pytestmark = pytest.mark.usefixtures("identity")
+pytestmark = [pytest.mark.adopted, pytest.mark.usefixtures("identity")]
 
 
 HATCH_VCS = """\
@@ -56,7 +53,8 @@ def test_a_project_versioned_by_git_tags_is_adopted(tmp_path: Path, wheelhouse: 
     assert adopt.main([*argv, "--no-check"]) == 0  # it has no tests to judge with
     assert 'command: "tagged"' in git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
     pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
-    assert "hatch-vcs==" in pins and "SETUPTOOLS_SCM_PRETEND_VERSION" not in pins
+    assert "hatch-vcs==" in pins
+    assert "SETUPTOOLS_SCM_PRETEND_VERSION" not in pins
 
 
 SETUP_PY_NEEDS_A_TOOLCHAIN = """\
@@ -121,7 +119,8 @@ def test_the_tests_own_dependencies_are_pinned_and_the_first_judge_merges(
     judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
     assert 'test_extra: "test"' in judge_yaml
     pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
-    assert "pytest-mock==3.10.0 " in pins and "pytest-mock as they were on 2023-01-01" in pins
+    assert "pytest-mock==3.10.0 " in pins
+    assert "pytest-mock as they were on 2023-01-01" in pins
     rules = [line.split() for line in (repo / ".github/CODEOWNERS").read_text().splitlines()]
     assert ["/oracle/", "@counted/owners"] in rules
     git(repo, "checkout", "-q", "trunk")
@@ -188,7 +187,8 @@ def test_adopt_names_each_step_a_no_op_patch_does_not_pass(
     repo = committed(tmp_path / "tally", {**files, "CODEOWNERS": "* @tally/owners\n"})
     assert adopt.main([str(repo), "--wheelhouse", str(wheelhouse)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("adopt: adopted: "), err
+    assert len(err) == 1, err
+    assert err[0].startswith("adopt: adopted: "), err
     assert "but a no-op patch does not merge there yet" in err[0]
     assert "crossrun: none of the parent's 1 tests passes on the parent build" in err[0]
     assert git(repo, "branch", "--show-current") == adopt.BRANCH

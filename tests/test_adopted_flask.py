@@ -19,14 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import adopted_wheelhouse, identity, slice_rows
+from tests.helpers import slice_rows
 from tools.adopt import BRANCH
 from tools.bakery import git
 from tools.slices import FLASK
 
-__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
-
-pytestmark = pytest.mark.usefixtures("identity")
+pytestmark = [pytest.mark.adopted, pytest.mark.usefixtures("identity")]
 # A reviewer's verdicts: a feature with its tests, the switch to pyproject.toml (its
 # [build-system] and a workflow: a code owner's review). The flake8 ignore in setup.cfg that
 # needed a review before (main~9) merges by hand; tests/test_writeset.py holds that rule.
@@ -46,7 +44,8 @@ def test_flask_is_adopted_and_its_commits_judged_right(tmp_path: Path, wheelhous
     judge_yaml = git(repo, "show", f"{BRANCH}:oracle/judge.yaml")
     assert 'test_extra: "requirements/tests.in"' in judge_yaml, judge_yaml
     pins = git(repo, "show", f"{BRANCH}:scripts/requirements-judge.txt")
-    assert "werkzeug==2.2." in pins.lower() and "pytest==7." in pins
+    assert "werkzeug==2.2." in pins.lower()
+    assert "pytest==7." in pins
     # Every test that passes in Flask's own run passes under the gate, on the parent build.
     crossrun = json.loads((repo / "reports/crossrun.json").read_text("utf-8"))["evidence"]
     failing = sorted(node for node, outcome in crossrun["parent"].items() if outcome == "failed")

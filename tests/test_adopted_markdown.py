@@ -18,13 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import adopted_wheelhouse, identity, slice_rows
+from tests.helpers import slice_rows
 from tools.slices import MARKDOWN
 
-__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
-
 LINKS = "tests/test_syntax/inline/test_links.py"
-pytestmark = pytest.mark.usefixtures("identity")
+pytestmark = [pytest.mark.adopted, pytest.mark.usefixtures("identity")]
 
 
 @pytest.mark.e2e

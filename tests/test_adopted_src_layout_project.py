@@ -23,12 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import adopted_wheelhouse, history_rows, identity
+from tests.helpers import history_rows
 from tools import adopt
 from tools.bakery import TEMPLATE, git
 
-__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
-pytestmark = pytest.mark.usefixtures("identity")
+pytestmark = [pytest.mark.adopted, pytest.mark.usefixtures("identity")]
 
 SLICE = TEMPLATE / "tests" / "data" / "pyproject-fmt-slice.bundle"
 MESSY = """\
@@ -85,10 +84,12 @@ def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged
     assert "a no-op patch merges on it" in printed  # adopt judged its own work first
     repo = tmp_path / "work/repo"
     judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
-    assert 'command: "pyproject-fmt"' in judge_yaml and 'tests: ["tests"]' in judge_yaml
+    assert 'command: "pyproject-fmt"' in judge_yaml
+    assert 'tests: ["tests"]' in judge_yaml
     assert 'test_extra: "test"' in judge_yaml  # the tests' own dependencies, pinned
     pins = git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
-    assert "pytest-mock==" in pins and "hatch-vcs==" in pins
+    assert "pytest-mock==" in pins
+    assert "hatch-vcs==" in pins
     cases = git(repo, "show", "base:oracle/cases.yaml")
     assert cases.count('    cwd: "project"\n') == 2
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
@@ -100,6 +101,7 @@ def test_a_src_layout_project_versioned_by_tags_with_test_dependencies_is_judged
     assert "; 1 additive fields grew; perturbed: env, " in why
     # The builds took their version from the tags: hatch-vcs wrote it into the wheel.
     build = json.loads((repo / "reports/judge-report.json").read_text())["steps"][3]
-    assert build["name"] == "build" and build["status"] == "pass"
+    assert build["name"] == "build"
+    assert build["status"] == "pass"
     generated = json.dumps(build["evidence"])
     assert "pyproject_fmt/_version.py" in generated

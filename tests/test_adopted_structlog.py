@@ -17,14 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import adopted_wheelhouse, identity, slice_rows
+from tests.helpers import slice_rows
 from tools.adopt import BRANCH
 from tools.bakery import git
 from tools.slices import STRUCTLOG
 
-__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
-
-pytestmark = pytest.mark.usefixtures("identity")
+pytestmark = [pytest.mark.adopted, pytest.mark.usefixtures("identity")]
 # A reviewer's verdict: a change of the JSON form of tracebacks (two new keys) that edits the
 # parent tests pinning the old form, so it merges only through a reviewed crossrun row.
 VERDICTS = [("tracebacks: Handle ExceptionGroup (#720)", "block")]
@@ -58,4 +56,6 @@ def test_structlog_is_adopted_and_its_commits_judged(tmp_path: Path, wheelhouse:
         assert "Requires-Dist: freezegun>=0.2.8; extra == 'dev'" in built.read(metadata).decode()
     # The tests' requirements are the `tests` extra's, not the `dev` extra's typing tools.
     pins = git(repo, "show", f"{BRANCH}:scripts/requirements-judge.txt")
-    assert "freezegun==" in pins and "pretend==" in pins and "mypy==" not in pins, pins
+    assert "freezegun==" in pins, pins
+    assert "pretend==" in pins, pins
+    assert "mypy==" not in pins, pins

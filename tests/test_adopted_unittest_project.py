@@ -23,13 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import adopted_wheelhouse, identity, slice_rows
+from tests.helpers import slice_rows
 from tools import adopt
 from tools.bakery import git
 from tools.slices import YAMLLINT
 
-__all__ = ["adopted_wheelhouse", "identity"]  # the fixtures this module uses
-pytestmark = pytest.mark.usefixtures("identity")
+pytestmark = [pytest.mark.adopted, pytest.mark.usefixtures("identity")]
 
 # A reviewer's verdicts, from each diff. The non-printable commit turns a crash (ReaderError,
 # which a parent test asserts) into a syntax error and edits that test: the behaviour a
@@ -60,11 +59,13 @@ def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adop
     assert "a no-op patch merges on it" in printed  # adopt judged its own work first
     repo = tmp_path / "repo"
     judge_yaml = git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
-    assert 'command: "yamllint"' in judge_yaml and 'tests: ["tests"]' in judge_yaml
+    assert 'command: "yamllint"' in judge_yaml
+    assert 'tests: ["tests"]' in judge_yaml
     # Its adopted manual is of its own flat layout and console script, not the bake's.
     manual = git(repo, "show", f"{adopt.BRANCH}:oracle/README.md")
     assert "`yamllint = yamllint.cli:run`, in `yamllint/cli.py`" in manual, manual[:2000]
-    assert "src/" not in manual and "cookiecutter" not in manual
+    assert "src/" not in manual
+    assert "cookiecutter" not in manual
     # Its `dev` list is lint and docs tools: the tests collect without it, so it is not theirs.
     assert 'test_extra: ""' in judge_yaml
     assert "sphinx" not in git(repo, "show", f"{adopt.BRANCH}:scripts/requirements-judge.txt")
@@ -72,7 +73,8 @@ def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adop
     assert cases.count("  - id: ") == 4  # adopt's --help and the three
     # `--version` prints the build's own version: its stdout is left out of the comparison.
     version = cases[cases.index('argv: ["--version"]') :].splitlines()[1]
-    assert version.strip().startswith("compare: [") and "stdout" not in version, version
+    assert version.strip().startswith("compare: ["), version
+    assert "stdout" not in version, version
     assert [(row["subject"], row["verdict"]) for row in rows] == VERDICTS
     # The docs commit builds as the parent did (the README is in METADATA, left out of the
     # comparison); the fix does not.
@@ -82,10 +84,12 @@ def test_a_unittest_project_reading_root_relative_data_is_judged_right_from_adop
     for row in rows:
         assert f"{row['seconds']:6.1f} s {row['commit'][:12]}" in printed
     pinned = next(row["why"] for row in rows if row["verdict"] == "block")
-    assert pinned.startswith("crossrun: ") and "test_quoted_strings.py::" in pinned
+    assert pinned.startswith("crossrun: ")
+    assert "test_quoted_strings.py::" in pinned
     # The crossrun ran the whole suite from the root of its copy: the spec examples read.
     report = json.loads((repo / "reports/crossrun.json").read_text())
     parent = report["evidence"]["parent"]
     spec = [node for node in parent if node.startswith("tests/test_spec_examples.py::")]
-    assert spec and all(parent[node] == "passed" for node in spec)
+    assert spec
+    assert all(parent[node] == "passed" for node in spec)
     assert report["evidence"]["parent_passing"] > 400

@@ -154,7 +154,8 @@ def test_judged_base_other_than_the_cassettes_fails_closed(
     tmp_path: Path, cassette: dict[str, Path]
 ) -> None:
     code, report = replay(tmp_path, cassette, "patch", [row(MOVED)], "--base", MOVED)
-    assert code == 2 and "re-record" in report["summary"]
+    assert code == 2
+    assert "re-record" in report["summary"]
 
 
 # --- assert inventory --------------------------------------------------------------------------
@@ -227,17 +228,16 @@ def test_inventory_row_for_the_judged_base_matching_nothing_is_stale(
     rows = [*inventory_rows(str(suite["base"])), row(suite["base"], "inventory:skip-added")]
     refs = ("--base", str(suite["base"]), "--head", "main")
     code, report = inventory(tmp_path, suite, rows, *refs)
-    assert (
-        code == 2
-        and "inventory:skip-added for this base matches no finding (stale)" in (report["summary"])
-    )
+    assert code == 2
+    assert "inventory:skip-added for this base matches no finding (stale)" in (report["summary"])
 
 
 def test_inventory_rows_without_a_judged_base_fail_closed(
     tmp_path: Path, suite: dict[str, Path | str]
 ) -> None:
     code, report = inventory(tmp_path, suite, inventory_rows(str(suite["base"])))
-    assert code == 2 and "pass --base" in report["summary"]
+    assert code == 2
+    assert "pass --base" in report["summary"]
 
 
 # --- the allow command -------------------------------------------------------------------------
@@ -275,11 +275,13 @@ def test_allow_writes_a_row_for_the_merge_base(tmp_path: Path, clone: dict[str, 
     expected = _gate.allowlist.Row("empty-cart-rejects", "stdout.json", fork, REASON, "@alice")
     assert _gate.allowlist.load_allowlist(clone["allowlist"]) == [expected]
     text = clone["allowlist"].read_text()
-    assert text.startswith(header) and f'    base: "{fork}"\n' in text
+    assert text.startswith(header)
+    assert f'    base: "{fork}"\n' in text
     assert report["evidence"] == expected.as_dict()
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
     code, report = add(tmp_path, clone, *ROW_ARGS, "--field", "stdout.json")
-    assert code == 2 and "already allows empty-cart-rejects stdout.json" in report["summary"]
+    assert code == 2
+    assert "already allows empty-cart-rejects stdout.json" in report["summary"]
     code, _ = add(tmp_path, clone, *ROW_ARGS, "--field", "stderr.sha256", "--base", "HEAD")
     assert code == 0
     rows = _gate.allowlist.load_allowlist(clone["allowlist"])
@@ -312,7 +314,8 @@ def test_allow_refuses_a_row_that_cannot_apply(
 ) -> None:
     before = clone["allowlist"].read_text()
     code, report = add(tmp_path, clone, "--reason", "r", "--reviewer", "@a", *argv)
-    assert code == 2 and message in report["summary"]
+    assert code == 2
+    assert message in report["summary"]
     assert clone["allowlist"].read_text() == before
 
 
@@ -323,7 +326,8 @@ def test_row_that_would_not_read_back_leaves_the_file_alone(
     before = clone["allowlist"].read_text()
     argv = ("--id", "empty-cart-rejects", "--field", "exit_code", "--reviewer", "@a")
     code, report = add(tmp_path, clone, *argv, "--reason", "line\x85break")
-    assert code == 2 and "would not read back as written" in report["summary"]
+    assert code == 2
+    assert "would not read back as written" in report["summary"]
     assert clone["allowlist"].read_text() == before
     assert not clone["allowlist"].with_name("allowlist.yaml.tmp").exists()
 

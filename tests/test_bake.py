@@ -97,7 +97,8 @@ def test_bake_without_example_fails_closed_until_it_has_a_case(tmp_path: Path) -
     assert bare.returncode == 2, bare.output
     assert bare.statuses == {"preconditions": "error"}
     lines = [line for line in bare.output.splitlines() if ": error: " in line]
-    assert len(lines) == 1 and "no oracle evidence in the base" in lines[0], bare.output
+    assert len(lines) == 1, bare.output
+    assert "no oracle evidence in the base" in lines[0], bare.output
     assert "add a case to oracle/cases.yaml" in lines[0]
     # The fix the line names, made on the base branch: one case, and the bare bake merges.
     case = {"id": "no-args-usage", "argv": [], "compare": ["exit_code", "stdout.raw"]}
@@ -175,7 +176,9 @@ def test_invalid_answer_fails_the_bake_with_its_rule(
     name = answer.split("=", 1)[0]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("oracle-template: ")]
     # A derived default (package_name from project_slug) may fail too; the answer's own line leads.
-    assert lines and f"answer {name}=" in lines[0] and rule in lines[0], proc.stderr
+    assert lines, proc.stderr
+    assert f"answer {name}=" in lines[0], proc.stderr
+    assert rule in lines[0], proc.stderr
     assert not (tmp_path / "shop").exists()
 
 

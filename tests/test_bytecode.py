@@ -200,7 +200,8 @@ def test_a_build_backend_plants_nothing_in_the_environment_it_is_judged_in(
     """The backend runs in a throwaway environment of its own (issue 48): what it plants
     there never reaches the one judged, which holds its manifest alone."""
     planted = build("planted", PATCHED, PLANTING_BACKEND)
-    assert forged(planted) == [] and forged(planted, "-O") == []
+    assert forged(planted) == []
+    assert forged(planted, "-O") == []
     assert strays(planted, digest(planted)) == []
     assert not list((planted / SITE).rglob("__pycache__"))  # the installer compiles nothing
     assert run(planted, "import tiny.rules; print(tiny.rules.rate())") == "21"
@@ -216,7 +217,8 @@ def test_bytecode_planted_in_an_environment_is_never_run(parent: Path, build: Bu
     assert forged(planted) == [*FORGED]
     assert forged(planted, "-O") == ["packaging"]  # -O reads only the .opt-1.pyc
     write_bytecode(planted, parent)
-    assert forged(planted) == [] and forged(planted, "-O") == []
+    assert forged(planted) == []
+    assert forged(planted, "-O") == []
     for module in ("iniconfig/__init__.py", "_pytest/reports.py", "yaml/__init__.py"):
         assert pyc(planted, module).read_bytes() == pyc(parent, module).read_bytes()
     assert not list((planted / SITE).rglob("*.opt-1.pyc"))

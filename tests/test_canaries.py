@@ -20,16 +20,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import crossrun
 import flake_budget
 import pytest
 from _gate.canaries import plant
-from _gate.crossrun_run import copy_tree
+from _gate.crossrun_run import Setup, copy_tree
 from _gate.crossrun_run import run as crossrun_run
 
-from tests.helpers import Built, Change
+from tests.helpers import Built, Change, run_crossrun
 from tools.bakery import branch, edit, git, judge
 
 SRC = "src/shop/discounts.py"
@@ -183,17 +181,6 @@ class CapMessageTest(unittest.TestCase):
 """
 
 
-def step(
-    envs: Built, head: str, tmp: Path, base: str = "main", tests: str = "tests"
-) -> tuple[int, dict[str, Any]]:
-    parent, patch = envs(base, "parent"), envs(head, "patch")
-    report = tmp / "crossrun.json"
-    argv = ["--tree", str(parent["tree"]), "--tests", tests, "--report", str(report)]
-    argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
-    code = crossrun.main(argv)
-    return code, json.loads(report.read_text("utf-8"))
-
-
 def add_file(path: str, text: str) -> Change:
     return lambda tree: (tree / path).write_text(text, "utf-8")
 
@@ -242,7 +229,7 @@ def test_a_blanket_outcome_forger_is_blocked_by_its_canary(
     repo: Path, envs: Built, tmp_path: Path, name: str
 ) -> None:
     head = branch(repo, f"canaries/{name}", BLANKET[name])
-    code, report = step(envs, head, tmp_path)
+    code, report = run_crossrun(envs, head, tmp_path)
     assert code == 1, report["summary"]
     assert report["status"] == "block"
     assert report["summary"].startswith(TAMPERED), report["summary"]
@@ -279,7 +266,7 @@ def test_a_unittest_forger_is_caught_by_the_unittest_canary(
             out.write(UNITTEST_RUN)
 
     head = branch(repo, "canaries/unittest-run", change, base=base)
-    code, report = step(envs, head, tmp_path, base=base)
+    code, report = run_crossrun(envs, head, tmp_path, base=base)
     assert code == 1, report["summary"]
     unittest_canary = r"canary tests/\S+\.py::\w+Test::test_\w+ passed but must fail$"
     assert re.search(unittest_canary, report["summary"]), report["summary"]
@@ -290,7 +277,7 @@ def test_a_forger_that_spares_the_canaries_is_caught_by_the_machinery_check(
 ) -> None:
     """It flips only the test it needs: every canary behaves, the wrapped function shows."""
     head = branch(repo, "canaries/targeted", forged(CALL_AND_REPORT, blanket=False))
-    code, report = step(envs, head, tmp_path)
+    code, report = run_crossrun(envs, head, tmp_path)
     assert code == 1, report["summary"]
     machinery = "pytest's machinery changed during the run: _pytest.runner.call_and_report"
     assert report["summary"].startswith(TAMPERED + machinery), report["summary"]
@@ -300,7 +287,7 @@ def test_an_evidence_file_rewritten_at_exit_is_caught_by_its_digest(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
     head = branch(repo, "canaries/at-exit", forged(AT_EXIT))
-    code, report = step(envs, head, tmp_path)
+    code, report = run_crossrun(envs, head, tmp_path)
     assert code == 1, report["summary"]
     assert report["summary"] == TAMPERED + "the evidence file changed after the plugin wrote it"
 
@@ -309,7 +296,7 @@ def test_a_forger_that_passes_only_the_retry_fails_flake_budget_closed(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
     head = branch(repo, "canaries/on-retry", forged(ON_RETRY))
-    code, report = step(envs, head, tmp_path)
+    code, report = run_crossrun(envs, head, tmp_path)
     assert (code, report["status"]) == (1, "deferred"), report["summary"]
     oracle_report = tmp_path / "oracle.json"
     oracle_report.write_text(json.dumps({"status": "pass", "evidence": {}}), "utf-8")
@@ -336,10 +323,12 @@ def test_canaries_stay_out_of_the_outcomes_and_look_like_the_bases_tests(
     hits and sources of the same run without them."""
     parent = envs("main", "parent")
     tree, python = parent["tree"], parent["python"]
-    result = crossrun_run(python, tree, ["tests"], 120.0, [], ["shop"], canaries=True)
-    plain = crossrun_run(python, tree, ["tests"], 120.0, [], ["shop"])
-    assert result.outcomes is not None and result.outcomes == plain.outcomes
-    assert result.hits == plain.hits and result.sources == plain.sources
+    result = crossrun_run(python, tree, ["tests"], Setup(120.0, hidden=("shop",), canaries=True))
+    plain = crossrun_run(python, tree, ["tests"], Setup(120.0, hidden=("shop",)))
+    assert result.outcomes is not None
+    assert result.outcomes == plain.outcomes
+    assert result.hits == plain.hits
+    assert result.sources == plain.sources
     assert "passed" in result.outcomes.values()
     # The failing canary leaves pytest's exit status alone: flake-budget's retries read it.
     assert result.exit_code == plain.exit_code == 0
@@ -352,10 +341,11 @@ def test_canaries_beside_a_root_test_file_are_collected_without_being_named(
     beside it is no target of the run, yet runs; outcomes hold the file's tests only."""
     text = (repo / "tests/test_discounts.py").read_text("utf-8")
     base = branch(repo, "canaries-base/root-file", add_file("test.py", text))
-    code, report = step(envs, base, tmp_path, base=base, tests="test.py")
+    code, report = run_crossrun(envs, base, tmp_path, "--tests", "test.py", base=base)
     assert code == 0, report["summary"]
     ids = set(report["evidence"]["parent"])
-    assert ids and all(node.startswith("test.py::") for node in ids)
+    assert ids
+    assert all(node.startswith("test.py::") for node in ids)
 
 
 @pytest.mark.e2e
@@ -388,7 +378,8 @@ def test_a_canary_module_sits_beside_a_base_test_module_named_like_it(
     planted = [plant(copy, ["tests"], copy.parent) for copy in copies]
     known = {p.name for p in base_tests}
     new = [{p.name for p in (copy / "tests").glob("*.py")} - known for copy in copies]
-    assert [len(found) for found in new] == [1, 1] and new[0] != new[1]
+    assert [len(found) for found in new] == [1, 1]
+    assert new[0] != new[1]
     name = next(iter(new[0]))
     assert re.fullmatch(r"test_[a-z]+(_[a-z]+)+\.py", name)
     assert set(name.removesuffix(".py").split("_")[1:]) <= vocabulary
@@ -398,9 +389,11 @@ def test_a_canary_module_sits_beside_a_base_test_module_named_like_it(
     for node in expected:
         assert node.startswith(f"tests/{name}::")
         test = node.rsplit("::", 1)[1]
-        assert test.startswith("test_") and set(test.split("_")[1:]) <= vocabulary
+        assert test.startswith("test_")
+        assert set(test.split("_")[1:]) <= vocabulary
     assert ("TestCase" in (copies[0] / "tests" / name).read_text("utf-8")) is unittest_style
-    assert not planted[0].spec.is_relative_to(copies[0]) and planted[0].spec.is_file()
+    assert not planted[0].spec.is_relative_to(copies[0])
+    assert planted[0].spec.is_file()
 
 
 def without_property_oracles(tree: Path) -> None:

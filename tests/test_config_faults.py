@@ -127,4 +127,5 @@ def test_a_tests_entry_that_is_a_line_of_pytests_output_fails_validation(
     base = branch(repo, f"config-base/entry-{name}", with_tests(f"[{NOT_PATHS[name]}, tests]"))
     verdict = judge(repo, "--base", base, "--head", base)
     assert verdict.returncode == 2, verdict.output
-    assert "field 'tests' entry" in verdict.output and "is not a path" in verdict.output
+    assert "field 'tests' entry" in verdict.output
+    assert "is not a path" in verdict.output

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from _gate import confine
+from _gate.confine import Reach
 from _gate.envs import build_env
 from _gate.protocol import FailClosed
 from _gate.sandbox import Sandbox, Server, probe_sandbox, run_confined
@@ -76,7 +77,8 @@ def test_a_confined_command_writes_its_scratch_and_nothing_else(tmp_path: Path, 
     assert done.exit_code == 0, done.stderr.tail()
     assert done.confinement == level
     assert done.stdout.head.decode().split() == ["refused"] * 7
-    assert (scratch / "mine.txt").read_text() == "ok" and (scratch / "deep" / "er").is_dir()
+    assert (scratch / "mine.txt").read_text() == "ok"
+    assert (scratch / "deep" / "er").is_dir()
     assert sorted(p.name for p in outside.iterdir()) == ["kept.txt"]
     assert (outside / "kept.txt").read_text("utf-8") == "as made"
 
@@ -164,7 +166,8 @@ def test_each_launchs_status_folder_goes_with_it_even_in_a_child_that_skips_exit
     command = [sys.executable, "-c", textwrap.dedent(code)]  # not isolated: PYTHONPATH holds
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     seen = done.stdout.split()
-    assert len(seen) == 1 and seen[0].startswith("oracle-confine-"), done.stdout
+    assert len(seen) == 1, done.stdout
+    assert seen[0].startswith("oracle-confine-"), done.stdout
     assert sorted(temp.iterdir()) == []
 
 
@@ -286,7 +289,7 @@ def test_a_confined_command_cannot_reach_its_launcher_or_the_judge(
         os.kill(os.getppid(), signal.SIGKILL)  # its supervisor: ignored, or refused
     """
     tty = THROUGH[through]
-    done = run_confined(python(code), writable=[tmp_path], timeout=30, env=ENV, tty=tty)
+    done = run_confined(python(code), writable=[tmp_path], timeout=30, env=ENV, reach=Reach(tty))
     lines = done.stdout.head.decode().replace("\r", "").splitlines()  # a pty ends lines CR LF
     said = dict(line.split() for line in lines)
     # The command holds no capability at either level, even as root (this machine runs the
@@ -335,7 +338,7 @@ def test_a_terminal_job_has_a_terminal_of_its_own_and_never_the_users(
         print("read", reach(os.O_RDONLY))
         reach(os.O_WRONLY)
     """
-    done = run_confined(python(code), writable=[tmp_path], timeout=30, env=ENV, tty=(0, 1))
+    done = run_confined(python(code), writable=[tmp_path], timeout=30, env=ENV, reach=Reach((0, 1)))
     os.set_blocking(users, False)
     try:
         shown = os.read(users, 4096)
@@ -346,7 +349,8 @@ def test_a_terminal_job_has_a_terminal_of_its_own_and_never_the_users(
     lines = done.stdout.head.decode().replace("\r", "").splitlines()
     said = dict(line.split(" ", 1) for line in lines)
     assert done.exit_code == 0, done.stderr.head
-    assert said["tty"] == "True True 80" and said["input"] == "''", said
+    assert said["tty"] == "True True 80", said
+    assert said["input"] == "''", said
     assert said["controlling"] == "yes", said
     # The user's terminal's name, in the job's own devpts, is at most a terminal of the job's.
     reached = ("secret" in said["read"], b"SPOOFED" in shown)
@@ -358,8 +362,8 @@ def test_required_refuses_to_run_unconfined_naming_what_is_missing(
 ) -> None:
     monkeypatch.setenv(confine.LEVEL_VARIABLE, "none")
     marker = tmp_path / "ran"
+    opens = python(f"open({str(marker)!r}, 'w')")
     with pytest.raises(FailClosed, match=r"cannot confine .*ORACLE_SANDBOX_LEVEL.*best-effort"):
-        opens = python(f"open({str(marker)!r}, 'w')")
         run_confined(opens, writable=[tmp_path], timeout=30, env=ENV)
     assert not marker.exists()  # it never ran
 
@@ -610,7 +614,8 @@ def test_a_namespaced_job_reaches_no_service_of_the_machine(tmp_path: Path) -> N
     said = done.stdout.head.decode()
     assert unconfined.count("REACHED") == 6, unconfined  # each is there to reach
     assert "REACHED" not in said, said
-    assert said.count("refused") == 6 and done.confinement == "namespaces"
+    assert said.count("refused") == 6
+    assert done.confinement == "namespaces"
     listing = run_confined(
         [sys.executable, "-I", "-c", "import os; print(sorted(os.listdir('/run')))"],
         writable=[tmp_path],

@@ -174,7 +174,7 @@ def forge(path):
 
 def main(tag, markers, judge, reports):
     put(os.path.join(markers, tag + ".pid"), str(os.getpid()))
-    report = {"schema_version": 1, "step": "oracle", "status": "pass", "exit_code": 0,
+    report = {"schema_version": 2, "step": "oracle", "status": "pass", "exit_code": 0,
               "summary": "FORGED: every oracle passed", "evidence": {}}
     counts = {"reports": 0, "evidence": 0}
     deadline = time.monotonic() + 120
@@ -253,8 +253,10 @@ def test_a_case_daemon_in_its_own_session_is_named_killed_and_fails_its_step_clo
     # still says it could not judge.
     assert confined.verdict.report["verdict"] == "block"
     killed = confined.steps_saying("outlived its command")
-    assert killed and killed[0]["status"] == "error", shown(confined.verdict)
-    assert "shop._daemon" in killed[0]["summary"] and "and 1 more" in killed[0]["summary"]
+    assert killed, shown(confined.verdict)
+    assert killed[0]["status"] == "error", shown(confined.verdict)
+    assert "shop._daemon" in killed[0]["summary"]
+    assert "and 1 more" in killed[0]["summary"]
     assert "FORGED" not in json.dumps(confined.verdict.report)
 
 
@@ -783,9 +785,11 @@ def test_a_command_killed_at_its_timeout_leaves_no_daemon_running(
         for pid in processes_naming(str(ticks)):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    assert done.timed_out and done.confinement == ""  # killed: its launcher wrote no status
+    assert done.timed_out
+    assert done.confinement == ""
     assert size > 0, "the daemon never ran: the test proves nothing"
-    assert not left and not grew, f"{level}: a daemon outlived its timed-out command"
+    assert not left, f"{level}: a daemon outlived its timed-out command"
+    assert not grew, f"{level}: a daemon outlived its timed-out command"
 
 
 # What a confined command tries outside its scratch: the machine's shared memory folder and
@@ -830,7 +834,8 @@ def test_a_confined_command_changes_nothing_outside_its_scratch(tmp_path: Path) 
         dev.unlink(missing_ok=True)
     after = target.stat()
     said = done.stdout.tail()
-    assert done.confinement == "namespaces" and done.exit_code == 0, said
+    assert done.confinement == "namespaces", said
+    assert done.exit_code == 0, said
     assert not left, f"a confined command made {left}, which outlive its step: {said}"
     assert (after.st_mode, after.st_mtime) == (before.st_mode, before.st_mtime), said
 

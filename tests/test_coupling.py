@@ -10,17 +10,15 @@ was, with the test's new version failing, and beside a failing assertion on beha
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-import crossrun
 import pytest
 from _gate.coupling import moved_name
 from _gate.verdict import review, verdict
 
-from tests.helpers import Built, Change, edits
+from tests.helpers import Built, Change, edits, run_crossrun
 from tools.bakery import branch, git, judge
 
 DISCOUNTS = "src/shop/discounts.py"
@@ -151,24 +149,13 @@ def base(shop: Path) -> str:
     return branch(shop, "coupling-base", reaching)
 
 
-def step(envs: Built, base: str, head: str, tmp: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    parent, patch = envs(base, "parent"), envs(head, "patch")
-    report = tmp / "crossrun.json"
-    argv = ["--tree", str(parent["tree"]), "--patch-tree", str(patch["tree"])]
-    argv += ["--tests", "tests", "--report", str(report)]
-    argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
-    argv += ["--perturb", ""]  # the perturbed run has tests of its own (test_perturb.py)
-    code = crossrun.main([*argv, *extra])
-    return code, json.loads(report.read_text("utf-8"))
-
-
 def test_parent_tests_coupled_to_moved_internals_need_review_naming_them(
     shop: Path, base: str, envs: Built, tmp_path: Path
 ) -> None:
     """The four moves in one patch (one build): each test reported with the name it met."""
     moves = both(*(change for change, _, _ in MOVES.values()))
     head = branch(shop, "coupling/all-moves", moves, base=base)
-    code, report = step(envs, base, head, tmp_path)
+    code, report = run_crossrun(envs, head, tmp_path, base=base, patch_tree=True)
     assert (code, report["status"]) == (2, "needs-review"), report["summary"]
     pairs = sorted((test, moved) for _, test, moved in MOVES.values())
     wanted = [{"id": test, "moved": moved} for test, moved in pairs]
@@ -176,7 +163,7 @@ def test_parent_tests_coupled_to_moved_internals_need_review_naming_them(
     assert f"(first: {pairs[0][0]}: {pairs[0][1]} and 3 more)" in report["summary"]
     assert "4 depend on internals the patch moved" in report["summary"]
     # A code owner's review (ORACLE_REVIEW=1) accepts them.
-    code, report = step(envs, base, head, tmp_path, "--reviewed")
+    code, report = run_crossrun(envs, head, tmp_path, "--reviewed", base=base, patch_tree=True)
     assert (code, report["status"]) == (0, "pass"), report["summary"]
     assert "accepted under ORACLE_REVIEW=1" in report["summary"]
 
@@ -187,7 +174,7 @@ def test_a_move_the_patchs_own_test_does_not_pass_or_a_behaviour_change_still_bl
 ) -> None:
     change, outcome = STILL_BLOCKED[name]
     head = branch(shop, f"coupling-blocked/{name}", change, base=base)
-    code, report = step(envs, base, head, tmp_path, "--reviewed")
+    code, report = run_crossrun(envs, head, tmp_path, "--reviewed", base=base, patch_tree=True)
     assert (code, report["status"]) == (1, "deferred"), report["summary"]
     assert "coupled" not in report["evidence"]
     outcomes = {row["id"]: row["outcome"] for row in report["evidence"]["failures"]}

@@ -56,7 +56,8 @@ def test_coverage_removed_with_the_behaviour_kept_needs_review_naming_it(
     assert inventory["status"] == "needs-review", inventory["summary"]
     assert f"coverage removed: {CAP_TEST}" in inventory["summary"], inventory["summary"]
     summary = (repo / "reports/judge-summary.md").read_text("utf-8")
-    assert "### Needs review: coverage removed" in summary and CAP_TEST in summary
+    assert "### Needs review: coverage removed" in summary
+    assert CAP_TEST in summary
     reviewed = judge(repo, "--head", head, env={"ORACLE_REVIEW": "1"})
     assert reviewed.report["verdict"] == "merge", reviewed.output
 

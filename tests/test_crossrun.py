@@ -16,14 +16,13 @@ from typing import Any
 from xml.etree import ElementTree
 
 import advisory_tests
-import crossrun
 import flake_budget
 import oracle
 import pytest
 from _gate import markers, test_deps
 from _gate.envs import tools_env
 
-from tests.helpers import Built, Change, edits
+from tests.helpers import Built, Change, edits, run_crossrun
 from tools.bakery import branch, edit, git, judge
 
 SRC = "src/shop/discounts.py"
@@ -63,24 +62,6 @@ def pytest_runtest_makereport(item, call):
 TOML = "pyproject.toml"
 # The same message, built another way: every parent test still passes.
 REFACTOR = edits((SRC, MESSAGE, MESSAGE.replace('f"cap_cents', '"cap_cents" + f"')))
-
-
-def step(
-    repo: Path,
-    envs: Built,
-    head: str,
-    tmp: Path,
-    *extra: str,
-    base: str = "main",
-    name: str = "crossrun.json",
-) -> tuple[int, dict[str, Any]]:
-    parent, patch = envs(base, "parent"), envs(head, "patch")
-    report = tmp / name
-    argv = ["--tree", str(parent["tree"]), "--tests", "tests", "--report", str(report)]
-    argv += ["--parent-python", str(parent["python"]), "--patch-python", str(patch["python"])]
-    argv += ["--perturb", ""]  # the perturbed run has tests of its own (test_perturb.py)
-    code = crossrun.main([*argv, *extra])
-    return code, json.loads(report.read_text("utf-8"))
 
 
 def add_file(path: str, text: str) -> Change:
@@ -128,7 +109,7 @@ def test_a_parent_test_failing_on_the_patch_is_deferred_with_its_id(
     repo: Path, envs: Built, tmp_path: Path, name: str
 ) -> None:
     change, lost = BLOCKED[name]
-    code, report = step(repo, envs, branch(repo, f"crossrun/{name}", change), tmp_path)
+    code, report = run_crossrun(envs, branch(repo, f"crossrun/{name}", change), tmp_path)
     assert code == 1, report["summary"]
     assert report["status"] == "deferred", report["summary"]
     evidence = report["evidence"]
@@ -141,7 +122,7 @@ def test_a_parent_test_failing_on_the_patch_is_deferred_with_its_id(
 def test_a_refactor_that_keeps_every_parent_test_passing_passes(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
-    code, report = step(repo, envs, branch(repo, "crossrun/refactor", REFACTOR), tmp_path)
+    code, report = run_crossrun(envs, branch(repo, "crossrun/refactor", REFACTOR), tmp_path)
     assert report["evidence"]["failures"] == []
     assert code == 0, report["summary"]
     assert report["summary"].startswith("parent tests on the patch: ")
@@ -159,7 +140,7 @@ def test_an_allowlisted_parent_test_may_fail_and_the_row_is_shown(
     head = branch(repo, "crossrun/allowed", message_change)
     base = git(repo, "rev-parse", "main").strip()
     rows = allow_row(tmp_path / "allowlist.yaml", CAP_TEST, base)
-    code, report = step(repo, envs, head, tmp_path, "--allowlist", str(rows), "--base", base)
+    code, report = run_crossrun(envs, head, tmp_path, "--allowlist", str(rows), "--base", base)
     assert code == 0, report["summary"]
     assert report["evidence"]["allowed"] == [CAP_TEST]
     assert report["evidence"]["failures"] == []
@@ -171,17 +152,18 @@ def test_a_row_for_a_test_that_still_passes_is_stale(
 ) -> None:
     base = git(repo, "rev-parse", "main").strip()
     rows = allow_row(tmp_path / "allowlist.yaml", CAP_TEST, base)
-    code, report = step(repo, envs, "main", tmp_path, "--allowlist", str(rows), "--base", base)
+    code, report = run_crossrun(envs, "main", tmp_path, "--allowlist", str(rows), "--base", base)
     assert code == 2, report["summary"]
     assert "stale" in report["summary"]
 
 
 def test_advisory_mode_reports_and_never_decides(repo: Path, envs: Built, tmp_path: Path) -> None:
     head = branch(repo, "crossrun/advisory", message_change)
-    code, report = step(repo, envs, head, tmp_path, "--mode", "advisory")
+    code, report = run_crossrun(envs, head, tmp_path, "--mode", "advisory")
     assert code == 0, report["summary"]
     assert [row["id"] for row in report["evidence"]["failures"]] == [CAP_TEST]
-    assert "advisory" in report["summary"] and "deferred_to" not in report["evidence"]
+    assert "advisory" in report["summary"]
+    assert "deferred_to" not in report["evidence"]
 
 
 # Patches that try to get past the parent's tests from the package they ship.
@@ -197,9 +179,8 @@ EVASIONS: dict[str, Change] = {
 def test_a_build_cannot_forge_the_parent_tests_outcomes(
     repo: Path, envs: Built, tmp_path: Path, name: str
 ) -> None:
-    code, report = step(
-        repo, envs, branch(repo, f"crossrun/evade/{name}", EVASIONS[name]), tmp_path
-    )
+    head = branch(repo, f"crossrun/evade/{name}", EVASIONS[name])
+    code, report = run_crossrun(envs, head, tmp_path)
     assert code == 1, report["summary"]
     assert report["status"] in ("block", "deferred"), report["summary"]
 
@@ -209,7 +190,7 @@ def test_tests_failing_on_the_parent_are_reported_not_counted(
 ) -> None:
     base = branch(repo, "crossrun-base/known-bug", add_file("tests/test_bug.py", KNOWN_BUG))
     head = branch(repo, "crossrun/known-bug", REFACTOR, base=base)
-    code, report = step(repo, envs, head, tmp_path, base=base)
+    code, report = run_crossrun(envs, head, tmp_path, base=base)
     assert code == 0, report["summary"]
     assert report["evidence"]["parent_not_passing"] == ["tests/test_bug.py::test_known_bug"]
     assert "1 not passing on the parent either" in report["summary"]
@@ -246,7 +227,7 @@ def test_the_parents_tests_run_from_the_root_and_a_broken_module_is_its_own_erro
 ) -> None:
     base = branch(repo, "crossrun-base/real-project", real_project_modules)
     head = branch(repo, "crossrun/real-project", REFACTOR, base=base)
-    code, report = step(repo, envs, head, tmp_path, base=base)
+    code, report = run_crossrun(envs, head, tmp_path, base=base)
     assert code == 0, report["summary"]
     parent = report["evidence"]["parent"]
     assert parent["tests/test_root_data.py::test_the_data_file_reads"] == "passed"
@@ -261,12 +242,14 @@ def test_a_module_the_patch_breaks_fails_its_tests_with_its_import_error(
 ) -> None:
     rename = edits((SRC, "def apply_discount(", "def apply_discount_bps("))
     head = branch(repo, "crossrun/module-breaks", rename)
-    code, report = step(repo, envs, head, tmp_path)
+    code, report = run_crossrun(envs, head, tmp_path)
     assert code == 1, report["summary"]
     failures = report["evidence"]["failures"]
     broken = [row for row in failures if row["id"].startswith("tests/test_discounts.py::")]
-    assert broken and all(row["outcome"] == "error" for row in broken), failures
-    assert "apply_discount" in broken[0]["message"] and "ImportError" in broken[0]["message"]
+    assert broken, failures
+    assert all(row["outcome"] == "error" for row in broken), failures
+    assert "apply_discount" in broken[0]["message"]
+    assert "ImportError" in broken[0]["message"]
     # The other modules still ran on the patch.
     assert report["evidence"]["patch"]["tests/test_cli.py::test_create_reads_file"] == "passed"
 
@@ -467,9 +450,10 @@ def test_a_marker_it_cannot_read_keeps_the_requirement() -> None:
 def test_a_missing_test_dependency_fails_closed(repo: Path, envs: Built, tmp_path: Path) -> None:
     extra = '[project.optional-dependencies]\ntest = ["pytest-mock>=3"]\n\n[project.scripts]'
     base = branch(repo, "crossrun-base/extra", edits((TOML, "[project.scripts]", extra)))
-    code, report = step(repo, envs, base, tmp_path, "--test-extra", "test", base=base)
+    code, report = run_crossrun(envs, base, tmp_path, "--test-extra", "test", base=base)
     assert code == 2, report["summary"]
-    assert "pytest-mock" in report["summary"] and "requirements-judge.txt" in report["summary"]
+    assert "pytest-mock" in report["summary"]
+    assert "requirements-judge.txt" in report["summary"]
 
 
 def test_the_builds_package_is_left_out_of_the_tests_copy(
@@ -481,7 +465,7 @@ def test_the_builds_package_is_left_out_of_the_tests_copy(
         repo, "crossrun-base/pythonpath", edits((TOML, 'testpaths = ["tests"]\n', setting))
     )
     head = branch(repo, "crossrun/pythonpath-message", message_change, base=base)
-    code, report = step(repo, envs, head, tmp_path, base=base)
+    code, report = run_crossrun(envs, head, tmp_path, base=base)
     assert report["evidence"]["hidden"] == ["shop"]
     assert [row["id"] for row in report["evidence"]["failures"]] == [CAP_TEST]
     assert code == 1, report["summary"]
@@ -505,7 +489,7 @@ def test_tests_importing_the_package_from_the_tree_fail_closed(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
     base = branch(repo, "crossrun-base/vendored", vendored_copy)
-    code, report = step(repo, envs, base, tmp_path, base=base)
+    code, report = run_crossrun(envs, base, tmp_path, base=base)
     assert code == 2, report["summary"]
     assert "imported shop (vendor/shop/" in report["summary"], report["summary"]
 
@@ -514,7 +498,7 @@ def test_the_advisory_tests_read_the_crossruns_patch_run_instead_of_running_agai
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
     head = branch(repo, "crossrun/advisory-reuse", message_change)
-    _, crossran = step(repo, envs, head, tmp_path)
+    _, crossran = run_crossrun(envs, head, tmp_path)
     patch = envs(head, "patch")
     argv = ["--tree", str(patch["tree"]), "--python", str(patch["python"])]
     reused, ran = tmp_path / "reused.json", tmp_path / "ran.json"
@@ -557,10 +541,10 @@ def test_crossrun_shards_split_the_parent_tests_and_find_the_same_failure(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
     head = branch(repo, "crossrun/shards", message_change)
-    _, whole = step(repo, envs, head, tmp_path)
+    _, whole = run_crossrun(envs, head, tmp_path)
 
     def run(extra: list[str], report: Path) -> int:
-        return step(repo, envs, head, report.parent, *extra, name=report.name)[0]
+        return run_crossrun(envs, head, report.parent, *extra, name=report.name)[0]
 
     shards = shard_reports(run, tmp_path, 3)
     parents = [report["evidence"]["parent"] for report in shards]
@@ -619,14 +603,15 @@ def test_the_judge_blocks_a_parent_test_the_patch_breaks(repo: Path) -> None:
     assert f"nox -s allow -- --id '{CAP_TEST}' --field crossrun" in summary
     # The patch left the tests alone: the advisory tests are the crossrun's patch run.
     tests = verdict.step("tests")["summary"]
-    assert tests.startswith("patch tests: ") and "as the crossrun ran them" in tests
+    assert tests.startswith("patch tests: ")
+    assert "as the crossrun ran them" in tests
 
 
 def test_a_flaky_parent_test_is_retried_within_the_budget(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
     base = branch(repo, "crossrun-base/flaky", add_file("tests/test_flaky.py", FLAKY))
-    code, report = step(repo, envs, base, tmp_path, base=base)
+    code, report = run_crossrun(envs, base, tmp_path, base=base)
     assert (code, report["status"]) == (1, "deferred"), report["summary"]
     # Flake budget as the judge runs it last: an oracle that passed, an empty oracle ref.
     oracle_report = tmp_path / "oracle.json"
@@ -673,6 +658,6 @@ def test_a_test_extra_in_the_builds_loads_its_plugins_by_name(
         f"crossrun-base/plugin-{name}",
         edits((TOML, "[project.scripts]", f"{table}\n\n[project.scripts]")),
     )
-    code, report = step(repo, envs, base, tmp_path, "--test-extra", "test", base=base)
+    code, report = run_crossrun(envs, base, tmp_path, "--test-extra", "test", base=base)
     assert code == 0, report["summary"]
     assert report["evidence"]["plugins"] == ["_hypothesis_pytestplugin"]

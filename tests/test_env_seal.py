@@ -25,6 +25,7 @@ import variance_ledger
 from _gate.envs import tools_env
 from _gate.oracle_run import run as run_oracle
 from _gate.protocol import FailClosed
+from _gate.pytest_run import Subject
 from _gate.seal import Seal, TrustedEnv, digest, seal
 from judge import sealed_tools_env
 
@@ -289,7 +290,7 @@ def test_honest_trusted_runs_leave_the_sealed_environment_as_built(
     built = seal(sealed, tmp_path / "oracle.digest.json")
     trusted = TrustedEnv(python, built)
     for _ in range(2):
-        result = run_oracle(trusted, python, honest_oracle(tmp_path), 300.0)
+        result = run_oracle(trusted, Subject(python), honest_oracle(tmp_path), 300.0)
         assert result.outcomes == {"oracle/test_twice.py::test_twice": "passed"}, result
     assert digest(sealed) == json.loads(built.file.read_bytes())["files"]
 

@@ -81,7 +81,8 @@ def test_the_readme_s_six_steps_reach_a_first_merge_as_written(
         output += proc.stdout + proc.stderr
         assert proc.returncode == 0, output
     verdict = [line for line in output.splitlines() if line.startswith("judge: verdict")]
-    assert verdict and verdict[-1].startswith("judge: verdict merge (exit 0)"), output
+    assert verdict, output
+    assert verdict[-1].startswith("judge: verdict merge (exit 0)"), output
     assert verdict[-1].endswith("reports/judge-summary.md")  # the readable report, not JSON
     assert git(repo, "rev-parse", "HEAD") == git(repo, "rev-parse", "agent/first-change")
 
@@ -110,7 +111,8 @@ def test_the_stub_cli_answers_help_and_rejects_what_it_does_not_know(gated: Path
     shown = subprocess.run([*python, "--help"], capture_output=True, text=True, env=env)
     wrong = subprocess.run([*python, "--frobnicate"], capture_output=True, text=True, env=env)
     assert (shown.returncode, shown.stdout.splitlines()[0]) == (0, "usage: shop [-h]")
-    assert wrong.returncode == 2 and "unrecognized arguments: --frobnicate" in wrong.stderr
+    assert wrong.returncode == 2
+    assert "unrecognized arguments: --frobnicate" in wrong.stderr
 
 
 def said(proc: subprocess.CompletedProcess[str]) -> str:
@@ -129,10 +131,14 @@ def test_tool_sessions_end_with_their_own_exit_codes(gated: Path) -> None:
         lock = nox(gated, "-s", "lock")  # a symlink under fixtures/ is refused
     finally:
         (gated / "fixtures/elsewhere").unlink()
-    assert again.returncode == 2 and "already in use" in said(again), said(again)
-    assert unsure.returncode == 1 and "not saved" in said(unsure), said(unsure)
-    assert allow.returncode == 2 and "no-such-case" in said(allow), said(allow)
-    assert lock.returncode == 2 and "symlink" in said(lock), said(lock)
+    assert again.returncode == 2, said(again)
+    assert "already in use" in said(again), said(again)
+    assert unsure.returncode == 1, said(unsure)
+    assert "not saved" in said(unsure), said(unsure)
+    assert allow.returncode == 2, said(allow)
+    assert "no-such-case" in said(allow), said(allow)
+    assert lock.returncode == 2, said(lock)
+    assert "symlink" in said(lock), said(lock)
     assert git(gated, "status", "--porcelain") == ""
 
 
@@ -177,7 +183,8 @@ def test_record_refuses_uncommitted_cases_and_names_the_file(gated: Path) -> Non
         git(gated, "checkout", "--", "oracle/cases.yaml")
     line = last_line(proc, "record:")
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "oracle/cases.yaml: uncommitted changes" in line and "commit them first" in line
+    assert "oracle/cases.yaml: uncommitted changes" in line
+    assert "commit them first" in line
 
 
 @pytest.mark.parametrize(
@@ -199,8 +206,10 @@ def test_the_judge_reads_committed_gate_files_and_names_edited_ones(
     output = said(judged)
     assert f"judge: note: not judged, uncommitted here: {path};" in output
     # Judged as committed: HEAD against itself, its one case as committed.
-    assert judged.returncode == 0 and "judge: verdict merge (exit 0)" in output, output
-    assert "base_brnch" not in output and "malformed" not in output
+    assert judged.returncode == 0, output
+    assert "judge: verdict merge (exit 0)" in output, output
+    assert "base_brnch" not in output
+    assert "malformed" not in output
 
 
 def test_sessions_on_a_repository_without_the_gate_say_so(tmp_path: Path) -> None:
@@ -215,7 +224,8 @@ def test_sessions_on_a_repository_without_the_gate_say_so(tmp_path: Path) -> Non
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=plain)
         lines = (proc.stdout + proc.stderr).strip().splitlines()
         assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert len(lines) == 1 and "oracle/judge.yaml: not committed on HEAD" in lines[0], lines
+        assert len(lines) == 1, lines
+        assert "oracle/judge.yaml: not committed on HEAD" in lines[0], lines
         assert "this branch has no oracle gate" in lines[0]
         assert "Traceback" not in proc.stderr
 
@@ -229,7 +239,8 @@ def test_a_shallow_clone_names_the_fetch_that_brings_the_oracle_ref(
     fetch = "git fetch origin oracle/main:refs/remotes/origin/oracle/main"
     line = last_line(missing, "judge: setup:")
     assert missing.returncode == 2
-    assert "this clone is shallow" in line and f"run `{fetch}`" in line
+    assert "this clone is shallow" in line
+    assert f"run `{fetch}`" in line
     assert "judge: build:" not in missing.stdout  # it fails before any step, not after all
     git(clone, *fetch.split()[1:])
     fetched = nox(clone, "-s", "judge")
@@ -276,7 +287,8 @@ def test_a_judge_outside_git_says_so_first_and_downloads_nothing(tmp_path: Path)
     judged = nox(plain, "-s", "judge", env=env)
     lines = [line for line in said(judged).splitlines() if not line.startswith(NOX_OWN)]
     assert judged.returncode == 2, said(judged)
-    assert lines and lines[0].startswith("nox > judge: error (exit 2): "), said(judged)
+    assert lines, said(judged)
+    assert lines[0].startswith("nox > judge: error (exit 2): "), said(judged)
     assert f"{plain} is not in a git repository" in lines[0], said(judged)
     assert "run it in a clone of the project" in lines[0]
     assert not empty.exists()  # nothing downloaded before it said so
@@ -317,7 +329,8 @@ def test_a_stale_fixture_lock_names_the_base_commit_and_the_rebase(tmp_path: Pat
     verdict = nox(repo, "-s", "judge", "--", "--head", "agent/x")
     line = last_line(verdict, "judge: fixtures-lock: ")
     assert f"the base commit {stale[:12]}: its fixtures do not match" in line, line
-    assert "`git rebase main`" in line and "merge base, not the branch's tip" in line, line
+    assert "`git rebase main`" in line, line
+    assert "merge base, not the branch's tip" in line, line
 
 
 def test_validation_names_every_bad_field_its_type_and_a_close_match(tmp_path: Path) -> None:
@@ -402,7 +415,8 @@ def test_the_readmes_bake_block_ends_in_merge_as_written(
     names the line to change; where CI judges, the placeholder is refused."""
     monkeypatch.delenv("CI", raising=False)
     install, bake_line, judge_line = readme_bake_block()
-    assert install.startswith("pip install") and judge_line == "cd shop && nox -s judge"
+    assert install.startswith("pip install")
+    assert judge_line == "cd shop && nox -s judge"
     argv = bake_line.replace("gh:org/oracle-template", str(TEMPLATE)).split()
     baked = subprocess.run(
         [*argv, "--no-input"], cwd=tmp_path, capture_output=True, text=True, check=False
@@ -465,6 +479,8 @@ def test_adopt_again_after_its_branch_merged_says_nothing_is_left_to_do(
         lines = capsys.readouterr().out.strip().splitlines()
         assert len(lines) == 1, lines
         assert lines[0].startswith(f"adopt: {adopt.BRANCH} is merged into {base} already: ")
-        assert "nothing to do" in lines[0] and "`nox -s judge -- --head BRANCH`" in lines[0]
+        assert "nothing to do" in lines[0]
+        assert "`nox -s judge -- --head BRANCH`" in lines[0]
         assert "review and merge" not in lines[0]
-        assert git(repo, "rev-parse", "HEAD") == head and git(repo, "status", "--porcelain") == ""
+        assert git(repo, "rev-parse", "HEAD") == head
+        assert git(repo, "status", "--porcelain") == ""

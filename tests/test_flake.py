@@ -230,11 +230,14 @@ def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summ
     capsys.readouterr()
     report = {"base": "a" * 40, "head": "b" * 40, "steps": steps}
     whole = functools.partial(_gate.verdict.full_evidence, flaky_dir)
-    code = _gate.verdict.write_reports(flaky_dir, report, matrix, "judge", flaky_repo, whole)
+    code = _gate.verdict.write_reports(
+        flaky_dir, report, matrix, "judge", repo=flaky_repo, evidence=whole
+    )
     said = capsys.readouterr().out
     written = json.loads((flaky_dir / "judge-report.json").read_text("utf-8"))
     summary = (flaky_dir / "judge-summary.md").read_text("utf-8")
-    assert code == 0 and written["verdict"] == "merge"
+    assert code == 0
+    assert written["verdict"] == "merge"
     row = {"id": FLAKY_ID, "step": "oracle", "by": "passing on retry 1"}
     assert written["excused"] == [row]
     assert said.startswith(

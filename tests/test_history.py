@@ -159,9 +159,11 @@ def test_history_reports_a_block_with_its_first_finding(
     out = capsys.readouterr().out.splitlines()
     first = revert["findings"][0]
     block = [line for line in out if line.startswith(revert["commit"][:10])]
-    assert len(block) == 1 and " block " in block[0], out
+    assert len(block) == 1, out
+    assert " block " in block[0], out
     assert f"{first['rule']} {first['path']}:{first['line']} " in block[0], out
-    assert out[-2].startswith("history: ") and "2 touch tests" in out[-2], out
+    assert out[-2].startswith("history: "), out
+    assert "2 touch tests" in out[-2], out
     assert out[-1].startswith(f"  block: {revert['commit'][:10]} Revert"), out
 
 

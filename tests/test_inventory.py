@@ -322,7 +322,9 @@ def test_attack_is_found_and_blocks(
     assert code == 1, report["summary"]
     assert rule in rules, report["evidence"]["findings"]
     found = next(f for f in report["evidence"]["findings"] if f["rule"] == rule)
-    assert found["path"] and found["reason"] and isinstance(found["line"], int)
+    assert found["path"]
+    assert found["reason"]
+    assert isinstance(found["line"], int)
 
 
 @pytest.mark.parametrize("name", sorted(BENIGN))
@@ -387,7 +389,8 @@ def test_allowlisted_finding_passes_and_stale_row_fails_closed(
     row["id"] = f"{D}::test_no_such_test"
     allowlist.write_text(json.dumps({"allow": [row]}))
     code, report = inventory(inventory_repo, head, tmp_path / "b", "--allowlist", str(allowlist))
-    assert code == 2 and "stale" in report["summary"]
+    assert code == 2
+    assert "stale" in report["summary"]
 
 
 def judge_args(repo: Path, tmp: Path) -> tuple[str, ...]:
@@ -425,7 +428,8 @@ def test_whole_judge_blocks_an_inventory_attack(
         for r in sarif["runs"][0]["results"]
         for where in [r["locations"][0]["physicalLocation"]]
     }
-    assert expected and expected <= found
+    assert expected
+    assert expected <= found
     assert any(rule == f"inventory/{ATTACKS[name][1]}" and path == D for rule, path, _ in found)
 
 

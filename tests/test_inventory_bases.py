@@ -14,7 +14,6 @@ real branch judged by the inventory step, as in test_inventory.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -165,9 +164,9 @@ BENIGN: dict[str, Change] = {
 
 
 @pytest.fixture(scope="module")
-def base_class_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+def base_class_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
     files = {HELPER: HELPER_TEXT, RATES: RATES_TEXT}
-    yield bake_with(tmp_path_factory.mktemp("bases"), files, "a test base class in the package")
+    return bake_with(tmp_path_factory.mktemp("bases"), files, "a test base class in the package")
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))

@@ -116,7 +116,8 @@ def test_a_collected_id_that_disappears_blocks(
     assert code == 1, report["summary"]
     lost = [f for f in report["evidence"]["findings"] if f["rule"] == "not-collected"]
     assert len(lost) == 1, report["evidence"]["findings"]
-    assert "[" in lost[0]["id"] and lost[0]["id"] in lost[0]["reason"]
+    assert "[" in lost[0]["id"]
+    assert lost[0]["id"] in lost[0]["reason"]
     collection = report["evidence"]["collection"]
     assert collection["parent"] == collection["patch"] + 1
 
@@ -130,8 +131,10 @@ def test_the_finding_names_the_id_with_its_parameter(
     )
     (found,) = report["evidence"]["findings"]
     assert found["id"] == f"{D}::test_invert_discount_rejects_impossible_input[bps-over]"
-    assert found["path"] == D and found["line"] > 0
-    assert found["parent"]["path"] == D and found["patch"]["path"] == D
+    assert found["path"] == D
+    assert found["line"] > 0
+    assert found["parent"]["path"] == D
+    assert found["patch"]["path"] == D
     # The dropped row sat above the function: it starts a line higher on the patch.
     assert found["parent"]["line"] == found["patch"]["line"] + 1 == found["line"] + 1
 
@@ -206,7 +209,8 @@ def test_new_test_paths_merge(
     assert collection["patch"] == collection["parent"] + 1
     rows = {row[0]: row for row in report["evidence"]["tests"]}
     extra = next(test for test in rows if test.endswith("::test_extra_zero"))
-    assert rows[extra][1] is None and rows[extra][2] == [1, 0, 0]
+    assert rows[extra][1] is None
+    assert rows[extra][2] == [1, 0, 0]
 
 
 # --- 3: tests the `python_files` names miss ---------------------------------------------------
@@ -415,7 +419,8 @@ def test_a_patch_that_cannot_be_collected_is_one_finding(
     assert code == 1, report["summary"]
     (found,) = report["evidence"]["findings"]
     assert found["rule"] == "not-collected"
-    assert "fails on the patch" in found["reason"] and "\n" not in found["reason"]
+    assert "fails on the patch" in found["reason"]
+    assert "\n" not in found["reason"]
     assert report["evidence"]["collection"]["patch_failed"]
 
 
@@ -507,7 +512,8 @@ def test_plugin_in_the_judged_environment_blocks(
     )
     assert code == 1, report["summary"]
     (found,) = report["evidence"]["findings"]
-    assert found["rule"] == "outcome-hook" and found["path"] == "PYTEST_ADDOPTS"
+    assert found["rule"] == "outcome-hook"
+    assert found["path"] == "PYTEST_ADDOPTS"
 
 
 def test_plugin_the_parent_already_loads_is_not_a_finding(

@@ -9,7 +9,6 @@ inventory step (base and head worktrees, git rename detection), as in test_inven
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -213,9 +212,9 @@ BENIGN: dict[str, tuple[Change, dict[str, str]]] = {
 
 
 @pytest.fixture(scope="module")
-def rename_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+def rename_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
     files = {U: UNITTEST_STYLE, TWINS: TWINS_TEXT}
-    yield bake_with(tmp_path_factory.mktemp("rename"), files, "unittest-style tests, twins")
+    return bake_with(tmp_path_factory.mktemp("rename"), files, "unittest-style tests, twins")
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))
@@ -243,7 +242,9 @@ def test_a_renamed_test_still_names_its_parent_id(rename_repo: Path, tmp_path: P
     found = next(f for f in report["evidence"]["findings"] if f["rule"] == "fewer-asserts")
     assert found["reason"].endswith("2 assertions on the parent, 1 now"), found
     assert found["id"] == f"{D}::test_stack_order_matters", found
-    assert found["parent"] and found["patch"] and found["patch"]["path"] == D, found
+    assert found["parent"], found
+    assert found["patch"], found
+    assert found["patch"]["path"] == D, found
     assert report["evidence"]["renamed_tests"] == {
         f"{D}::test_stack_order_matters": f"{D}::test_stacking_order_changes_the_total"
     }

@@ -7,7 +7,6 @@ worktrees, git rename detection), as in test_inventory.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -241,9 +240,9 @@ def conftest_helper(repo: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def sites_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Iterator[Path]:
+def sites_repo(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path) -> Path:
     files = {S: SITES, H: HELPERS, DEEPER: DEEP}
-    yield bake_with(tmp_path_factory.mktemp("sites"), files, "sites of every kind, helpers")
+    return bake_with(tmp_path_factory.mktemp("sites"), files, "sites of every kind, helpers")
 
 
 def findings(report: dict[str, object]) -> list[dict[str, object]]:
@@ -261,7 +260,8 @@ def test_site_attack_blocks_with_its_rule(sites_repo: Path, tmp_path: Path, name
     found = [f for f in findings(report) if f["rule"] == rule]
     assert code == 1, report["summary"]
     assert found, findings(report)
-    assert isinstance(found[0]["line"], int) and found[0]["line"] > 0
+    assert isinstance(found[0]["line"], int)
+    assert found[0]["line"] > 0
 
 
 @pytest.mark.parametrize("name", sorted(BENIGN))

@@ -12,7 +12,6 @@ each patch is a real branch judged by the inventory step with `pytest --collect-
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -254,12 +253,12 @@ BENIGN: dict[str, Change] = {
 
 
 @pytest.fixture(scope="module")
-def base(inventory_repo: Path) -> Iterator[Path]:
+def base(inventory_repo: Path) -> Path:
     """The bake with a file whose tests a setUp may skip already, committed on main."""
     (inventory_repo / H).write_text(HIGHLIGHT, "utf-8")
     git(inventory_repo, "add", H)
     git(inventory_repo, "commit", "-q", "-m", "a setUp skip on the base")
-    yield inventory_repo
+    return inventory_repo
 
 
 def skipped(report: dict[str, Any]) -> dict[str, str]:
@@ -319,11 +318,13 @@ def test_inventories_cached_by_another_analyzer_are_not_reused(base: Path, tmp_p
     cache = tmp_path / "inventory-cache.json"
     head = branch(base, "attack/cached", ATTACKS["setupclass-raise-skiptest"][0])
     code, report = inventory(base, head, tmp_path / "cold", "--cache", str(cache))
-    assert code == 1 and ZERO in skipped(report), report["summary"]
+    assert code == 1, report["summary"]
+    assert ZERO in skipped(report), report["summary"]
     key = json.loads(cache.read_text("utf-8"))["key"]
     forge(cache, "an older analyzer")
     code, report = inventory(base, head, tmp_path / "stale", "--cache", str(cache))
-    assert code == 1 and ZERO in skipped(report), report["summary"]
+    assert code == 1, report["summary"]
+    assert ZERO in skipped(report), report["summary"]
     # The same forged records under this analyzer's key are trusted: the key alone guards them.
     forge(cache, key)
     code, report = inventory(base, head, tmp_path / "forged", "--cache", str(cache))

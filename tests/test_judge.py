@@ -101,17 +101,19 @@ def test_a_fresh_repo_merges_a_clean_refactor(shop: Path) -> None:
     assert summary.startswith("## Oracle judge: **merge**")
     seconds = {s["name"]: s["seconds"] for s in verdict.report["steps"]}
     assert all(isinstance(v, float) and v >= 0 for v in seconds.values()), seconds
-    assert seconds["build"] > 0 and seconds["oracle"] > 0, seconds
+    assert seconds["build"] > 0, seconds
+    assert seconds["oracle"] > 0, seconds
     assert "| Step | Status | Seconds | Evidence |" in summary
     # A test file moved: the patch's own tests run on their own (advisory).
     tests = verdict.step("tests")
-    assert tests["summary"].startswith("patch tests: ") and "crossrun" not in tests["summary"]
+    assert tests["summary"].startswith("patch tests: ")
+    assert "crossrun" not in tests["summary"]
     assert verdict.report["steps_inline"] is True  # the base's scripts are the checkout's
     # Every report of the judgment says which version of its fields it holds.
     reports = judged_reports(shop / "reports", verdict)
     assert len(reports) == len(names) - 1  # all but the build, which the judge runs itself
     for path in [shop / "reports/judge-report.json", *reports]:
-        assert json.loads(path.read_text("utf-8"))["schema_version"] == 1, path.name
+        assert json.loads(path.read_text("utf-8"))["schema_version"] == 2, path.name
 
 
 @pytest.mark.parametrize(
@@ -295,7 +297,8 @@ def test_a_patched_judge_and_noxfile_are_not_what_runs(shop: Path) -> None:
     base, head = verdict.report["base"], verdict.report["head"]
     assert review["rerun"] == f"ORACLE_REVIEW=1 nox -s judge -- --base {base} --head {head}"
     summary = (shop / "reports/judge-summary.md").read_text("utf-8")
-    assert "### Needs review" in summary and "- `scripts/judge.py` (rule `/scripts/`)" in summary
+    assert "### Needs review" in summary
+    assert "- `scripts/judge.py` (rule `/scripts/`)" in summary
     lines = verdict.output.splitlines()
     said = next(line for line in lines if line.startswith("judge: verdict "))
     assert said.startswith("judge: verdict needs-review (exit 2): a code owner reviews protected")

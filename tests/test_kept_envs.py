@@ -104,7 +104,8 @@ def test_an_environment_another_process_uses_is_never_deleted(tmp_path: Path) ->
         env={"PYTHONPATH": str(SCRIPTS)},
     )
     try:
-        assert other.stdout is not None and other.stdout.readline().strip() == KEPT
+        assert other.stdout is not None
+        assert other.stdout.readline().strip() == KEPT
         use(tmp_path, "b" * 16, 0)
         assert "a" * 16 in present(tmp_path)
     finally:
@@ -168,6 +169,7 @@ def test_a_relative_cache_folder_is_the_working_directorys_wherever_its_jobs_run
     monkeypatch.setenv(CACHE_ENV, "cache")
     folder = cache_folder(tmp_path / "repo")
     monkeypatch.chdir(tmp_path / "..")
-    assert folder == tmp_path / "cache" and folder.is_absolute()
+    assert folder == tmp_path / "cache"
+    assert folder.is_absolute()
     monkeypatch.delenv(CACHE_ENV)
     assert cache_folder(Path("repo")) == tmp_path.parent / "repo" / ".oracle" / "cache"

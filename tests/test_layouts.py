@@ -3,7 +3,7 @@
 The bake is turned into a project like python-slugify: its tests are unittest classes in one
 root `test.py`, a name pytest's default `python_files` does not match (pytest collects a file
 named on its command line whatever its name), and there is no `tests/` folder. Every step that
-reads `tests:` runs through its script's `main(argv)` with the arguments judge.py passes, on
+reads `tests:` runs through its script's `main(argv)` with the judgment judge.py gives it, on
 worktrees and builds of the base and of each patch; the project's own `nox -s tests` runs too.
 """
 
@@ -20,17 +20,16 @@ import crossrun
 import pytest
 from _gate.config import load_config
 from _gate.context import Builds, Judgment, changes
-from _gate.protocol import FailClosed
+from _gate.protocol import FailClosed, read_report
 from _gate.seal import seal
 
 from tests.helpers import (
     Built,
     Step,
-    as_judged,
     builder,
     inventory_step,
+    judged_step,
     report_file,
-    run_step,
     sha,
     static_steps,
 )
@@ -108,19 +107,16 @@ def judgment(repo: Path, envs: Built, head: str, reports: Path) -> Judgment:
 
 
 def judged_run(repo: Path, envs: Built, head: str, tmp: Path) -> dict[str, Step]:
-    """crossrun, then the advisory tests (each with judge.py's arguments, the tests run again
-    as the patch changed none: the judge reads them from the crossrun only when unchanged)."""
+    """crossrun, then the advisory tests (each given the judgment as judge.py gives it; the
+    tests run again as the patch changed none: the judge reads them from the crossrun only
+    when unchanged)."""
     j = judgment(repo, envs, head, tmp / "reports")
-    cross = crossrun.arguments(j)
-    assert cross is not None
     inventory = inventory_step(repo, envs, head, tmp)
-    advisory = advisory_tests.arguments(j)
-    advisory += ["--inventory-report", str(j.reports / "assert-inventory.json")]
-    code = advisory_tests.main([*advisory, "--report", str(report_file(j.reports, "tests"))])
+    earlier = {"assert-inventory": read_report(report_file(j.reports, "assert-inventory"))}
     return {
         "assert-inventory": inventory,
-        "crossrun": run_step(j.reports, "crossrun", crossrun.main, *cross),
-        "tests": as_judged(j.reports, "tests", code, advisory=True),
+        "crossrun": judged_step(j, "crossrun", crossrun.main),
+        "tests": judged_step(j, "tests", advisory_tests.main, earlier, advisory=True),
     }
 
 
@@ -141,7 +137,8 @@ def test_the_base_collects_its_root_test_file(slug: Path, envs: Built, tmp_path:
     assert evidence["collected_patch"] == IDS
     assert sorted(steps["crossrun"]["evidence"]["parent"]) == IDS
     tests = report(tmp_path / "reports", "tests")["evidence"]
-    assert sorted(tests["outcomes"]) == IDS and tests["suspicious"] == []
+    assert sorted(tests["outcomes"]) == IDS
+    assert tests["suspicious"] == []
 
 
 def test_a_weakened_root_test_blocks_and_is_the_patchs_own_test(

@@ -22,7 +22,7 @@ from _gate.collect import collection_env
 from _gate.envs import build_variables, run_build
 from _gate.patch_env import gate_env
 from _gate.perturb import Perturbation
-from _gate.pytest_run import run_pytest
+from _gate.pytest_run import PytestOptions, run_pytest
 from _gate.sandbox import run_confined
 from _gate.worker_scene import WorkerScene
 
@@ -132,17 +132,8 @@ def test_a_pytest_run_sees_the_gates_variables_and_its_plugins(
     test = f"import os, pathlib\n\ndef test_look():\n    pathlib.Path({str(out / 'env')!r})"
     test += f".write_text(' '.join(sorted({STARTED})))\n"
     (root / "tests" / "test_look.py").write_text(test, "utf-8")
-    run = run_pytest(
-        Path(sys.executable),
-        root,
-        ["tests"],
-        prefix="",
-        timeout=120,
-        trusted=True,
-        own_config=True,
-        writable=[out],
-        confined=confined,
-    )
+    how = PytestOptions(timeout=120, own_config=True, writable=(out,), confined=confined)
+    run = run_pytest(Path(sys.executable), root, ["tests"], how)
     assert run.outcomes == {"tests/test_look.py::test_look": "passed"}, run
     assert set((out / "env").read_text().split()) == documented()["pytest"]
 
@@ -187,8 +178,10 @@ def test_a_job_has_mounts_of_its_own_over_the_machines_services(tmp_path: Path) 
     text = DOC.read_text("utf-8")
     assert all(f"`{path}`" in text for path in covers | {"/var/run"})
     assert {path for path in covers if mounts.get(path) == "tmpfs"} == covers, mounts
-    assert mounts.get("/dev/shm") == "tmpfs" and mounts.get("/proc") == "proc"
+    assert mounts.get("/dev/shm") == "tmpfs"
+    assert mounts.get("/proc") == "proc"
     beneath = {m for m in mounts if any(m.startswith(c + "/") for c in covers)}
     # What it names: its scratch, and the working directory it starts in (the launcher's).
     named = (str(tmp_path), str(Path.cwd()))
-    assert beneath and all(m.startswith(named) for m in beneath), beneath
+    assert beneath, beneath
+    assert all(m.startswith(named) for m in beneath), beneath

@@ -159,7 +159,8 @@ def test_an_assertion_that_cannot_fail_blocks_with_its_site_named(
     found = report["evidence"]["findings"]
     assert all(f["id"] == TEST for f in found), found
     cannot = [f["reason"] for f in found if f["rule"] == "cannot-fail"]
-    assert cannot and cannot[0].startswith(f"{TEST}: line "), cannot
+    assert cannot, cannot
+    assert cannot[0].startswith(f"{TEST}: line "), cannot
     assert cannot[0].endswith("cannot fail (forced failure passed)")
 
 
@@ -260,7 +261,8 @@ def test_an_honest_reshaping_whose_checks_still_run_merges(
     code, report = judged(shop, python, crossran, head, tmp_path, base=base)
     assert code == 0, (report["summary"], report["evidence"]["findings"])
     probed = report["evidence"]["run_time"]["probes"]
-    assert probed["cannot_fail"] == [] and probed["can_fail"] >= 1, probed
+    assert probed["cannot_fail"] == [], probed
+    assert probed["can_fail"] >= 1, probed
 
 
 LOOPED = (

@@ -69,7 +69,8 @@ def test_the_judge_passes_progress_through_and_keeps_the_rest(
     err = capfd.readouterr().err
     assert "judge: replay: 1/2 invocations, 0 s" in err.splitlines()
     assert ran.stderr == ["a warning of the step itself"]
-    assert ran.stdout == b"out\n" and ran.returncode == 0
+    assert ran.stdout == b"out\n"
+    assert ran.returncode == 0
     assert ran.seconds >= 0.3
 
 
@@ -101,7 +102,8 @@ def test_a_quiet_inline_step_is_said_to_be_running(
         "oracle", lambda: importlib.import_module(inline_step.removesuffix(".py")).main(["--slow"])
     )
     assert "judge: oracle: running, 0 s" in capfd.readouterr().err.splitlines()
-    assert ran.returncode == 0 and ran.seconds >= 0.5
+    assert ran.returncode == 0
+    assert ran.seconds >= 0.5
 
 
 def test_an_inline_step_that_exits_leaves_no_report_and_fails_closed(

@@ -50,8 +50,10 @@ def test_an_environment_holds_the_tools_its_runs_use_and_not_the_judges_installe
     monkeypatch.setenv("UV_EXCLUDE", str(tmp_path / "no-such-file.txt"))
     env = tmp_path / "env"
     built(tiny(tmp_path / "tree"), env, wheelhouse)
-    assert (env / "bin/pytest").is_file() and (env / "bin/hypothesis").is_file()
-    assert not (env / "bin/uv").exists() and not list(env.glob("lib/python*/site-packages/uv"))
+    assert (env / "bin/pytest").is_file()
+    assert (env / "bin/hypothesis").is_file()
+    assert not (env / "bin/uv").exists()
+    assert not list(env.glob("lib/python*/site-packages/uv"))
     spaced = tmp_path / "a b"  # a path uv would split: the environment then holds uv
     spaced.mkdir()
     assert without_installer(spaced) == {"UV_EXCLUDE": ""}
@@ -65,7 +67,8 @@ def test_an_honest_wheel_installs_its_tree_file_for_file(tmp_path: Path, wheelho
         "tiny/data.json": "tiny/data.json",
         "tiny/rules.py": "tiny/rules.py",
     }
-    assert found.folders == {"tiny": ""} and found.generated == frozenset()
+    assert found.folders == {"tiny": ""}
+    assert found.generated == frozenset()
 
 
 def test_a_backend_that_swaps_a_module_fails_closed_naming_it(
@@ -174,7 +177,8 @@ def test_a_remap_to_old_code_outside_the_package_fails_closed(
     parent = tiny(tmp_path / "parent")
     (parent / "pyproject.toml").write_text(parent_config, "utf-8")
     before = provenance(parent, built(parent, tmp_path / "parent-env", wheelhouse), "base:")
-    assert before.folders == {"tiny": ""} and not before.generated
+    assert before.folders == {"tiny": ""}
+    assert not before.generated
     patch = tiny(tmp_path / "patch")
     (patch / "pyproject.toml").write_text(patch_config, "utf-8")
     old = "def rate():\n    return 10\n"
@@ -185,9 +189,13 @@ def test_a_remap_to_old_code_outside_the_package_fails_closed(
         (patch / "old").mkdir()
         (patch / "old/rules.py").write_text(old, "utf-8")
     (patch / "tiny/rules.py").write_text("def rate():\n    return 30\n", "utf-8")
-    with pytest.raises(FailClosed, match=message):
+
+    def judged() -> None:  # either reading the patch's wheel or comparing it refuses
         after = provenance(patch, built(patch, tmp_path / "patch-env", wheelhouse), "head:")
         compare(before, after, patch, "head:")
+
+    with pytest.raises(FailClosed, match=message):
+        judged()
 
 
 def test_a_generated_version_file_and_a_version_bump_keep_their_origin(
@@ -204,7 +212,9 @@ def test_a_generated_version_file_and_a_version_bump_keep_their_origin(
         sides[side] = provenance(tree, built(tree, tmp_path / f"{side}-env", wheelhouse), "head:")
     compare(sides["parent"], sides["patch"], tmp_path / "patch", "head:")
     generated = [f for f in sides["patch"].files if f.path == "tiny/_version.py"]
-    assert generated and generated[0].source == "" and len(generated[0].sha256) == 64
+    assert generated
+    assert generated[0].source == ""
+    assert len(generated[0].sha256) == 64
     assert sides["patch"].generated == sides["parent"].generated == {"tiny/_version.py"}
 
 
@@ -474,13 +484,16 @@ def test_honest_builds_keep_working_in_their_throwaway_environment(
     assert subprocess.run(
         [python, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split() == ["1.2.3", "42"]
-    assert info.name == "tiny-1.2.3.dist-info" and (info.parent / "tiny/data.json").is_file()
+    assert info.name == "tiny-1.2.3.dist-info"
+    assert (info.parent / "tiny/data.json").is_file()
     assert strays(env, digest(env)) == []
     found = provenance(tree, info, "head:")
     generated = [f.path for f in found.files if not f.source]  # the compiled module alone
-    assert len(generated) == 1 and generated[0].startswith("tiny/_speed."), generated
+    assert len(generated) == 1, generated
+    assert generated[0].startswith("tiny/_speed."), generated
     assert generated[0].endswith(".so"), generated
-    assert not (tree / "build").exists() and not list(tree.glob("*.egg-info"))  # a copy built
+    assert not (tree / "build").exists()
+    assert not list(tree.glob("*.egg-info"))
 
 
 # Extras that name the project itself, nested, with a marker: hatchling resolves them into the

@@ -103,12 +103,15 @@ def test_traceback_fails_closed_naming_case_and_exception(
     code, report, out = run_record(tmp_path, command, [case("prices", *argv)])
     assert code == 2
     summary = report["summary"]
-    assert "case 'prices'" in summary and f"({exception})" in summary
-    assert "cases.yaml" in summary and "expect_crash: true" in summary
+    assert "case 'prices'" in summary
+    assert f"({exception})" in summary
+    assert "cases.yaml" in summary
+    assert "expect_crash: true" in summary
     assert report["evidence"]["tracebacks"] == [{"id": "prices", "exception": exception}]
     assert not out.exists()  # a rejected recording is never reused
     printed = capsys.readouterr().err.strip().splitlines()
-    assert len(printed) == 1 and "Traceback" not in printed[0]
+    assert len(printed) == 1
+    assert "Traceback" not in printed[0]
 
 
 def test_one_crashing_case_among_good_ones_is_named(tmp_path: Path) -> None:
@@ -116,7 +119,8 @@ def test_one_crashing_case_among_good_ones_is_named(tmp_path: Path) -> None:
     cases = [case("fine", "3"), case("negative", "-1"), case("also-fine", "0")]
     code, report, _ = run_record(tmp_path, command, cases)
     assert code == 2
-    assert "case 'negative'" in report["summary"] and "more cases" not in report["summary"]
+    assert "case 'negative'" in report["summary"]
+    assert "more cases" not in report["summary"]
 
 
 def test_error_message_and_exit_1_is_a_contract(tmp_path: Path) -> None:
@@ -124,7 +128,8 @@ def test_error_message_and_exit_1_is_a_contract(tmp_path: Path) -> None:
     code, report, out = run_record(tmp_path, command, [case("empty-cart")])
     assert code == 0, report["summary"]
     recorded = json.loads(out.read_text())["cases"]["empty-cart"]
-    assert recorded["fields"]["exit_code"] == 1 and recorded["traceback"] is None
+    assert recorded["fields"]["exit_code"] == 1
+    assert recorded["traceback"] is None
 
 
 def test_traceback_words_on_stdout_are_output(tmp_path: Path) -> None:
@@ -164,4 +169,5 @@ def test_reuse_does_not_trust_a_cassette_that_never_looked_for_tracebacks(
     out.write_text(json.dumps(old))
     crashing = cli(tmp_path, "crashing", RAISES)
     code, report, _ = run_record(tmp_path, crashing, [case("prices", "-5")], "--reuse")
-    assert code == 2 and "ValueError: negative total -5" in report["summary"]
+    assert code == 2
+    assert "ValueError: negative total -5" in report["summary"]

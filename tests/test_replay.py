@@ -193,7 +193,8 @@ def test_real_cli_release_differs_exactly_where_its_changelog_says(
         for m in result.evidence["mismatches"]
         if m["id"] == "rounded-grid" and m["field"] == "stdout.raw"
     )
-    assert "╭" in rounded["patch"] and "+++ patch" in rounded["diff"]
+    assert "╭" in rounded["patch"]
+    assert "+++ patch" in rounded["diff"]
 
 
 def test_same_release_replays_clean(tmp_path: Path, tabulate: dict[str, Path]) -> None:
@@ -222,9 +223,11 @@ def test_timestamp_is_unstable_at_record_and_never_blocks(tmp_path: Path) -> Non
     recorded, cassette = record(tmp_path, clock, cases)
     assert recorded.code == 0
     [unstable] = recorded.evidence["unstable"]
-    assert unstable["id"] == "clock" and unstable["field"] == "stdout.json.pointer:/now"
+    assert unstable["id"] == "clock"
+    assert unstable["field"] == "stdout.json.pointer:/now"
     first, second = unstable["values"]
-    assert isinstance(first, int) and first != second
+    assert isinstance(first, int)
+    assert first != second
     assert recorded.evidence["proposals"][0]["field"] == "stdout.json.pointer:/now"
     result = replay(tmp_path, cassette, clock, clock, cases)
     assert result.code == 0
@@ -272,7 +275,8 @@ def test_hanging_cli_times_out_and_its_process_group_dies(tmp_path: Path) -> Non
     assert recorded.evidence["crashed"] == ["hang"]
     saved = json.loads(cassette.read_text())["cases"]["hang"]
     assert saved["fields"] == {"exit_code": "timeout", "stdout.raw": "started\n"}
-    assert saved["run"]["timed_out"] is True and saved["run"]["signal"] == 9
+    assert saved["run"]["timed_out"] is True
+    assert saved["run"]["signal"] == 9
     assert not running(token)
 
 
@@ -370,9 +374,14 @@ def test_each_case_runs_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     cases = write_cases(tmp_path, [case])
     recorded, _ = record(tmp_path, environ, cases)
     seen = recorded.evidence["unstable"][0]["values"][0]  # HOME and cwd are fresh per run
-    assert seen["SECRET"] is None and seen["TZ"] is None and seen["EXTRA"] == "1"
-    assert seen["NO_COLOR"] == "1" and seen["LC_ALL"] == "C.UTF-8" and seen["COLUMNS"] == "80"
-    assert seen["HOME"] != os.environ.get("HOME") and seen["cwd"] != os.getcwd()
+    assert seen["SECRET"] is None
+    assert seen["TZ"] is None
+    assert seen["EXTRA"] == "1"
+    assert seen["NO_COLOR"] == "1"
+    assert seen["LC_ALL"] == "C.UTF-8"
+    assert seen["COLUMNS"] == "80"
+    assert seen["HOME"] != os.environ.get("HOME")
+    assert seen["cwd"] != os.getcwd()
 
 
 def test_parent_disagreeing_with_its_recording_is_drift(tmp_path: Path) -> None:
@@ -411,16 +420,19 @@ def test_parent_now_runs_taken_beside_the_build_are_the_drift_checks(tmp_path: P
     _, cassette = record(tmp_path, clock, cases)
     taken, _ = taken_ahead(tmp_path, clock, cases, 2)  # the parent build, drifted by then
     drifted = replay(tmp_path, cassette, clock, clock, cases, extra=("--parent-now", taken))
-    assert drifted.code == 2 and "environment drift" in drifted.report["summary"]
+    assert drifted.code == 2
+    assert "environment drift" in drifted.report["summary"]
     assert drifted.evidence["parent_now_taken_before"] == 1
     other = cli(tmp_path, "other", CLOCK)  # the same program at another path: not the parent
     elsewhere, _ = taken_ahead(tmp_path, other, cases, 2)
     clean = replay(tmp_path, cassette, clock, clock, cases, extra=("--parent-now", elsewhere))
-    assert clean.code == 0 and clean.evidence["parent_now_taken_before"] == 0
+    assert clean.code == 0
+    assert clean.evidence["parent_now_taken_before"] == 0
     write_cases(tmp_path, [{**spec, "argv": ["1", "--again"]}])  # the case changed since
     _, cassette = record(tmp_path, clock, cases)
     again = replay(tmp_path, cassette, clock, clock, cases, extra=("--parent-now", taken))
-    assert again.code == 0 and again.evidence["parent_now_taken_before"] == 0
+    assert again.code == 0
+    assert again.evidence["parent_now_taken_before"] == 0
 
 
 def test_parent_now_runs_rewritten_after_the_judge_wrote_them_fail_closed(tmp_path: Path) -> None:
@@ -437,7 +449,8 @@ def test_parent_now_runs_rewritten_after_the_judge_wrote_them_fail_closed(tmp_pa
     assert "parent-now runs changed since the judge wrote them" in result.report["summary"]
     taken.write_bytes(first)  # as written: used
     kept = replay(tmp_path, cassette, clock, clock, cases, extra=flags)
-    assert kept.code == 0 and kept.evidence["parent_now_taken_before"] == 1
+    assert kept.code == 0
+    assert kept.evidence["parent_now_taken_before"] == 1
 
 
 def test_changed_case_is_re_recorded_not_reused(tmp_path: Path) -> None:
@@ -448,7 +461,8 @@ def test_changed_case_is_re_recorded_not_reused(tmp_path: Path) -> None:
     assert step("record_cassettes.py", tmp_path, *args).report["summary"].startswith("reused")
     write_cases(tmp_path, [{"id": "one", "argv": ["2"], "compare": ["exit_code"]}])
     stale = replay(tmp_path, cassette, clock, clock, cases)
-    assert stale.code == 2 and "changed since it was recorded" in stale.report["summary"]
+    assert stale.code == 2
+    assert "changed since it was recorded" in stale.report["summary"]
     assert step("record_cassettes.py", tmp_path, *args).report["summary"].startswith("recorded")
 
 
@@ -481,8 +495,10 @@ def test_invalid_cases_fail_closed_with_the_case_id(
 ) -> None:
     result, _ = record(tmp_path, Path(sys.executable), write_cases(tmp_path, cases))
     assert result.code == 2
-    assert "case 'a'" in result.report["summary"] and message in result.report["summary"]
-    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert "case 'a'" in result.report["summary"]
+    assert message in result.report["summary"]
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
 
 
 SPAN = "import time; start = time.time(); time.sleep(1.0); print(start, time.time())"

@@ -98,7 +98,8 @@ def test_a_docs_only_patch_runs_each_parent_side_at_most_once_and_a_code_patch_r
     # The crossrun runs the base's tests on both builds: one build, the same tests, no run.
     crossrun = docs.step("crossrun")
     assert crossrun["summary"].startswith("nothing ran: the patch's build is"), crossrun
-    assert crossrun["evidence"]["ran"] is False and reused(docs, "parent") == ["crossrun"]
+    assert crossrun["evidence"]["ran"] is False
+    assert reused(docs, "parent") == ["crossrun"]
     assert docs.step("tests")["summary"].startswith(f"patch tests: not run, {REUSED}")
 
     code = judge(shop, "--head", branch(shop, "reuse-code", comment))
@@ -138,7 +139,8 @@ def test_a_second_judgment_of_a_base_reuses_the_parent_runs_it_kept_and_still_bl
         "patch built into a fresh offline environment; the parent and oracle environments kept"
     )
     after = sorted(path for path in (cache / "envs").iterdir() if path.is_dir())
-    assert len(after) == 3 and len(set(after) & set(envs)) == 2, after
+    assert len(after) == 3, after
+    assert len(set(after) & set(envs)) == 2, after
     rules = [
         rule for env in after for rule in env.glob(f"env/lib/python*/site-packages/{RULE[4:]}")
     ]
@@ -241,7 +243,8 @@ def test_a_judgment_that_runs_the_patch_unconfined_keeps_nothing_and_reuses_noth
     kept = judge(shop, "--head", branch(shop, "unconfined-kept", comment))
     assert kept.report["verdict"] == "merge", kept.output[-2000:]
     before = kept_files(cache)
-    assert any(name.startswith("envs/") for name in before) and len(before) > 2
+    assert any(name.startswith("envs/") for name in before)
+    assert len(before) > 2
 
     def best_effort(repo: Path) -> None:
         edit(repo / "oracle/judge.yaml", "sandbox: required", "sandbox: best-effort")

@@ -18,14 +18,6 @@ from tests.helpers import SCRIPTS
 pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
 
 ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("_"))
-# Renamed step scripts, kept as one-line shims that import their new name.
-SHIMS = {
-    "check_preconditions.py": "preconditions",
-    "classify_write_set.py": "write_set",
-    "lock_fixtures.py": "fixtures_lock",
-    "run_oracle.py": "oracle",
-    "run_tests.py": "advisory_tests",
-}
 # The one entry that needs more than PyYAML: it runs the user's own tests, in the tests
 # session's environment, so it imports pytest, and only once --help is past.
 ENTRY_THIRD_PARTY = {"unit_tests.py": {"pytest"}}
@@ -72,9 +64,6 @@ def test_script_help_documents_exit_codes(script: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("script", ENTRY_POINTS, ids=lambda p: p.name)
 def test_entry_scripts_import_the_private_package_only_never_each_other(script: Path) -> None:
     names = imported(script)
-    if script.name in SHIMS:
-        assert names == {SHIMS[script.name]}
-        return
     allowed = {"yaml", "_gate", *ENTRY_THIRD_PARTY.get(script.name, set())}
     assert {name.split(".")[0] for name in names} - allowed == set()
     assert "_gate" not in names  # a module of it by name, never the package's namespace
@@ -82,7 +71,8 @@ def test_entry_scripts_import_the_private_package_only_never_each_other(script: 
     top_level = {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
     assert not top_level & ENTRY_THIRD_PARTY.get(script.name, set())  # --help needs none
     main = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main")
-    assert main.returns is not None and ast.unparse(main.returns) == "int"
+    assert main.returns is not None
+    assert ast.unparse(main.returns) == "int"
 
 
 @pytest.mark.parametrize("module", PACKAGE, ids=lambda p: p.name)
@@ -136,7 +126,9 @@ def test_json_pointer_follows_rfc_6901() -> None:
     assert pointer_get(doc, "/") == 1
     assert pointer_get(doc, "") == doc
     assert pointer_get(doc, "/a~1b/m~0n/01") == {"$missing": True}
-    assert valid_pointer("/a~1b/m~0n") and not valid_pointer("/a~2") and not valid_pointer("a")
+    assert valid_pointer("/a~1b/m~0n")
+    assert not valid_pointer("/a~2")
+    assert not valid_pointer("a")
 
 
 def test_sarif_puts_each_finding_on_its_file_and_line(tmp_path: Path) -> None:

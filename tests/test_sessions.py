@@ -111,7 +111,8 @@ def test_the_oracle_session_runs_the_properties_on_the_working_tree(repo: Path) 
     output = broken.stdout + broken.stderr
     assert broken.returncode == 1, output
     last = [line for line in output.splitlines() if line.startswith("oracle: block:")]
-    assert last and f"oracle/test_properties.py::{CAUGHT_BY} failed" in last[0], output
+    assert last, output
+    assert f"oracle/test_properties.py::{CAUGHT_BY} failed" in last[0], output
     assert "with the working tree's changes" in last[0]
     assert re.search(r"oracle: block: \d+ of [1-9] oracles fail", last[0]), last[0]  # -k picked
     # Nothing of the repository changed but the edit: no ref, no index entry, no worktree.

@@ -203,7 +203,7 @@ def test_a_shard_that_needs_review_makes_the_merge_need_it(
     assert (code, report["verdict"]) == (2, "needs-review")
     assert report["review"]["protected"] == rows
     for name in ("judge-report.json", "write-set.json", "replay-report.json"):
-        assert json.loads((tmp_path / "merged" / name).read_text())["schema_version"] == 1
+        assert json.loads((tmp_path / "merged" / name).read_text())["schema_version"] == 2
     rerun = f"ORACLE_REVIEW=1 nox -s judge -- --base {BASE} --head {HEAD}"
     assert report["review"]["rerun"] == rerun
     # An error besides the review, here a shard missing, is what the verdict says.

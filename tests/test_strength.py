@@ -27,8 +27,9 @@ import strength
 import yaml
 from _gate.cases import load_cases
 from _gate.cassettes import record
+from _gate.confine import Reach
 from _gate.git import SCORE_FILE
-from _gate.sandbox import probe_sandbox, run_confined
+from _gate.sandbox import at_home, probe_sandbox, run_confined
 from judge import Judge, Ran
 
 from tests.helpers import SCRIPTS, finish
@@ -134,7 +135,8 @@ def test_the_tests_run_on_the_mutants_the_oracle_missed_and_tell_the_same(
         return {row["mutant"] for row in found["missed"] if row["verdict"] == "only_tests"}
 
     assert only_tests(report), "some mutant of _read_cart is killed by the project's tests alone"
-    assert report["totals"]["cassettes"] > 0 and report["totals"].get("survived", 0) > 0
+    assert report["totals"]["cassettes"] > 0
+    assert report["totals"].get("survived", 0) > 0
     assert only_tests(report) == only_tests(alone) & missed(report)
 
 
@@ -275,7 +277,8 @@ def test_bad_strength_settings_fail_closed_in_one_line(
     out = tmp_path / "strength.json"
     assert strength.main(["--tree", str(repo), "--report", str(out)]) == 2
     summary = json.loads(out.read_text("utf-8"))["summary"]
-    assert said in summary and "\n" not in summary
+    assert said in summary
+    assert "\n" not in summary
 
 
 def test_shards_split_the_mutants_and_merge_into_the_whole_measurement(
@@ -415,9 +418,14 @@ def cassette_tests(
     test = tally["scripts"] / "_gate/strength_cassettes.py"
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *options, str(test)]
     if confined:  # what the recording names, seen as strength.py's mutmut runs see it
-        see = [recording.parent]
+        reach = Reach(see=(str(recording.parent),))
         done = run_confined(
-            cmd, writable=[], home=scratch, timeout=300, cwd=scratch, env=env, see=see
+            cmd,
+            writable=[scratch],
+            timeout=300,
+            cwd=scratch,
+            env=at_home(env, scratch),
+            reach=reach,
         )
         out = done.stdout.head.decode("utf-8", "replace")
     else:
@@ -479,12 +487,14 @@ def test_a_mutant_runs_first_the_cases_that_killed_its_function_before(
     assert "where" not in first  # -x: not run
     again = cassette_tests(tally, "tally.x_style__mutmut_1", scratch, options=mutmut)
     assert again["styled"] == "FAILED"
-    assert "reach" not in again and "where" not in again
+    assert "reach" not in again
+    assert "where" not in again
     # Another function's mutant, which no case kills: every case runs, first the one that
     # killed a mutant of any function (pytest's summary lists them in the order they ran).
     other = cassette_tests(tally, "tally.x_main__mutmut_1", scratch, options=mutmut)
     assert list(other)[:3] == ["styled", "reach", "where"]
-    assert set(other.values()) >= {"PASSED"} and "FAILED" not in other.values()
+    assert set(other.values()) >= {"PASSED"}
+    assert "FAILED" not in other.values()
 
 
 PROPERTY = """
@@ -516,7 +526,8 @@ def test_a_failing_property_fails_as_before_without_shrinking_under_the_strength
         (tmp_path / "calls").unlink(missing_ok=True)
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, str(test)]
         proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
-        assert proc.returncode == 1 and "1 failed" in proc.stdout, proc.stdout + proc.stderr
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "1 failed" in proc.stdout, proc.stdout + proc.stderr
         return len((tmp_path / "calls").read_text("utf-8"))
 
     assert examples("-p", "_gate.strength_plugin") < examples()

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from _gate.confine import Reach
 from _gate.patch_env import gate_env
 from _gate.process import Completed
 from _gate.sandbox import run_confined
@@ -58,7 +59,7 @@ print(json.dumps(out))
 def watched(code: str, tmp: Path, *args: str, tty: tuple[int, ...] = ()) -> Completed:
     cmd = [sys.executable, "-I", "-c", textwrap.dedent(code), *args]
     env = gate_env(tmp, tmp)
-    return run_confined(cmd, writable=[tmp], timeout=60, env=env, watch=True, tty=tty)
+    return run_confined(cmd, writable=[tmp], timeout=60, env=env, reach=Reach(tty, watch=True))
 
 
 def test_where_a_job_reached_is_recorded_whatever_it_was_told(tmp_path: Path) -> None:
@@ -67,7 +68,8 @@ def test_where_a_job_reached_is_recorded_whatever_it_was_told(tmp_path: Path) ->
     assert done.confinement == "namespaces"
     said = json.loads(done.stdout.head)
     assert said["sendto"] == said["connect"] == "ENETUNREACH"  # no network, as unwatched
-    assert said["host"] == "ENOENT" and said["own"] == 0
+    assert said["host"] == "ENOENT"
+    assert said["own"] == 0
     assert done.reached == (
         "inet 203.0.113.5:53",
         "inet 198.51.100.7:443",
@@ -100,7 +102,9 @@ def test_an_honest_job_reaches_nothing(tmp_path: Path) -> None:
     print("ok")
     """
     done = watched(code, tmp_path)
-    assert done.stdout.head == b"ok\n" and done.reached == () and done.typed == b""
+    assert done.stdout.head == b"ok\n"
+    assert done.reached == ()
+    assert done.typed == b""
 
 
 @pytest.mark.parametrize("fd", ["0", "1", "/dev/tty"])

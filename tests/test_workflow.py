@@ -87,7 +87,8 @@ def test_answers_render_into_valid_workflow(baked: Path) -> None:
     assert workflow["env"]["ORACLE_REF"] == "oracle/ledger"
     assert "the oracle 2 times on each of two runner" in (baked / WORKFLOW).read_text("utf-8")
     text = (baked / WORKFLOW).read_text("utf-8")
-    assert "{%" not in text and "cookiecutter" not in text
+    assert "{%" not in text
+    assert "cookiecutter" not in text
     assert "${{ github.base_ref }}" in text
 
 
@@ -137,7 +138,8 @@ def test_shards_run_as_a_matrix_and_the_judge_job_merges_them(baked: Path) -> No
     # The required check keeps its name whatever the answer.
     assert judge["name"] == "judge"
     if count == 1:
-        assert "judge-shard" not in jobs and "needs" not in judge
+        assert "judge-shard" not in jobs
+        assert "needs" not in judge
         return
     shard = jobs["judge-shard"]
     assert shard["strategy"] == {"fail-fast": False, "matrix": {"shard": [1, 2, 3]}}
@@ -248,7 +250,9 @@ def test_the_comment_reads_the_summary_as_data(baked: Path) -> None:
     assert post["env"] == {"RESULT": "${{ needs.judge.result }}"}
     assert set(post["with"]) == {"script"}
     assert "readFileSync('reports/judge-summary.md'" in script
-    assert MARKER in script and "updateComment" in script and "createComment" in script
+    assert MARKER in script
+    assert "updateComment" in script
+    assert "createComment" in script
 
 
 # Runs the comment's script as actions/github-script does (an async function given `require`,
@@ -297,19 +301,22 @@ def test_the_comment_is_one_comment_updated_in_place(baked: Path, tmp_path: Path
     [(kind, args)] = post([])
     assert (kind, args["issue_number"]) == ("create", 5)
     # The marker first, the check's own result, then the summary as it was written.
-    assert args["body"].startswith(f"{MARKER}\n") and "**failure**" in args["body"]
+    assert args["body"].startswith(f"{MARKER}\n")
+    assert "**failure**" in args["body"]
     assert args["body"].endswith(summary)
     # Its own comment is updated; one that anyone else wrote with the marker is left alone.
     theirs = {"id": 1, "user": {"login": "someone"}, "body": f"{MARKER} judge: merge"}
     ours = {"id": 2, "user": {"login": "github-actions[bot]"}, "body": f"{MARKER}\nold"}
     [(kind, args)] = post([theirs, ours])
-    assert (kind, args["comment_id"]) == ("update", 2) and args["body"].endswith(summary)
+    assert (kind, args["comment_id"]) == ("update", 2)
+    assert args["body"].endswith(summary)
     [(kind, args)] = post([theirs])
     assert kind == "create"
     # A judgment that stopped before its reports still gets its comment, saying so.
     (tmp_path / "reports" / "judge-summary.md").unlink()
     [(kind, args)] = post([ours])
-    assert kind == "update" and "left no summary" in args["body"]
+    assert kind == "update"
+    assert "left no summary" in args["body"]
 
 
 def test_concurrency_is_set_without_cancel_in_progress(baked: Path) -> None:
@@ -317,7 +324,8 @@ def test_concurrency_is_set_without_cancel_in_progress(baked: Path) -> None:
     # Per pull request and per copy of the file: a ruleset's run of the base branch's copy
     # must not be the pending run that the pull request's own copy replaces.
     group = workflow["concurrency"]["group"]
-    assert "github.workflow_ref" in group and "github.event.pull_request.number" in group
+    assert "github.workflow_ref" in group
+    assert "github.event.pull_request.number" in group
     # GitHub does not run a ruleset-required workflow that uses cancel-in-progress.
     assert set(workflow["concurrency"]) == {"group"}
     assert not [name for name, job in workflow["jobs"].items() if "concurrency" in job]
@@ -348,7 +356,8 @@ def test_the_judge_job_installs_only_libfaketime_from_the_system(baked: Path) ->
     apt = [
         (name, step["run"]) for name, step in steps(workflow) if "apt-get" in step.get("run", "")
     ]
-    assert judging and [name for name, _ in apt] == judging
+    assert judging
+    assert [name for name, _ in apt] == judging
     assert {run for _, run in apt} == {
         "sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends faketime"
     }
@@ -360,10 +369,12 @@ def test_ci_pins_hash_every_package_of_nox_and_uv(baked: Path) -> None:
     # One entry per requirement: its line and the continuation lines that carry its hashes.
     entries = re.split(r"\n(?=[A-Za-z0-9])", text)
     requirements = [e for e in entries if not e.startswith("#")]
-    assert requirements and all(PIN_LINE.match(e) and HASH.search(e) for e in requirements)
+    assert requirements
+    assert all(PIN_LINE.match(e) and HASH.search(e) for e in requirements)
     # The same nox and uv as the template's own sessions.
     dev = pins((TEMPLATE / "requirements-dev.txt").read_text("utf-8"))
-    assert pinned["nox"] == dev["nox"] and pinned["uv"] == dev["uv"]
+    assert pinned["nox"] == dev["nox"]
+    assert pinned["uv"] == dev["uv"]
     # nox's dependency closure in this interpreter (the same nox version): each one pinned,
     # so pip's hash-checking mode has nothing left to resolve.
     missing, seen, queue = [], set(), ["nox"]

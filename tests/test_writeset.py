@@ -144,7 +144,8 @@ def test_edit_inside_a_merge_of_the_patchs_own_branches(repo: Path, tmp_path: Pa
     commit(repo, "side: helper", {"src/side_helper.py": "X = 1\n"})
     merge(repo, patch, "side-feature")
     clean, report = write_set(repo, patch, trunk, tmp_path)
-    assert clean == 0 and paths(report, "source") == ["src/side.py", "src/side_helper.py"]
+    assert clean == 0
+    assert paths(report, "source") == ["src/side.py", "src/side_helper.py"]
     git(repo, "checkout", "-q", "side-feature")
     commit(repo, "side: more", {"src/side_more.py": "Y = 1\n"})
     merge(repo, patch, "side-feature", edit={"noxfile.py": "# gone\n"})
@@ -238,7 +239,9 @@ def test_a_build_file_pyproject_names_needs_review_and_a_reverted_table_still_co
     commit(repo, "patch: the table reverted", {"pyproject.toml": original})
     code, report = write_set(repo, patch, trunk, tmp_path)
     rules = protected_rules(report)
-    assert code == 2 and rules["tools/hook.py"] == BUILD and rules["setup.py"] == BUILD
+    assert code == 2
+    assert rules["tools/hook.py"] == BUILD
+    assert rules["setup.py"] == BUILD
     assert rules["pyproject.toml"] == f"{BUILD} [tool.hatch.build]"
 
 

@@ -78,21 +78,30 @@ def nox(repo: Path, wheelhouse: Path, *args: str, check: bool = True) -> None:
         subprocess.run(cmd, cwd=repo, env=env, capture_output=True, check=False)
 
 
+@dataclass(frozen=True)
+class Adoption:
+    """How a source is adopted, beyond its cases and fixtures."""
+
+    branch: str | None = None  # of the source to clone (None: its HEAD)
+    command: str | None = None  # the console script adopt records (None: adopt finds it)
+    as_of_start: bool = False  # pin the judge's tools as of the start commit's date
+
+
 def prepare(
     source: Path,
     start: str,
     work: Path,
     wheelhouse: Path,
     cases: Sequence[str],
+    *,
     fixtures: Path | None = None,
-    branch: str | None = None,
-    command: str | None = None,
-    as_of_start: bool = False,
+    adoption: Adoption = Adoption(),
 ) -> tuple[Path, list[str]]:
     """The project at `start` with the gate adopted, merged, and the cases added; and the
     first-parent commits from `start` to the source's HEAD, oldest first."""
     repo = work / "repo"
     work.mkdir(parents=True, exist_ok=True)  # as `git clone` makes its target's parents
+    branch, command = adoption.branch, adoption.command
     picked = ["--branch", branch] if branch else []
     adopt.git(work, "clone", "-q", *picked, str(source), str(repo))
     adopt.git(repo, "remote", "remove", "origin")
@@ -100,7 +109,7 @@ def prepare(
     adopt.git(repo, "checkout", "-q", "-B", BASE, start)
     how = ["--wheelhouse", str(wheelhouse), "--owners", "@org/owners"]
     how += ["--command", command] if command else []
-    if as_of_start:
+    if adoption.as_of_start:
         how += ["--as-of", adopt.git(repo, "log", "-1", "--format=%cI", start).strip()]
     if adopt.main([str(repo), *how]):
         raise adopt.AdoptError(f"adopting the gate in {source} at {start} failed (see above)")
@@ -180,10 +189,8 @@ def run(args: argparse.Namespace) -> list[Judged]:
         args.work,
         args.wheelhouse,
         args.case,
-        args.fixtures,
-        branch=args.branch,
-        command=args.command,
-        as_of_start=args.as_of_start,
+        fixtures=args.fixtures,
+        adoption=Adoption(args.branch, args.command, args.as_of_start),
     )
     picked = {adopt.git(repo, "rev-parse", f"{rev}^{{commit}}") for rev in args.commit}
     rows = []

@@ -47,7 +47,8 @@ def bake(output_dir: Path, **answers: Any) -> Path:
 def load_hook(name: str) -> ModuleType:
     """A hook of the template as plain Python: its rules and helpers without a bake."""
     spec = importlib.util.spec_from_file_location(name, TEMPLATE / "hooks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -104,7 +104,7 @@ from _gate.confine import LEVEL_VARIABLE  # noqa: E402
 from _gate.envs import bin_dir, build_env, tools_env  # noqa: E402
 from _gate.perturb import Perturbation, clock_env, shifted_clock, tests_scene  # noqa: E402
 from _gate.provenance import compare, project_info, provenance  # noqa: E402
-from _gate.pytest_run import run_pytest  # noqa: E402
+from _gate.pytest_run import PytestOptions, Subject, run_pytest  # noqa: E402
 from replay_cassettes import replay  # noqa: E402
 
 
@@ -186,16 +186,8 @@ def replay_ratios(
 
 def example_oracle(runner: Path, repo: Path, subject: Path, *options: str) -> None:
     """The example's property oracles run by `runner` against the build of `subject`."""
-    result = run_pytest(
-        runner,
-        repo / "oracle",
-        ["."],
-        prefix="oracle/",
-        timeout=900,
-        trusted=True,
-        subject=subject,
-        options=options,
-    )
+    how = PytestOptions(prefix="oracle/", subject=Subject(subject), options=options)
+    result = run_pytest(runner, repo / "oracle", ["."], how)
     outcomes = result.outcomes or {}
     if not outcomes or set(outcomes.values()) != {"passed"}:
         raise SystemExit(f"the example oracle did not pass: {result.output_tail}")
@@ -496,17 +488,8 @@ def project_tests(python: Path, repo: Path, how: Perturbation | None = None) -> 
     """The project's own tests on the build of `python`, as the crossrun runs them (`how`: its
     perturbed run, in a user's scene under the shifted clock)."""
     with tests_scene(how, python.parent) as scene:
-        run_pytest(
-            python,
-            repo,
-            ["tests"],
-            prefix="",
-            timeout=900,
-            trusted=True,
-            own_config=True,
-            writable=scene.writable,
-            scene=scene.env,
-        )
+        options = PytestOptions(own_config=True, writable=scene.writable, scene=scene.env)
+        run_pytest(python, repo, ["tests"], options)
 
 
 def floor_runs(repo: Path, scratch: Path, pythons: tuple[Path, Path, Path]) -> None:
@@ -713,21 +696,127 @@ def scratch(tmp: Path, name: str) -> Path:
     return path
 
 
+def bench_replay(args: argparse.Namespace, tmp: Path) -> None:
+    repo = bake(tmp / "bake")
+    gate, loop, serial = replay_ratios(
+        repo, build(repo, tmp), args.cases, scratch(tmp, "runs-replay")
+    )
+    print(f"replay of {args.cases} cases (2 invocations each) on {os.cpu_count()} cores")
+    print(f"  gate replay        {gate:8.2f} s")
+    print(f"  bare loop          {loop:8.2f} s   gate / bare = {gate / loop:5.2f}  (<= 1.25)")
+    ratio = serial / gate
+    print(f"  seed 000 serial    {serial:8.2f} s   seed / gate = {ratio:5.2f}  (>= 1.8)")
+
+
+def bench_oracle(args: argparse.Namespace, tmp: Path) -> None:
+    repo = bake(tmp / "bake-oracle")
+    worker, inprocess = oracle_ratio(repo, build(repo, tmp / "oracle"))
+    print("property oracles of the example, every call through the subject worker")
+    print(f"  in-process calls   {inprocess:8.2f} s")
+    ratio = worker / inprocess
+    print(f"  worker calls       {worker:8.2f} s   worker / in-process = {ratio:5.2f}", end="")
+    print("  (<= 1.5)")
+
+
+def bench_inventory(args: argparse.Namespace, tmp: Path) -> None:
+    seed, cold, warm = inventory_ratios(scratch(tmp, "trees-cpython"))
+    print("inventory of the CPython test suite, parent and patch trees")
+    print(f"  seed 000           {seed:8.2f} s")
+    print(f"  gate cold          {cold:8.2f} s   seed / cold = {seed / cold:5.2f}  (>= 3)")
+    print(f"  gate warm          {warm:8.2f} s   warm / cold = {warm / cold:5.2f}  (<= 0.10)")
+
+
+def bench_inventory_bake(args: argparse.Namespace, tmp: Path) -> None:
+    repo = bake(tmp / "bake-inventory")
+    python = build(repo, tmp / "inventory-bake").parent / "python"
+    measured = bake_inventory_ratio(repo, python, scratch(tmp, "trees-bake"))
+    full, ast_only, one, before, probed = measured
+    print("inventory step on the example bake, collect-only on parent and patch")
+    print(f"  AST work alone     {ast_only:8.2f} s")
+    print(f"  one collect-only   {one:8.2f} s")
+    ratio = full / (ast_only + one)
+    shown = f"step / (AST + collect) = {ratio:5.2f}  (<= 1.5)"
+    print(f"  inventory step     {full:8.2f} s   {shown}")
+    print(f"  + advisory tests   {before:8.2f} s   (the tests step runs the patch's tests)")
+    shown = f"probed / (step + tests) = {probed / before:5.2f}  (<= 1.3)"
+    print(f"  probed inventory   {probed:8.2f} s   {shown}; / step = {probed / full:5.2f}")
+
+
+def bench_judge(args: argparse.Namespace, tmp: Path) -> None:
+    repo = bake(tmp / "bake-judge")
+    command = build(repo, tmp / "judge")  # fills the wheelhouse
+    timings = judge_seconds(repo, scratch(tmp, "trees-judge"))
+    with_crossrun, without, bare, tests, unconfined, unperturbed, fresh, ready, floor = timings
+    print(f"whole judge of a refactor of the example bake, warm, {os.cpu_count()} cores")
+    print(f"  bare, ready envs   {ready:8.2f} s   (oracle and tests, parent and patch)")
+    shown = f"judge / bare, ready = {with_crossrun / ready:5.2f}  (<= 1.5)"
+    print(f"  judge, every layer {with_crossrun:8.2f} s   {shown}")
+    shown = f"floor / bare, ready = {floor / ready:5.2f}; judge / floor = "
+    print(f"  the layers' floor  {floor:8.2f} s   {shown}{with_crossrun / floor:5.2f}")
+    print(f"  irreducible work   {bare:8.2f} s")
+    ratio = without / bare
+    shown = f"judge / irreducible = {ratio:5.2f}  (<= 1.3)"
+    print(f"  crossrun off       {without:8.2f} s   {shown}")
+    print(f"  irreducible, tests {tests:8.2f} s   (with the crossrun's two test runs)")
+    ratio = with_crossrun / tests
+    shown = f"judge / (irreducible, tests) = {ratio:5.2f}  (<= 1.3)"
+    print(f"  crossrun block     {with_crossrun:8.2f} s   {shown}")
+    # Nothing is kept for an unconfined judgment: it is held to a confined one that
+    # keeps nothing either (--fresh), not to one that reuses kept environments.
+    print(f"  confined, --fresh  {fresh:8.2f} s   (nothing kept or reused)")
+    shown = f"confined / unconfined = {fresh / unconfined:5.2f}  (<= 1.1, both fresh)"
+    print(f"  unconfined         {unconfined:8.2f} s   {shown}")
+    shown = f"perturbed / unperturbed = {with_crossrun / unperturbed:5.2f}  (<= 1.5)"
+    print(f"  no perturbed run   {unperturbed:8.2f} s   {shown}")
+    checked = provenance_seconds(repo, command)
+    shown = f"provenance / judge = {checked / with_crossrun:6.3f}  (<= 0.05)"
+    print(f"  build provenance   {checked:8.2f} s   {shown}")
+
+
+def bench_project(args: argparse.Namespace, tmp: Path) -> None:
+    for piece in (YAMLLINT, MARKDOWN, FLASK, STRUCTLOG):
+        project_report(piece, scratch(tmp, f"project-{piece.name}"))
+
+
+def bench_against(args: argparse.Namespace, tmp: Path) -> None:
+    older = older_scripts(args.against, tmp / "older")
+    now, then = against_example(bake(tmp / "bake-against"), older)
+    print(f"the judge against the gate of {args.against}, warm, every layer on")
+    shown = f"now / then = {now / then:5.2f}  (<= 1.1)"
+    print(f"  example refactor   {now:8.2f} s   then {then:6.2f} s   {shown}")
+    now, then = against_project(scratch(tmp, "project-against"), older)
+    shown = f"now / then = {now / then:5.2f}  (<= 1.1)"
+    print(f"  yamllint code      {now:8.2f} s   then {then:6.2f} s   {shown}")
+
+
+def bench_strength(args: argparse.Namespace, tmp: Path) -> None:
+    repo = bake(tmp / "bake-strength")
+    gate, alone = strength_seconds(repo, scratch(tmp, "strength"))
+    print(f"oracle strength of the example bake (mutmut, {os.cpu_count()} cores)")
+    print(f"  mutmut bare, tests {alone:8.2f} s   (the project's own tests only)")
+    shown = f"strength / bare = {gate / alone:5.2f}  (properties, cassettes, tests)"
+    print(f"  nox -s strength    {gate:8.2f} s   {shown}")
+
+
+# Every benchmark, in the order a whole run runs them.
+BENCHES: dict[str, Callable[[argparse.Namespace, Path], None]] = {
+    "replay": bench_replay,
+    "oracle": bench_oracle,
+    "inventory": bench_inventory,
+    "inventory-bake": bench_inventory_bake,
+    "judge": bench_judge,
+    "project": bench_project,
+    "against": bench_against,
+    "strength": bench_strength,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=1000, help="cassette cases to replay")
     parser.add_argument(
         "--only",
-        choices=(
-            "replay",
-            "oracle",
-            "inventory",
-            "inventory-bake",
-            "judge",
-            "project",
-            "strength",
-            "against",
-        ),
+        choices=tuple(BENCHES),
         help="run one benchmark",
     )
     parser.add_argument(
@@ -739,101 +828,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="oracle-bench-") as name:
-        tmp = Path(name)
-        if args.only in (None, "replay"):
-            repo = bake(tmp / "bake")
-            gate, loop, serial = replay_ratios(
-                repo, build(repo, tmp), args.cases, scratch(tmp, "runs-replay")
-            )
-            print(f"replay of {args.cases} cases (2 invocations each) on {os.cpu_count()} cores")
-            print(f"  gate replay        {gate:8.2f} s")
-            print(
-                f"  bare loop          {loop:8.2f} s   gate / bare = {gate / loop:5.2f}  (<= 1.25)"
-            )
-            ratio = serial / gate
-            print(f"  seed 000 serial    {serial:8.2f} s   seed / gate = {ratio:5.2f}  (>= 1.8)")
-        if args.only in (None, "oracle"):
-            repo = bake(tmp / "bake-oracle")
-            worker, inprocess = oracle_ratio(repo, build(repo, tmp / "oracle"))
-            print("property oracles of the example, every call through the subject worker")
-            print(f"  in-process calls   {inprocess:8.2f} s")
-            ratio = worker / inprocess
-            print(
-                f"  worker calls       {worker:8.2f} s   worker / in-process = {ratio:5.2f}", end=""
-            )
-            print("  (<= 1.5)")
-        if args.only in (None, "inventory"):
-            seed, cold, warm = inventory_ratios(scratch(tmp, "trees-cpython"))
-            print("inventory of the CPython test suite, parent and patch trees")
-            print(f"  seed 000           {seed:8.2f} s")
-            print(f"  gate cold          {cold:8.2f} s   seed / cold = {seed / cold:5.2f}  (>= 3)")
-            print(
-                f"  gate warm          {warm:8.2f} s   warm / cold = {warm / cold:5.2f}  (<= 0.10)"
-            )
-        if args.only in (None, "inventory-bake"):
-            repo = bake(tmp / "bake-inventory")
-            python = build(repo, tmp / "inventory-bake").parent / "python"
-            measured = bake_inventory_ratio(repo, python, scratch(tmp, "trees-bake"))
-            full, ast_only, one, before, probed = measured
-            print("inventory step on the example bake, collect-only on parent and patch")
-            print(f"  AST work alone     {ast_only:8.2f} s")
-            print(f"  one collect-only   {one:8.2f} s")
-            ratio = full / (ast_only + one)
-            shown = f"step / (AST + collect) = {ratio:5.2f}  (<= 1.5)"
-            print(f"  inventory step     {full:8.2f} s   {shown}")
-            print(f"  + advisory tests   {before:8.2f} s   (the tests step runs the patch's tests)")
-            shown = f"probed / (step + tests) = {probed / before:5.2f}  (<= 1.3)"
-            print(f"  probed inventory   {probed:8.2f} s   {shown}; / step = {probed / full:5.2f}")
-        if args.only in (None, "judge"):
-            repo = bake(tmp / "bake-judge")
-            command = build(repo, tmp / "judge")  # fills the wheelhouse
-            timings = judge_seconds(repo, scratch(tmp, "trees-judge"))
-            with_crossrun, without, bare, tests, unconfined, unperturbed, fresh, ready, floor = (
-                timings
-            )
-            print(f"whole judge of a refactor of the example bake, warm, {os.cpu_count()} cores")
-            print(f"  bare, ready envs   {ready:8.2f} s   (oracle and tests, parent and patch)")
-            shown = f"judge / bare, ready = {with_crossrun / ready:5.2f}  (<= 1.5)"
-            print(f"  judge, every layer {with_crossrun:8.2f} s   {shown}")
-            shown = f"floor / bare, ready = {floor / ready:5.2f}; judge / floor = "
-            print(f"  the layers' floor  {floor:8.2f} s   {shown}{with_crossrun / floor:5.2f}")
-            print(f"  irreducible work   {bare:8.2f} s")
-            ratio = without / bare
-            shown = f"judge / irreducible = {ratio:5.2f}  (<= 1.3)"
-            print(f"  crossrun off       {without:8.2f} s   {shown}")
-            print(f"  irreducible, tests {tests:8.2f} s   (with the crossrun's two test runs)")
-            ratio = with_crossrun / tests
-            shown = f"judge / (irreducible, tests) = {ratio:5.2f}  (<= 1.3)"
-            print(f"  crossrun block     {with_crossrun:8.2f} s   {shown}")
-            # Nothing is kept for an unconfined judgment: it is held to a confined one that
-            # keeps nothing either (--fresh), not to one that reuses kept environments.
-            print(f"  confined, --fresh  {fresh:8.2f} s   (nothing kept or reused)")
-            shown = f"confined / unconfined = {fresh / unconfined:5.2f}  (<= 1.1, both fresh)"
-            print(f"  unconfined         {unconfined:8.2f} s   {shown}")
-            shown = f"perturbed / unperturbed = {with_crossrun / unperturbed:5.2f}  (<= 1.5)"
-            print(f"  no perturbed run   {unperturbed:8.2f} s   {shown}")
-            checked = provenance_seconds(repo, command)
-            shown = f"provenance / judge = {checked / with_crossrun:6.3f}  (<= 0.05)"
-            print(f"  build provenance   {checked:8.2f} s   {shown}")
-        if args.only in (None, "project"):
-            for piece in (YAMLLINT, MARKDOWN, FLASK, STRUCTLOG):
-                project_report(piece, scratch(tmp, f"project-{piece.name}"))
-        if args.only in (None, "against"):
-            older = older_scripts(args.against, tmp / "older")
-            now, then = against_example(bake(tmp / "bake-against"), older)
-            print(f"the judge against the gate of {args.against}, warm, every layer on")
-            shown = f"now / then = {now / then:5.2f}  (<= 1.1)"
-            print(f"  example refactor   {now:8.2f} s   then {then:6.2f} s   {shown}")
-            now, then = against_project(scratch(tmp, "project-against"), older)
-            shown = f"now / then = {now / then:5.2f}  (<= 1.1)"
-            print(f"  yamllint code      {now:8.2f} s   then {then:6.2f} s   {shown}")
-        if args.only in (None, "strength"):
-            repo = bake(tmp / "bake-strength")
-            gate, alone = strength_seconds(repo, scratch(tmp, "strength"))
-            print(f"oracle strength of the example bake (mutmut, {os.cpu_count()} cores)")
-            print(f"  mutmut bare, tests {alone:8.2f} s   (the project's own tests only)")
-            shown = f"strength / bare = {gate / alone:5.2f}  (properties, cassettes, tests)"
-            print(f"  nox -s strength    {gate:8.2f} s   {shown}")
+        for bench, run in BENCHES.items():
+            if args.only in (None, bench):
+                run(args, Path(name))
     return 0
 
 

@@ -121,6 +121,7 @@ def judge(
     config: Path,
     script: Path,
     python: str,
+    *,
     slots: queue.Queue[Path],
 ) -> Verdict:
     sha, parent, subject = item
@@ -197,7 +198,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             slots.put(root / f"slot{n}")
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
             jobs = [
-                pool.submit(judge, repo, it, config, args.script, args.python, slots)
+                pool.submit(judge, repo, it, config, args.script, args.python, slots=slots)
                 for it in touched
             ]
             verdicts = []

@@ -70,9 +70,9 @@ class Slice:
             wheelhouse,
             self.cases,
             fixtures=folder if self.fixtures else None,
-            branch=self.branch,
-            command=self.command or None,
-            as_of_start=self.as_of_start,
+            adoption=adopted_history.Adoption(
+                self.branch or None, self.command or None, self.as_of_start
+            ),
         )
 
     def write_fixtures(self, folder: Path) -> list[str]:

@@ -22,15 +22,17 @@ Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arg
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from _gate.config import Config, tree_tests
 from _gate.context import Judgment, touches_tests
 from _gate.crossrun_run import copy_tree
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.protocol import (
     EXIT_CODES_HELP,
     PASS,
@@ -40,7 +42,7 @@ from _gate.protocol import (
     add_report_arg,
     read_report,
 )
-from _gate.pytest_run import PytestRun, run_pytest
+from _gate.pytest_run import PytestOptions, PytestRun, run_pytest
 from _gate.reports import named
 from _gate.reuse import REUSED
 from _gate.steps import report_file
@@ -107,40 +109,65 @@ def write_junit(path: Path, outcomes: dict[str, str]) -> None:
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def reported(path: Path | None) -> Report | None:
-    """By hand: an earlier step's outcome from the report file a flag names, if it is one."""
-    try:
-        return read_report(path) if path else None
-    except FailClosed:
-        return None
+@dataclass(frozen=True)
+class Inputs:
+    """What the advisory tests run, and where their JUnit XML goes."""
+
+    tree: Path  # the patch tree
+    python: Path  # the patch build's python
+    tests: tuple[str, ...]  # test files or folders
+    timeout: float
+    reuse: bool  # the crossrun's patch run is theirs (the tests are the base's)
+    junit: Path  # beside the report
 
 
-def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = None) -> Outcome:
-    if earlier is None:
-        earlier = {
-            step: report
-            for step, path in (
-                ("assert-inventory", args.inventory_report),
-                ("crossrun", args.crossrun_report),
-            )
-            if (report := reported(path)) is not None
-        }
-    entries = args.tests or tree_tests(args.tree)
+def inputs(j: Judgment) -> Inputs:
+    junit = (j.reports / report_file("tests")).with_suffix(".xml")
+    settings = j.config
+    return Inputs(
+        j.patch, j.built.patch, settings.tests, settings.advisory_timeout, reuses(j), junit
+    )
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    return Inputs(
+        tree=args.tree,
+        python=args.python,
+        tests=tuple(args.tests or tree_tests(args.tree)),
+        timeout=args.timeout,
+        reuse=args.reuse or args.crossrun_report is not None,
+        junit=args.report.with_suffix(".xml"),
+    )
+
+
+def reported(args: argparse.Namespace) -> Earlier:
+    """By hand: the earlier steps' outcomes from the report files the flags name, where they
+    are reports."""
+    paths = {"assert-inventory": args.inventory_report, "crossrun": args.crossrun_report}
+    found: dict[str, Report] = {}
+    for step, path in paths.items():
+        with contextlib.suppress(FailClosed):
+            if path is not None:
+                found[step] = read_report(path)
+    return found
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    entries = given.tests
     # A file is collected whatever its name: pytest takes one named on its command line.
-    folders = [f for f in entries if (args.tree / f).exists()]
+    folders = [f for f in entries if (given.tree / f).exists()]
     if not folders:
         return Outcome(PASS, f"none of {', '.join(entries)} in the patch", {"outcomes": {}})
-    reuse = args.reuse or args.crossrun_report is not None
     crossrun = earlier.get("crossrun")
-    if reuse and crossrun is not None and crossrun.evidence.get("ran") is False:
-        return not_run(args.report.with_suffix(".xml"))
-    result = crossran(crossrun) if reuse else None
+    if given.reuse and crossrun is not None and crossrun.evidence.get("ran") is False:
+        return not_run(given.junit)
+    result = crossran(crossrun) if given.reuse else None
     source = "; unchanged from the base, as the crossrun ran them on the patch build"
     if result is None and (result := inventoried(earlier.get("assert-inventory"))):
         source = "; as the assert inventory ran them on the patch build"
     if result is None:
         source = ""
-        result = patch_tests(args.python, args.tree, folders, args.timeout)
+        result = patch_tests(given.python, given.tree, folders, given.timeout)
     outcomes = result.outcomes or {}
     counts = {
         k: sum(1 for v in outcomes.values() if v == k)
@@ -149,7 +176,7 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
     shown = ", ".join(f"{n} {k}" for k, n in counts.items() if n) or "no results"
     suspicious = suspicions(result, collected_ids(earlier.get("assert-inventory")))
     note = f"; suspicious: {suspicious[0]}" if suspicious else source
-    junit = args.report.with_suffix(".xml")
+    junit = given.junit
     write_junit(junit, outcomes)
     evidence = {
         "exit_code": result.exit_code,
@@ -181,23 +208,9 @@ def patch_tests(python: Path, tree: Path, folders: Sequence[str], timeout: float
     worktree stays as checked out for every other step)."""
     with tempfile.TemporaryDirectory(prefix="advisory-") as name:
         copy = copy_tree(tree, Path(name) / "tree", hidden=()).resolve()
-        result = run_pytest(
-            python, copy, folders, prefix="", timeout=timeout, trusted=False, writable=[copy]
-        )
+        how = PytestOptions(timeout=timeout, trusted=False, writable=(copy,))
+        result = run_pytest(python, copy, folders, how)
     return result.renamed(lambda text: named(text, [(str(copy), f"{tree.resolve()}/")]))
-
-
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    return execute(parser().parse_args(arguments(j)), earlier)
-
-
-def arguments(j: Judgment) -> list[str]:
-    """The step's flags for the judgment: the patch's copy of the tests the base names."""
-    argv = ["--tree", str(j.patch), "--python", str(j.built.patch), "--tests", *j.config.tests]
-    argv += ["--timeout", str(j.config.advisory_timeout)]
-    # The JUnit XML goes beside the report, in the judgment's reports folder.
-    argv += ["--report", str(j.reports / report_file("tests"))]
-    return [*argv, *(["--reuse"] if reuses(j) else [])]
 
 
 def reuses(j: Judgment) -> bool:
@@ -230,8 +243,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("tests", parser, from_args, inputs, decide, reported)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("tests", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from _gate.context import Judgment
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.inventory import analyze
 from _gate.protocol import (
     BLOCK,
@@ -26,7 +27,6 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
-    Report,
     add_report_arg,
 )
 from _gate.quarantine import active_ids, load_quarantine
@@ -43,14 +43,34 @@ def test_exists(test_id: str, trees: Sequence[Path]) -> bool:
     return False
 
 
-def execute(args: argparse.Namespace) -> Outcome:
-    rows = load_quarantine(args.file)
-    expired = [r for r in rows if r["until"] < args.today]
-    unknown = [r for r in rows if not test_exists(r["id"], [args.parent, args.patch])]
+@dataclass(frozen=True)
+class Inputs:
+    """What the quarantine step decides on."""
+
+    file: Path  # quarantine.yaml, copied out of the oracle ref
+    parent: Path  # the trees whose tests a row may name
+    patch: Path
+    today: dt.date
+
+
+def inputs(j: Judgment) -> Inputs:
+    if j.oracle_ref.quarantine is None:
+        raise FailClosed(j.oracle_ref.unreadable)
+    return Inputs(j.oracle_ref.quarantine, j.parent, j.patch, dt.date.today())
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    return Inputs(args.file, args.parent, args.patch, args.today)
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    rows = load_quarantine(given.file)
+    expired = [r for r in rows if r["until"] < given.today]
+    unknown = [r for r in rows if not test_exists(r["id"], [given.parent, given.patch])]
     evidence = {
-        "file": str(args.file),
-        "today": args.today.isoformat(),
-        "active": sorted(active_ids(rows, args.today)),
+        "file": str(given.file),
+        "today": given.today.isoformat(),
+        "active": sorted(active_ids(rows, given.today)),
         "expired": [{**r, "until": r["until"].isoformat()} for r in expired],
         "unknown": [r["id"] for r in unknown],
     }
@@ -69,13 +89,6 @@ def execute(args: argparse.Namespace) -> Outcome:
     return Outcome(PASS, f"{len(rows)} quarantine rows, all live", evidence)
 
 
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    if j.oracle_ref.quarantine is None:
-        raise FailClosed(j.oracle_ref.unreadable)
-    argv = ["--file", str(j.oracle_ref.quarantine), "--parent", str(j.parent)]
-    return execute(parser().parse_args([*argv, "--patch", str(j.patch)]))
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--file", type=Path, required=True, help="quarantine.yaml from the oracle ref")
@@ -88,8 +101,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("quarantine", parser, from_args, inputs, decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("quarantine", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

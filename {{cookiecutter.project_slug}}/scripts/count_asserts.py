@@ -72,10 +72,10 @@ import _gate.probes
 import _gate.run_evidence
 import _gate.sites
 import _gate.test_deps
-from _gate.allowlist import Row, load_allowlist, other_base_note, split_by_base
-from _gate.config import load_config
+from _gate.allowlist import ALLOWLIST, Row, load_allowlist, other_base_note, split_by_base
+from _gate.config import Config, load_config
 from _gate.context import Change, Judgment, changes, review_requested, touches_tests
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.git import resolve_commit
 from _gate.protocol import (
     BLOCK,
@@ -85,7 +85,6 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
-    Report,
     add_report_arg,
     read_report,
     say,
@@ -862,13 +861,13 @@ class Side:
     result: _gate.collect.Collection | None = None
 
 
-def sides(args: argparse.Namespace, entries: Sequence[str], extra: str) -> list[Side]:
+def sides(given: Inputs, entries: Sequence[str], pythons: tuple[Path, Path]) -> list[Side]:
     """Parent and patch: the `tests:` entries each tree holds, plus its own `testpaths` (a
     patch may add test paths; only a parent id that stops being collected matters). Plugins
     load by name: those `required_plugins` names and those of the base's test extra."""
-    tests_need = _gate.test_deps.test_requirements(args.parent, extra)
+    tests_need = _gate.test_deps.test_requirements(given.parent, given.test_extra)
     out = []
-    for python, root in ((args.parent_python, args.parent), (args.patch_python, args.patch)):
+    for python, root in zip(pythons, (given.parent, given.patch), strict=True):
         config = _gate.collect.PytestConfig(root)
         targets = [e for e in entries if (root / e).exists()] + config.testpaths()
         required = [*config.get("required_plugins"), *tests_need]
@@ -1089,70 +1088,86 @@ def totals(tree: Tree) -> dict[str, int]:
     }
 
 
-def execute(
-    args: argparse.Namespace, j: Judgment | None = None, earlier: Mapping[str, Report] | None = None
-) -> Outcome:
-    config = j.config if j else load_config(args.config) if args.config else None
-    entries = list(config.tests if config else args.tests or _gate.config.tree_tests(args.parent))
-    helpers = list(config.assert_helpers) if config else []
-    naming = naming_of(args.parent)
-    cache = Cache(args.cache, helpers, naming)
-    collector = None
-    if args.parent_python and args.patch_python:
-        collector = Collector(sides(args, entries, config.test_extra if config else ""), cache)
-    parent, patch = Tree.read(args.parent, entries, naming), Tree.read(args.patch, entries, naming)
+@dataclass(frozen=True)
+class Inputs:
+    """What the assert inventory compares, and with what."""
+
+    parent: Path  # the two trees
+    patch: Path
+    tests: tuple[str, ...]  # judge.yaml `tests:`
+    helpers: tuple[str, ...]  # judge.yaml `assert_helpers`
+    test_extra: str  # the tests' extra or dependency group (the plugins they load)
+    crossrun_timeout: float  # seconds per run of the probes
+    changes: tuple[Change, ...] | None  # the net diff (None: not known, by hand)
+    base: str | None  # the base commit, which allowlist rows name
+    review: bool  # ORACLE_REVIEW=1
+    allowlist: Path | None  # rows with field inventory:RULE
+    parent_python: Path | None  # the builds, for --collect-only and the probes
+    patch_python: Path | None
+    cache: Path | None  # keyed by git blob id
+
+
+def inputs(j: Judgment) -> Inputs:
+    settings = j.config
+    return Inputs(
+        parent=j.parent,
+        patch=j.patch,
+        tests=settings.tests,
+        helpers=settings.assert_helpers,
+        test_extra=settings.test_extra,
+        crossrun_timeout=settings.crossrun_timeout,
+        changes=j.changes,
+        base=j.base,
+        review=j.review,
+        allowlist=j.evidence_tree / ALLOWLIST,
+        parent_python=j.built.parent,
+        patch_python=j.built.patch,
+        cache=j.repo / ".oracle" / "inventory-cache.json",
+    )
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    config = load_config(args.config) if args.config else None
+    tests = config.tests if config else args.tests or _gate.config.tree_tests(args.parent)
+    base = resolve_commit(args.repo, args.base, "--base") if args.base else None
+    diff = changes(args.repo, args.base, args.head) if args.base and args.head else None
+    return Inputs(
+        parent=args.parent,
+        patch=args.patch,
+        tests=tuple(tests),
+        helpers=config.assert_helpers if config else (),
+        test_extra=config.test_extra if config else "",
+        crossrun_timeout=config.crossrun_timeout if config else Config.crossrun_timeout,
+        changes=diff,
+        base=base,
+        review=review_requested(),
+        allowlist=args.allowlist,
+        parent_python=args.parent_python,
+        patch_python=args.patch_python,
+        cache=args.cache,
+    )
+
+
+def reported(args: argparse.Namespace) -> Earlier:
+    """By hand: the crossrun's outcome from the report file `--crossrun-report` names."""
+    return {"crossrun": read_report(args.crossrun_report)} if args.crossrun_report else {}
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    naming = naming_of(given.parent)
+    cache = Cache(given.cache, list(given.helpers), naming)
+    parent = Tree.read(given.parent, list(given.tests), naming)
+    patch = Tree.read(given.patch, list(given.tests), naming)
     cache.fill([parent, patch])
-    ids: tuple[Sequence[str], Sequence[str]] = ((), ())
-    collection: dict[str, Any] = {}
-    findings: list[dict[str, Any]] = []
-    if collector is not None:
-        before, after = collector.results()
-        if before.ids is None:
-            raise FailClosed(f"pytest --collect-only fails on the parent tree: {before.error}")
-        # The files to inventory are the files pytest collects from, whatever their names.
-        grew = parent.add(function_id(i).split("::", 1)[0] for i in before.ids)
-        grew += patch.add(function_id(i).split("::", 1)[0] for i in after.ids or ())
-        if grew:
-            cache.fill([parent, patch])
-        ids = (before.ids, after.ids or ())
-        collection = {
-            "parent": len(ids[0]),
-            "patch": len(ids[1]),
-            "cached": [before.cached, after.cached],
-            "plugin_autoload": collector.autoload,
-            "generated": generated(parent, patch, ids),
-        }
-        if after.ids is None:
-            collection["patch_failed"] = after.error
-            reason = f"pytest --collect-only fails on the patch: {after.error}"
-            findings.append(finding("not-collected", ".", 0, reason))
-    diff = j.changes if j else None
-    if diff is None and args.base and args.head:
-        diff = changes(args.repo, args.base, args.head)
-    moved = renames(diff) if diff is not None else {}
+    got = collected(given, cache, parent, patch)
+    moved = renames(given.changes) if given.changes is not None else {}
     cmp = Comparison(parent, patch, moved)
-    findings = cmp.run() + findings
-    if collector is not None:
-        if collection.get("patch_failed") is None:  # else one finding says the patch failed
-            findings += collection_findings(cmp, ids[0], ids[1])
-    else:
-        findings += setting_findings(args.parent, args.patch)
-    findings += hook_findings(parent, patch)
+    findings = static_findings(given, cmp, got)
     cache.save()
-    per_parent, per_patch = cmp.totals(parent), cmp.totals(patch)
-    parent_total, patch_total = sum(per_parent.values()), sum(per_patch.values())
-    if patch_total < parent_total:
-        findings.append(
-            finding(
-                "total-drop",
-                ".",
-                0,
-                f"assertion total dropped from {parent_total} to {patch_total}",
-            )
-        )
-    ran = run_time(args, j, earlier, config, entries, cmp, findings, moved)
-    made = list(collection.get("generated") or [])
-    if made and ran is None and (diff is None or touches_tests(diff, entries)):
+    ran = run_time(given, earlier, cmp, findings, moved)
+    made = list(got.collection.get("generated") or []) if got else []
+    changed_tests = given.changes is None or touches_tests(given.changes, given.tests)
+    if made and ran is None and changed_tests:
         raise FailClosed(
             f"{made[0]} generates tests the AST cannot read, and the patch changed the tests: "
             "only their run on the patch build can compare their checks, and this judgment "
@@ -1161,50 +1176,129 @@ def execute(
     if ran is not None:
         findings = [f for f in findings if f not in ran.decided.set_aside] + ran.findings
     locate(findings, cmp)
-    if j is not None:
-        base: str | None = j.base
-    else:
-        base = resolve_commit(args.repo, args.base, "--base") if args.base else None
-    blocking, allowed, other_base = apply_allowlist(findings, args.allowlist, base)
+    blocking, allowed, other_base = apply_allowlist(findings, given.allowlist, given.base)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for found in blocking:
             say(annotate(found))
-    rows = test_rows(parent, patch, cmp.pairs)
-    evidence = {
-        "parent_total": parent_total,
-        "patch_total": patch_total,
+    evidence = inventory_evidence(cmp, findings, got, moved, cache)
+    evidence.update(
+        findings=blocking,
+        allowed=allowed,
+        other_base_rows=[row.as_dict() for row in other_base],
+        run_time=ran.evidence() if ran is not None else None,
+    )
+    note = other_base_note(other_base, given.allowlist) + run_time_note(ran)
+    return judged(evidence, counted(evidence, made), note, given, earlier if ran else {})
+
+
+@dataclass
+class Collected:
+    """What pytest collected from both trees: the ids, the evidence, and the findings of a
+    patch that cannot be collected."""
+
+    ids: tuple[Sequence[str], Sequence[str]]
+    collection: dict[str, Any]
+    findings: list[dict[str, Any]]
+
+
+def collected(given: Inputs, cache: Cache, parent: Tree, patch: Tree) -> Collected | None:
+    """Both trees collected by their builds (None: no builds to collect with). The files to
+    inventory are the files pytest collects from, whatever their names."""
+    if not (given.parent_python and given.patch_python):
+        return None
+    pythons = (given.parent_python, given.patch_python)
+    collector = Collector(sides(given, list(given.tests), pythons), cache)
+    before, after = collector.results()
+    if before.ids is None:
+        raise FailClosed(f"pytest --collect-only fails on the parent tree: {before.error}")
+    grew = parent.add(function_id(i).split("::", 1)[0] for i in before.ids)
+    grew += patch.add(function_id(i).split("::", 1)[0] for i in after.ids or ())
+    if grew:
+        cache.fill([parent, patch])
+    ids = (before.ids, after.ids or ())
+    collection = {
+        "parent": len(ids[0]),
+        "patch": len(ids[1]),
+        "cached": [before.cached, after.cached],
+        "plugin_autoload": collector.autoload,
+        "generated": generated(parent, patch, ids),
+    }
+    if after.ids is None:
+        collection["patch_failed"] = after.error
+        reason = f"pytest --collect-only fails on the patch: {after.error}"
+        return Collected(ids, collection, [finding("not-collected", ".", 0, reason)])
+    return Collected(ids, collection, [])
+
+
+def static_findings(given: Inputs, cmp: Comparison, got: Collected | None) -> list[dict[str, Any]]:
+    """What the AST finds, the collections, the setting and hook changes and the total."""
+    findings = cmp.run() + (got.findings if got else [])
+    if got is None:
+        findings += setting_findings(given.parent, given.patch)
+    elif got.collection.get("patch_failed") is None:  # else one finding says it failed
+        findings += collection_findings(cmp, got.ids[0], got.ids[1])
+    findings += hook_findings(cmp.parent, cmp.patch)
+    before, after = sum(cmp.totals(cmp.parent).values()), sum(cmp.totals(cmp.patch).values())
+    if after < before:
+        reason = f"assertion total dropped from {before} to {after}"
+        findings.append(finding("total-drop", ".", 0, reason))
+    return findings
+
+
+def inventory_evidence(
+    cmp: Comparison,
+    findings: Sequence[dict[str, Any]],
+    got: Collected | None,
+    moved: Mapping[str, str],
+    cache: Cache,
+) -> dict[str, Any]:
+    """The report's evidence but for the findings' verdicts and the run-time evidence."""
+    per_parent, per_patch = cmp.totals(cmp.parent), cmp.totals(cmp.patch)
+    parent, patch = cmp.parent, cmp.patch
+    return {
+        "parent_total": sum(per_parent.values()),
+        "patch_total": sum(per_patch.values()),
         "deleted_files": sorted(f["path"] for f in findings if f["rule"] == "deleted-file"),
         "dropped_files": {
             path: {"parent": count, "patch": per_patch.get(moved.get(path, path), 0)}
             for path, count in per_parent.items()
             if per_patch.get(moved.get(path, path), 0) < count
         },
-        "renamed": moved,
+        "renamed": dict(moved),
         "split": cmp.splits,
         "moved_asserts": cmp.moved_sites,  # test id -> assertions it moved to other tests
         "renamed_tests": cmp.renamed,  # vanished test id -> the new test it was compared with
         # Parameters folded: the advisory tests step matches these against its outcomes.
-        "collected_patch": sorted({function_id(i) for i in ids[1]}),
-        "collection": collection,
+        "collected_patch": sorted({function_id(i) for i in got.ids[1]}) if got else [],
+        "collection": got.collection if got else {},
         "tests_columns": TEST_COLUMNS,
-        "tests": rows,
-        "findings": blocking,
-        "allowed": allowed,
-        "other_base_rows": [row.as_dict() for row in other_base],
+        "tests": test_rows(parent, patch, cmp.pairs),
         "cache": {"hits": cache.hits, "files": len(parent.blobs) + len(patch.blobs)},
-        "run_time": ran.evidence() if ran is not None else None,
     }
-    counts = f"{parent_total} -> {patch_total} assertions in {len(rows)} tests"
+
+
+def counted(evidence: Mapping[str, Any], made: Sequence[str]) -> str:
+    """The summary's counts: assertions, tests, collected ids, generated files."""
+    counts = f"{evidence['parent_total']} -> {evidence['patch_total']} assertions in "
+    counts += f"{len(evidence['tests'])} tests"
+    collection = evidence["collection"]
     if collection:
         counts += f", {collection['parent']} -> {collection['patch']} collected"
     if made:  # the AST reads none of their tests: a reviewer knows what the counts leave out
         counts += f" ({len(made)} files generate tests: judged by id and by the checks they ran)"
-    note = other_base_note(other_base, args.allowlist) + run_time_note(ran)
-    removed = coverage_removed(blocking, parent_on_patch(args, j, earlier) if ran else {})
+    return counts
+
+
+def judged(
+    evidence: dict[str, Any], counts: str, note: str, given: Inputs, earlier: Earlier
+) -> Outcome:
+    """The verdict on the findings left standing: a coverage removal whose parent tests still
+    pass (`earlier`: the crossrun, where run-time evidence ran) is a review's to accept."""
+    blocking = evidence["findings"]
+    removed = coverage_removed(blocking, parent_on_patch(earlier))
     if removed:
         evidence["coverage_removed"] = removed
-        review = j.review if j is not None else review_requested()
-        return reviewed_coverage(removed, counts, note, evidence, review)
+        return reviewed_coverage(removed, counts, note, evidence, given.review)
     if blocking:
         return Outcome(
             BLOCK, f"{counts}; {blocking[0]['reason']} ({len(blocking)} findings){note}", evidence
@@ -1240,11 +1334,9 @@ def passed_on_patch(test: str, outcomes: Mapping[str, str]) -> bool:
     return bool(ids) and all(outcomes[n] == "passed" for n in ids)
 
 
-def parent_on_patch(
-    args: argparse.Namespace, j: Judgment | None, earlier: Mapping[str, Report] | None
-) -> dict[str, str]:
+def parent_on_patch(earlier: Earlier) -> dict[str, str]:
     """The crossrun's outcomes of the parent's tests on the patch build ({} without one)."""
-    crossrun = (earlier or {}).get("crossrun") if j else reported(args.crossrun_report)
+    crossrun = earlier.get("crossrun")
     found = crossrun.evidence.get("patch") if crossrun is not None else None
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
@@ -1270,11 +1362,8 @@ def reviewed_coverage(
 
 
 def run_time(
-    args: argparse.Namespace,
-    j: Judgment | None,
-    earlier: Mapping[str, Report] | None,
-    config: _gate.config.Config | None,
-    entries: Sequence[str],
+    given: Inputs,
+    earlier: Earlier,
     cmp: Comparison,
     findings: Sequence[dict[str, Any]],
     moved: Mapping[str, str],
@@ -1282,25 +1371,25 @@ def run_time(
     """The checks that ran and the probes (scripts/_gate/run_evidence.py), where the patch
     changed its tests and the crossrun ran the parent's tests on the patch build: None
     otherwise (the AST decides alone, as it does where nothing can run)."""
-    crossrun = (earlier or {}).get("crossrun") if j else reported(args.crossrun_report)
+    crossrun = earlier.get("crossrun")
     evidence = crossrun.evidence if crossrun is not None else {}
-    if not args.patch_python or not isinstance(evidence.get("patch"), dict):
+    if not given.patch_python or not isinstance(evidence.get("patch"), dict):
         return None
     if (evidence.get("shard") or {}).get("count", 1) != 1:
         return None  # one shard's tests: a test of another shard would look deleted
-    if j is not None and not touches_tests(j.changes, entries):
+    if given.changes is not None and not touches_tests(given.changes, given.tests):
         return None
     crossran = PytestRun(0, False, evidence["patch"], {}, {}, {}, "")
     crossran.checks = {k: list(v) for k, v in (evidence.get("patch_checks") or {}).items()}
     setting = _gate.run_evidence.Setting(
-        parent=args.parent,
-        patch=args.patch,
-        python=args.patch_python,
-        tests=entries,
+        parent=given.parent,
+        patch=given.patch,
+        python=given.patch_python,
+        tests=list(given.tests),
         plugins=list(evidence.get("plugins") or []),
         hidden=list(evidence.get("hidden") or []),
-        timeout=config.crossrun_timeout if config else _gate.config.Config.crossrun_timeout,
-        helpers=list(config.assert_helpers) if config else [],
+        timeout=given.crossrun_timeout,
+        helpers=list(given.helpers),
         crossran=crossran,
         test_files=frozenset(cmp.parent.data) | frozenset(cmp.patch.data),
     )
@@ -1333,10 +1422,6 @@ def run_time_note(ran: _gate.run_evidence.Found | None) -> str:
     if ran.decided.moved:
         note += f" ({len(ran.decided.moved)} tests moved)"
     return note
-
-
-def reported(path: Path | None) -> Report | None:
-    return read_report(path) if path else None
 
 
 def locate(findings: list[dict[str, Any]], cmp: Comparison) -> None:
@@ -1381,16 +1466,6 @@ def test_rows(parent: Tree, patch: Tree, pairs: dict[str, str]) -> list[list[Any
     return [rows[key] for key in sorted(rows)]
 
 
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    argv = ["--parent", str(j.parent), "--patch", str(j.patch)]
-    argv += ["--repo", str(j.repo), "--base", j.base, "--head", j.head]
-    argv += ["--config", str(j.parent / "oracle/judge.yaml")]
-    argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
-    argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
-    argv += ["--cache", str(j.repo / ".oracle" / "inventory-cache.json")]
-    return execute(parser().parse_args(argv), j, earlier)
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--parent", type=Path, required=True, help="parent tree")
@@ -1418,8 +1493,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("assert-inventory", parser, from_args, inputs, decide, reported)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("assert-inventory", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

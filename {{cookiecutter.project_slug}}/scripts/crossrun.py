@@ -69,18 +69,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _gate.allowlist import (
+    ALLOWLIST,
+    Row,
+    allow_command,
+    load_allowlist,
+    other_base_note,
+    split_by_base,
+)
 from _gate.allowlist import CROSSRUN as FIELD
-from _gate.allowlist import Row, allow_command, load_allowlist, other_base_note, split_by_base
 from _gate.config import Config, tree_tests
-from _gate.context import Judgment, test_input
+from _gate.context import Judgment, Kept, test_input
 from _gate.coupling import changed_file, moved_name
-from _gate.crossrun_run import copied
+from _gate.crossrun_run import Setup, copied
 from _gate.crossrun_run import run as run_tests
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.git import tracked
 from _gate.patch_env import gate_env
 from _gate.perturb import Perturbation, add_perturb_args
-from _gate.perturb import argv as perturb_argv
 from _gate.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
 from _gate.protocol import (
     BLOCK,
@@ -90,7 +96,6 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
-    Report,
     Tampered,
     add_report_arg,
 )
@@ -186,16 +191,16 @@ def own_modules(tree: Path) -> list[str]:
 
 
 def environments(
-    args: argparse.Namespace, pythons: dict[str, Path], candidates: Sequence[str]
+    given: Inputs, pythons: dict[str, Path], candidates: Sequence[str]
 ) -> dict[str, Environment]:
     """One probe per build: the tests' own dependencies (each must be installed) and which of
     the tree's top-level modules the build installs."""
-    needed = test_requirements(args.tree, args.test_extra)
+    needed = test_requirements(given.tree, given.test_extra)
     found = {side: probe(python, needed, candidates) for side, python in pythons.items()}
     for side, env in found.items():
         if env.missing:
             raise FailClosed(
-                f"test dependency {env.missing[0]} (judge.yaml test_extra {args.test_extra!r}) "
+                f"test dependency {env.missing[0]} (judge.yaml test_extra {given.test_extra!r}) "
                 f"is not in the {side} build's environment: add it, hash-pinned, to "
                 "scripts/requirements-judge.txt"
             )
@@ -215,11 +220,13 @@ def shadowing(python: Path, result: PytestRun, folders: Sequence[str]) -> list[s
     return sorted(f"{name} ({tops[name]})" for name in provided)
 
 
-def allowed_ids(args: argparse.Namespace) -> tuple[set[str], list[Row], list[Row]]:
-    rows = [r for r in load_allowlist(args.allowlist) if r.field == FIELD] if args.allowlist else []
-    if rows and not args.base:
-        raise FailClosed(f"{args.allowlist}: a row applies only to the base it names; pass --base")
-    current, other = split_by_base(args.shard.pick(rows, lambda row: row.id), args.base or "")
+def allowed_ids(given: Inputs) -> tuple[set[str], list[Row], list[Row]]:
+    rows = (
+        [r for r in load_allowlist(given.allowlist) if r.field == FIELD] if given.allowlist else []
+    )
+    if rows and not given.base:
+        raise FailClosed(f"{given.allowlist}: a row applies only to the base it names; pass --base")
+    current, other = split_by_base(given.shard.pick(rows, lambda row: row.id), given.base or "")
     return {r.id for r in current}, current, other
 
 
@@ -275,22 +282,22 @@ def lost_rows(parent: dict[str, str], patch: PytestRun, allowed: set[str]) -> li
 
 
 def judged(
-    args: argparse.Namespace,
+    given: Inputs,
     parent: dict[str, str],
     patch: PytestRun,
     rows: list[dict[str, Any]],
     moved: dict[str, str],
 ) -> Outcome:
-    allowed, current, other = allowed_ids(args)
+    allowed, current, other = allowed_ids(given)
     stale = sorted(allowed - {row["id"] for row in rows})
     if stale:
         raise FailClosed(
-            f"{args.allowlist}: row {stale[0]} {FIELD} for this base matches no lost test (stale)"
+            f"{given.allowlist}: row {stale[0]} {FIELD} for this base matches no lost test (stale)"
         )
     counted = [row for row in rows if not row["allowed"]]
     known = sorted(k for k, v in parent.items() if v != "passed")
     evidence: dict[str, Any] = {
-        "mode": args.mode,
+        "mode": given.mode,
         "parent_passing": sum(outcome == "passed" for outcome in parent.values()),
         "parent": parent,
         "patch": patch.outcomes,
@@ -304,21 +311,23 @@ def judged(
         "other_base_rows": [row.as_dict() for row in other],
     }
     head = f"parent tests on the patch: {len(parent)} run"
-    note = other_base_note(other, args.allowlist)
+    note = other_base_note(other, given.allowlist)
     if known:
         note += f"; {len(known)} not passing on the parent either (reported, not counted)"
     if current:
         note += f"; {len(current)} allowed by the allowlist"
     if patch.outcomes is None:
         why = "timed out" if patch.timed_out else f"exit {patch.exit_code}"
-        return decide(args, BLOCK, f"{head}, no result on the patch ({why}){note}", evidence)
+        return graded(given, BLOCK, f"{head}, no result on the patch ({why}){note}", evidence)
     final = [row for row in counted if not row["retryable"]]
     if final:
         first = final[0]
         summary = f"{head}, {len(final)} passing on the parent are {first['outcome']} on the patch"
-        return decide(args, BLOCK, f"{summary} (first: {first['id']}){note}", evidence)
+        return graded(given, BLOCK, f"{summary} (first: {first['id']}){note}", evidence)
     if counted and all(row["id"] in moved for row in counted):
-        return coupled(args, head, note, evidence, {row["id"]: moved[row["id"]] for row in counted})
+        return coupled(
+            given, head, note, evidence, {row["id"]: moved[row["id"]] for row in counted}
+        )
     if counted:
         first = counted[0]
         summary = (
@@ -326,12 +335,12 @@ def judged(
             f"{first['id']}: {last_line(first['message'])}); flake-budget decides{note}"
         )
         evidence["deferred_to"] = "flake-budget"
-        return decide(args, BLOCK, summary, evidence, status="deferred")
-    return decide(args, PASS, f"{head}, every test passing on the parent passes{note}", evidence)
+        return graded(given, BLOCK, summary, evidence, status="deferred")
+    return graded(given, PASS, f"{head}, every test passing on the parent passes{note}", evidence)
 
 
 def coupled(
-    args: argparse.Namespace, head: str, note: str, evidence: dict[str, Any], moved: dict[str, str]
+    given: Inputs, head: str, note: str, evidence: dict[str, Any], moved: dict[str, str]
 ) -> Outcome:
     """Every lost test failed on a name the patch moved, and the patch's own version of each
     passes: a code owner's review (scripts/_gate/coupling.py), accepted under ORACLE_REVIEW=1."""
@@ -340,22 +349,22 @@ def coupled(
     first, name = next(iter(sorted(moved.items())))
     more = f" and {len(moved) - 1} more" if len(moved) > 1 else ""
     found = f"{len(moved)} depend on internals the patch moved (first: {first}: {name}{more})"
-    if args.reviewed:
-        return decide(
-            args, PASS, f"{head}, {found}, accepted under ORACLE_REVIEW=1{note}", evidence
+    if given.reviewed:
+        return graded(
+            given, PASS, f"{head}, {found}, accepted under ORACLE_REVIEW=1{note}", evidence
         )
     summary = f"{head}, {found}; the patch's versions of them pass: a code owner reviews them"
-    return decide(args, FAIL_CLOSED, f"{summary}{note}", evidence, status=NEEDS_REVIEW)
+    return graded(given, FAIL_CLOSED, f"{summary}{note}", evidence, status=NEEDS_REVIEW)
 
 
-def decide(
-    args: argparse.Namespace,
+def graded(
+    given: Inputs,
     code: int,
     summary: str,
     evidence: dict[str, Any],
     status: str | None = None,
 ) -> Outcome:
-    if args.mode == "advisory":
+    if given.mode == "advisory":
         evidence.pop("deferred_to", None)
         return Outcome(PASS, f"{summary} (advisory: never part of the verdict)", evidence)
     return Outcome(code, summary, evidence, status=status)
@@ -369,40 +378,98 @@ def last_line(message: str) -> str:
     return found[:200]
 
 
-def execute(args: argparse.Namespace) -> Outcome:
-    folders = list(args.tests or tree_tests(args.tree))
-    missing = [entry for entry in folders if not (args.tree / entry).exists()]
+@dataclass(frozen=True)
+class Inputs:
+    """What the crossrun decides on."""
+
+    tree: Path  # the base tree: its tests and pytest configuration
+    patch_tree: Path | None  # the head tree: its versions of the tests it changed
+    tests: tuple[str, ...]  # test files or folders of the base tree
+    reviewed: bool  # a code owner reviewed the patch (ORACLE_REVIEW=1)
+    parent_python: Path
+    patch_python: Path
+    allowlist: Path | None  # rows `crossrun`
+    base: str | None  # the judged base commit (allowlist rows name it)
+    mode: str  # block, advisory, or off (judge.yaml `crossrun`)
+    test_extra: str  # the tests' extra or dependency group
+    timeout: float  # seconds per pytest run
+    shard: Shard
+    same_build: bool
+    kept: Kept
+    perturb: tuple[str, ...]
+    perturb_required: tuple[str, ...]
+
+
+def inputs(j: Judgment) -> Inputs:
+    settings = j.config
+    return Inputs(
+        tree=j.parent,
+        patch_tree=j.patch,
+        tests=settings.tests,
+        reviewed=j.review,
+        parent_python=j.built.parent,
+        patch_python=j.built.patch,
+        allowlist=j.evidence_tree / ALLOWLIST,
+        base=j.base,
+        mode=settings.crossrun,
+        test_extra=settings.test_extra,
+        timeout=settings.crossrun_timeout,
+        shard=j.shard,
+        same_build=j.built.same,
+        kept=j.built.kept,
+        perturb=settings.perturb,
+        perturb_required=settings.perturb_required,
+    )
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    return Inputs(
+        tree=args.tree,
+        patch_tree=args.patch_tree,
+        tests=tuple(args.tests or tree_tests(args.tree)),
+        reviewed=args.reviewed,
+        parent_python=args.parent_python,
+        patch_python=args.patch_python,
+        allowlist=args.allowlist,
+        base=args.base,
+        mode=args.mode,
+        test_extra=args.test_extra,
+        timeout=args.timeout,
+        shard=args.shard,
+        same_build=args.same_build,
+        kept=Kept.from_args(args),
+        perturb=tuple(args.perturb),
+        perturb_required=tuple(args.perturb_required),
+    )
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    if given.mode == "off":
+        return Outcome(PASS, "off in judge.yaml: the parent's tests did not run")
+    folders = list(given.tests)
+    missing = [entry for entry in folders if not (given.tree / entry).exists()]
     if missing:  # the preconditions say so first, with the fix; a step that ran nothing fails
         raise FailClosed(f"tests entry {missing[0]!r} is not in the base tree: nothing to run")
-    reusing = args.same_build and args.cache is not None and args.shard.whole
-    if reusing and same_tests(args.tree, args.patch_tree, folders):
-        return unchanged(args)
-    pythons = {"parent": args.parent_python, "patch": args.patch_python}
-    if args.same_build:  # one build's code: the parent's run is the patch's (_gate/reuse.py)
+    reusing = given.same_build and given.kept.folder is not None and given.shard.whole
+    if reusing and same_tests(given.tree, given.patch_tree, folders):
+        return unchanged(given)
+    pythons = {"parent": given.parent_python, "patch": given.patch_python}
+    if given.same_build:  # one build's code: the parent's run is the patch's (_gate/reuse.py)
         pythons.pop("patch")
     # The tests stay whatever the builds install (a stray top-level `tests` package).
     tops = {f.strip("/").split("/", 1)[0].removesuffix(".py") for f in folders}
-    candidates = [m for m in own_modules(args.tree) if m not in tops]
-    envs = environments(args, pythons, candidates)
+    candidates = [m for m in own_modules(given.tree) if m not in tops]
+    envs = environments(given, pythons, candidates)
     plugins = envs.get("patch", envs["parent"]).plugins
     hidden = sorted(frozenset().union(*(env.provided for env in envs.values())))
-    key = parent_key(args, folders, plugins, hidden, args.parent_build)
-    kept_parent = kept_run(args.cache, key, args.tree)
-    how, unrunnable = planned(PERTURBED, args.perturb, args.perturb_required, args.same_build)
-    under = perturbed_runner(args, folders, plugins, hidden)
+    key = parent_key(given, folders, plugins, hidden, given.kept.parent_build)
+    kept_parent = kept_run(given.kept.folder, key, given.tree)
+    how, unrunnable = planned(PERTURBED, given.perturb, given.perturb_required, given.same_build)
+    under = perturbed_runner(given, folders, plugins, hidden)
     with ThreadPoolExecutor(max_workers=3) as pool:
+        setup = Setup(given.timeout, tuple(plugins), tuple(hidden), given.shard, canaries=True)
         jobs = {
-            side: pool.submit(
-                run_tests,
-                python,
-                args.tree,
-                folders,
-                args.timeout,
-                plugins,
-                hidden,
-                args.shard,
-                canaries=True,
-            )
+            side: pool.submit(run_tests, python, given.tree, folders, setup)
             for side, python in pythons.items()
             if not (side == "parent" and kept_parent)
         }
@@ -411,10 +478,43 @@ def execute(args: argparse.Namespace) -> Outcome:
     if kept_parent:
         results["parent"] = kept_parent
     else:
-        keep_run(args.cache, key, args.tree, results["parent"])
+        keep_run(given.kept.folder, key, given.tree, results["parent"])
     if "patch" in results:  # the parent's run of the next judgment, should the patch land
-        later = parent_key(args, folders, plugins, hidden, args.patch_build)
-        keep_run(args.cache, later, args.tree, results["patch"])
+        later = parent_key(given, folders, plugins, hidden, given.kept.patch_build)
+        keep_run(given.kept.folder, later, given.tree, results["patch"])
+    refuse_shadowing(pythons, results, folders)
+    parent = reference(results["parent"], given.shard)
+    refuse_empty(folders, parent, given.shard)
+    patch = results.get("patch", results["parent"])
+    rows = lost_rows(parent, patch, allowed_ids(given)[0])
+    if kept_parent and rows:
+        parent = rechecked(given, parent, rows, plugins, hidden)
+        rows = lost_rows(parent, patch, allowed_ids(given)[0])
+    moved = moved_internals(given, rows, plugins, hidden)
+    found = None
+    if how is not None and patch_under is not None:
+        passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
+        found = compare(how, under, patch_under.result(), passing, "parent tests")
+    outcome = applied(
+        judged(given, parent, patch, rows, moved),
+        found,
+        unrunnable,
+        "parent tests",
+        same_build=given.same_build,
+        advisory=given.mode == "advisory",
+    )
+    outcome = noted(outcome, given.same_build, bool(kept_parent))
+    total = len(parent) + results["parent"].deselected
+    outcome.evidence["shard"] = given.shard.evidence(len(parent), total)
+    outcome.evidence["plugins"] = list(plugins)
+    outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
+    return outcome
+
+
+def refuse_shadowing(
+    pythons: Mapping[str, Path], results: Mapping[str, PytestRun], folders: Sequence[str]
+) -> None:
+    """A run that imported the code under test from the tree, not the build, tested neither."""
     for side, result in results.items():
         shadowed = shadowing(pythons[side], result, folders)
         if shadowed:
@@ -423,37 +523,17 @@ def execute(args: argparse.Namespace) -> Outcome:
                 "not from the build: take the source folder out of pytest's `pythonpath` (or "
                 "of sys.path in a conftest.py)"
             )
-    parent = reference(results["parent"], args.shard)
+
+
+def refuse_empty(folders: Sequence[str], parent: Mapping[str, str], shard: Shard) -> None:
+    """A `tests:` entry without a test pytest collects on the base (a whole run only: a
+    shard may hold none of an entry's tests)."""
     empty = [entry for entry in folders if not collected(entry, parent)]
-    if empty and args.shard.whole:
+    if empty and shard.whole:
         raise FailClosed(
             f"oracle/judge.yaml: field 'tests' entry {empty[0]!r} holds no test pytest collects "
             "on the base: name the folders and files the base's tests are in"
         )
-    patch = results.get("patch", results["parent"])
-    rows = lost_rows(parent, patch, allowed_ids(args)[0])
-    if kept_parent and rows:
-        parent = rechecked(args, parent, rows, plugins, hidden)
-        rows = lost_rows(parent, patch, allowed_ids(args)[0])
-    moved = moved_internals(args, rows, plugins, hidden)
-    found = None
-    if how is not None and patch_under is not None:
-        passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
-        found = compare(how, under, patch_under.result(), passing, "parent tests")
-    outcome = applied(
-        judged(args, parent, patch, rows, moved),
-        found,
-        unrunnable,
-        "parent tests",
-        args.same_build,
-        advisory=args.mode == "advisory",
-    )
-    outcome = noted(outcome, args.same_build, bool(kept_parent))
-    total = len(parent) + results["parent"].deselected
-    outcome.evidence["shard"] = args.shard.evidence(len(parent), total)
-    outcome.evidence["plugins"] = list(plugins)
-    outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
-    return outcome
 
 
 def same_tests(tree: Path, patch_tree: Path | None, folders: Sequence[str]) -> bool:
@@ -466,38 +546,29 @@ def same_tests(tree: Path, patch_tree: Path | None, folders: Sequence[str]) -> b
     return names == theirs and files_digest(tree, names) == files_digest(patch_tree, names)
 
 
-def unchanged(args: argparse.Namespace) -> Outcome:
+def unchanged(given: Inputs) -> Outcome:
     """A patch whose build and tests are the parent's: both runs would run the same tests on
     the same files, so neither runs. The build step's digests are the evidence."""
     summary = (
         "nothing ran: the patch's build is the parent's, file for file, and its tests are the "
         f"parent's, so no run of them can tell the two apart: {REUSED}"
     )
-    evidence = {"mode": args.mode, "ran": False, "parent_run": REUSED, "patch_run": REUSED}
-    return decide(args, PASS, summary, evidence)
+    evidence = {"mode": given.mode, "ran": False, "parent_run": REUSED, "patch_run": REUSED}
+    return graded(given, PASS, summary, evidence)
 
 
 def perturbed_runner(
-    args: argparse.Namespace, folders: Sequence[str], plugins: Sequence[str], hidden: Sequence[str]
+    given: Inputs, folders: Sequence[str], plugins: Sequence[str], hidden: Sequence[str]
 ) -> Runner:
     """A build's run of the parent's tests under a perturbation (a user's scene, the shifted
     clock)."""
-    pythons = {PARENT: args.parent_python, PATCH: args.patch_python}
+    pythons = {PARENT: given.parent_python, PATCH: given.patch_python}
 
     def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
-        shard = args.shard if targets is None else WHOLE
+        shard = given.shard if targets is None else WHOLE
+        setup = Setup(given.timeout, tuple(plugins), tuple(hidden), shard, True, how)
         try:
-            return run_tests(
-                pythons[side],
-                args.tree,
-                targets or folders,
-                args.timeout,
-                plugins,
-                hidden,
-                shard,
-                canaries=True,
-                how=how,
-            )
+            return run_tests(pythons[side], given.tree, targets or folders, setup)
         except Tampered as exc:
             raise tampered(side, f"pytest run under the {how} perturbation", exc) from None
 
@@ -505,7 +576,7 @@ def perturbed_runner(
 
 
 def parent_key(
-    args: argparse.Namespace,
+    given: Inputs,
     folders: Sequence[str],
     plugins: Sequence[str],
     hidden: Sequence[str],
@@ -515,23 +586,23 @@ def parent_key(
     the files `same_tests` compares (the tests and pytest's configuration; a README is not
     one); "" when nothing is kept. The patch's run is kept under its build's digest: the
     parent's run of a judgment whose base it becomes."""
-    if args.cache is None or not build:
+    if given.kept.folder is None or not build:
         return ""
-    names = [rel for rel in copied(args.tree, hidden) if test_input(rel, folders)]
+    names = [rel for rel in copied(given.tree, hidden) if test_input(rel, folders)]
     return cache_key(
         "crossrun",
-        tree=files_digest(args.tree, names),
+        tree=files_digest(given.tree, names),
         build=build,
         tests=list(folders),
         plugins=list(plugins),
         hidden=list(hidden),
-        shard=str(args.shard),
-        timeout=args.timeout,
+        shard=str(given.shard),
+        timeout=given.timeout,
     )
 
 
 def rechecked(
-    args: argparse.Namespace,
+    given: Inputs,
     parent: dict[str, str],
     rows: list[dict[str, Any]],
     plugins: Sequence[str],
@@ -546,7 +617,10 @@ def rechecked(
     now = untampered(
         "parent",
         lambda: run_tests(
-            args.parent_python, args.tree, ids, args.timeout, plugins, hidden, canaries=True
+            given.parent_python,
+            given.tree,
+            ids,
+            Setup(given.timeout, tuple(plugins), tuple(hidden), canaries=True),
         ),
     )
     seen = now.outcomes or {}
@@ -554,7 +628,7 @@ def rechecked(
 
 
 def moved_internals(
-    args: argparse.Namespace,
+    given: Inputs,
     rows: list[dict[str, Any]],
     plugins: Sequence[str],
     hidden: Sequence[str],
@@ -562,24 +636,23 @@ def moved_internals(
     """The lost tests coupled to internals the patch moved (scripts/_gate/coupling.py), each
     with the name it failed on: those the patch changed whose own version passes on the patch
     build, run as the parent's were (a private copy, canaries, the build's modules hidden)."""
-    if args.patch_tree is None:
+    if given.patch_tree is None:
         return {}
     names = {
         row["id"]: moved_name(row["outcome"], row["message"])
         for row in rows
-        if not row["allowed"] and changed_file(row["id"], args.tree, args.patch_tree)
+        if not row["allowed"] and changed_file(row["id"], given.tree, given.patch_tree)
     }
     names = {node: name for node, name in names.items() if name}
     if not names:
         return {}
     files = sorted({node.split("::", 1)[0] for node in names})  # a test it renamed is not there
     try:
-        own = run_tests(
-            args.patch_python, args.patch_tree, files, args.timeout, plugins, hidden, canaries=True
-        )
+        setup = Setup(given.timeout, tuple(plugins), tuple(hidden), canaries=True)
+        own = run_tests(given.patch_python, given.patch_tree, files, setup)
     except Tampered as exc:
         raise tampered(PATCH, "run of its own version of its tests", exc) from None
-    if shadowing(args.patch_python, own, files):
+    if shadowing(given.patch_python, own, files):
         return {}  # it tested the tree's sources, not the build: no version of its own passed
     passed = {node for node, outcome in (own.outcomes or {}).items() if outcome == "passed"}
     return {node: name for node, name in names.items() if node in passed}
@@ -603,30 +676,6 @@ def tampered(side: str, run: str, exc: Tampered) -> Exception:
         f"the {side} build's {run} was tampered with, though it runs none of the patch's code: "
         f"{exc}; judge the base itself (its last landed patch)"
     )
-
-
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    argv = arguments(j)
-    if argv is None:
-        return Outcome(PASS, "off in judge.yaml: the parent's tests did not run")
-    return execute(parser().parse_args(argv))
-
-
-def arguments(j: Judgment) -> list[str] | None:
-    """The step's flags for the judgment; None when judge.yaml turns the crossrun off."""
-    settings = j.config
-    if settings.crossrun == "off":
-        return None
-    argv = ["--tree", str(j.parent), "--patch-tree", str(j.patch), "--tests", *settings.tests]
-    argv += ["--base", j.base, *(["--reviewed"] if j.review else [])]
-    argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
-    argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml")]
-    argv += ["--mode", settings.crossrun, "--timeout", str(settings.crossrun_timeout)]
-    argv += ["--shard", str(j.shard), *j.built.same_build_args(), *j.built.cache_args()]
-    argv += perturb_argv(settings.perturb, settings.perturb_required)
-    if settings.test_extra:
-        argv += ["--test-extra", settings.test_extra]
-    return argv
 
 
 def parser() -> argparse.ArgumentParser:
@@ -661,8 +710,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract(FIELD, parser, from_args, inputs, decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main(FIELD, parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

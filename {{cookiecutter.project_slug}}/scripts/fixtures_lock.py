@@ -14,18 +14,18 @@ import argparse
 import hashlib
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from _gate.context import Judgment
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
     Outcome,
-    Report,
     add_report_arg,
 )
 
@@ -84,19 +84,45 @@ def drifted(root: Path) -> dict[str, list[str]]:
     return compare(read_lock(root / "fixtures.lock"), build(root))
 
 
-def execute(args: argparse.Namespace) -> Outcome:
-    actual = build(args.root)
-    if args.write:
-        args.lock.write_text(render(actual), "utf-8")
-        return Outcome(PASS, f"wrote {len(actual)} digests to {args.lock}", {"files": actual})
-    if args.base_root and any(drifted(args.base_root).values()):
+@dataclass(frozen=True)
+class Inputs:
+    """What the fixtures-lock step decides on."""
+
+    root: Path  # the tree holding fixtures/
+    lock: Path
+    write: bool  # write the lock instead of checking it (by hand only)
+    base_root: Path | None  # a tree whose own lock must hold first (the base)
+    base_label: str  # how messages name it
+    base_branch: str  # where its lock is fixed
+
+
+def inputs(j: Judgment) -> Inputs:
+    lock = j.evidence_tree / "fixtures.lock"
+    label = f"the base commit {j.base[:12]}"
+    return Inputs(j.patch, lock, False, j.parent, label, j.config.base_branch)
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    return Inputs(
+        args.root, args.lock, args.write, args.base_root, args.base_label, args.base_branch
+    )
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    actual = build(given.root)
+    lock = given.lock
+    if given.write:
+        lock.write_text(render(actual), "utf-8")
+        return Outcome(PASS, f"wrote {len(actual)} digests to {lock}", {"files": actual})
+    if given.base_root and any(drifted(given.base_root).values()):
         raise FailClosed(
-            f"{args.base_label}: its fixtures do not match its own fixtures.lock; run `nox -s "
-            f"lock` on {args.base_branch} and commit, then rebase the patch onto it (`git rebase "
-            f"{args.base_branch}`): the judge compares with the merge base, not the branch's tip"
+            f"{given.base_label}: its fixtures do not match its own fixtures.lock; run `nox -s "
+            f"lock` on {given.base_branch} and commit, then rebase the patch onto it (`git "
+            f"rebase {given.base_branch}`): the judge compares with the merge base, not the "
+            "branch's tip"
         )
-    drift = compare(read_lock(args.lock), actual)
-    evidence = {"lock": str(args.lock), "root": str(args.root), **drift}
+    drift = compare(read_lock(lock), actual)
+    evidence = {"lock": str(lock), "root": str(given.root), **drift}
     if any(drift.values()):
         parts = [f"{len(v)} {k}" for k, v in drift.items() if v]
         first = next(v[0] for v in drift.values() if v)
@@ -106,15 +132,7 @@ def execute(args: argparse.Namespace) -> Outcome:
             "a fixture change is a contract change: a human runs `nox -s lock` under review",
             evidence,
         )
-    return Outcome(PASS, f"{len(actual)} fixture files match {args.lock.name}", evidence)
-
-
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    lock = j.evidence_tree / "fixtures.lock"
-    argv = ["--check", "--root", str(j.patch), "--lock", str(lock), "--base-root", str(j.parent)]
-    argv += ["--base-label", f"the base commit {j.base[:12]}"]
-    argv += ["--base-branch", j.config.base_branch]
-    return execute(parser().parse_args(argv))
+    return Outcome(PASS, f"{len(actual)} fixture files match {lock.name}", evidence)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -131,8 +149,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("fixtures-lock", parser, from_args, inputs, decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("fixtures-lock", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

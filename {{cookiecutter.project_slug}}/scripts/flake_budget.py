@@ -20,13 +20,15 @@ import argparse
 import datetime as dt
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from _gate.config import Config
 from _gate.context import Judgment
+from _gate.crossrun_run import Setup
 from _gate.crossrun_run import run as crossrun_run
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.ledger import frozen_ids, load_ledger
 from _gate.oracle_run import PREFIX
 from _gate.oracle_run import run as run_oracle
@@ -41,11 +43,85 @@ from _gate.protocol import (
     add_report_arg,
     read_report,
 )
-from _gate.pytest_run import PytestRun
+from _gate.pytest_run import PytestRun, Subject
 from _gate.quarantine import active_ids, load_quarantine
-from _gate.seal import add_seal_args, seal_args, trusted_env
+from _gate.seal import Seal, TrustedEnv, add_seal_args, seal_of
 
-Rerun = Callable[[argparse.Namespace, str, dict[str, Any]], PytestRun]
+TIMEOUT = 900.0  # seconds per rerun
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What flake control decides with, besides the deferring steps' outcomes."""
+
+    oracle: Path  # oracle/ of the base tree
+    oracle_python: Path | None  # the oracle env's python (None: no property oracle)
+    seal: Seal | None
+    patch_python: Path
+    tree: Path | None  # the base tree the crossrun's tests come from
+    # The tests a live row excuses: of quarantine.yaml, of variance-ledger.json (the oracle
+    # ref's, on the judgment's day).
+    quarantined: frozenset[str]
+    frozen: frozenset[str]
+    max_retry: int  # retries per pre-existing test
+    timeout: float
+    call_timeout: float
+
+
+def inputs(j: Judgment) -> Inputs:
+    ref = j.oracle_ref
+    if ref.quarantine is None or ref.ledger is None:
+        raise FailClosed(ref.unreadable)  # flake control reads nothing but the oracle ref
+    quarantined, frozen = live_rows(ref.quarantine, ref.ledger, dt.date.today())
+    return Inputs(
+        oracle=j.parent / "oracle",
+        oracle_python=j.built.oracle if j.built.oracle_seal is not None else None,
+        seal=j.built.oracle_seal,
+        patch_python=j.built.patch,
+        tree=j.parent,
+        quarantined=quarantined,
+        frozen=frozen,
+        max_retry=j.config.flake_max_retry,
+        timeout=TIMEOUT,
+        call_timeout=j.config.call_timeout,
+    )
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    if args.crossrun_report and args.tree is None:
+        raise FailClosed("--crossrun-report needs --tree, the base tree its tests come from")
+    quarantined, frozen = live_rows(args.quarantine, args.ledger, args.today)
+    return Inputs(
+        oracle=args.oracle,
+        oracle_python=args.oracle_python,
+        seal=seal_of(args),
+        patch_python=args.patch_python,
+        tree=args.tree,
+        quarantined=quarantined,
+        frozen=frozen,
+        max_retry=args.max_retry,
+        timeout=args.timeout,
+        call_timeout=args.call_timeout,
+    )
+
+
+def live_rows(
+    quarantine: Path, ledger: Path, today: dt.date
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The test ids a live quarantine row and a live variance-ledger row name."""
+    quarantined = active_ids(load_quarantine(quarantine), today)
+    return frozenset(quarantined), frozenset(frozen_ids(load_ledger(ledger), today))
+
+
+@dataclass(frozen=True)
+class Retry:
+    """What a rerun needs: the inputs, and the oracle env sealed once for every retry."""
+
+    given: Inputs
+    oracle_env: TrustedEnv | None
+
+
+Rerun = Callable[[Retry, str, dict[str, Any]], PytestRun]
 
 
 def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
@@ -53,40 +129,34 @@ def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
     return max_retry if parent.get(node) == "passed" else 0
 
 
-def rerun_oracle(args: argparse.Namespace, node: str, _evidence: dict[str, Any]) -> PytestRun:
-    target = node.removeprefix(PREFIX)
-    if args.trusted_env is None:
+def rerun_oracle(retry: Retry, node: str, _evidence: dict[str, Any]) -> PytestRun:
+    target, given = node.removeprefix(PREFIX), retry.given
+    if retry.oracle_env is None:
         raise FailClosed(f"{node}: no oracle environment to retry it in (--oracle-python)")
-    return run_oracle(
-        args.trusted_env,
-        args.patch_python,
-        args.oracle,
-        args.timeout,
-        [target],
-        args.call_timeout,
-    )
+    subject = Subject(given.patch_python, given.call_timeout)
+    return run_oracle(retry.oracle_env, subject, given.oracle, given.timeout, targets=[target])
 
 
-def rerun_crossrun(args: argparse.Namespace, node: str, evidence: dict[str, Any]) -> PytestRun:
+def rerun_crossrun(retry: Retry, node: str, evidence: dict[str, Any]) -> PytestRun:
     """The crossrun's test again on the patch build, with canaries as the crossrun ran it: a
     forger could pass only its retries."""
     plugins = [str(p) for p in evidence.get("plugins") or []]
     hidden = [str(m) for m in evidence.get("hidden") or []]
+    given = retry.given
+    if given.tree is None:
+        raise FailClosed(f"{node}: no base tree to retry it from (--tree)")
     try:
-        return crossrun_run(
-            args.patch_python, args.tree, [node], args.timeout, plugins, hidden, canaries=True
-        )
+        setup = Setup(given.timeout, tuple(plugins), tuple(hidden), canaries=True)
+        return crossrun_run(given.patch_python, given.tree, [node], setup)
     except Tampered as exc:
         raise Tampered(f"the patch build's retry of {node} was tampered with: {exc}") from None
 
 
-def passes_again(
-    args: argparse.Namespace, node: str, evidence: dict[str, Any], again: Rerun
-) -> int | None:
+def passes_again(retry: Retry, node: str, evidence: dict[str, Any], again: Rerun) -> int | None:
     """The attempt (1-based) on which `node` passed again, or None if it never did."""
     parent = evidence.get("parent") or {}
-    for attempt in range(1, retries_for(node, parent, args.max_retry) + 1):
-        result = again(args, node, evidence)
+    for attempt in range(1, retries_for(node, parent, retry.given.max_retry) + 1):
+        result = again(retry, node, evidence)
         if (result.outcomes or {}).get(node) == "passed" and result.exit_code == 0:
             return attempt
     return None
@@ -105,24 +175,22 @@ def deferred(earlier: Mapping[str, Report]) -> list[tuple[str, dict[str, Any], R
     return found
 
 
-def reported(args: argparse.Namespace) -> dict[str, Report]:
+def reported(args: argparse.Namespace) -> Earlier:
     """By hand: the earlier outcomes from the report files the flags name."""
     paths = {"oracle": args.oracle_report, "crossrun": args.crossrun_report}
     return {step: read_report(path) for step, path in paths.items() if path is not None}
 
 
-def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = None) -> Outcome:
-    if args.crossrun_report and args.tree is None:
-        raise FailClosed("--crossrun-report needs --tree, the base tree its tests come from")
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
     # One for every retry (by hand: sealed at the first); none without property oracles.
-    args.trusted_env = trusted_env(args) if args.oracle_python else None
-    quarantined = active_ids(load_quarantine(args.quarantine), args.today)
-    frozen = frozen_ids(load_ledger(args.ledger), args.today)
+    oracle_env = TrustedEnv(given.oracle_python, given.seal) if given.oracle_python else None
+    retry = Retry(given, oracle_env)
+    quarantined, frozen = given.quarantined, given.frozen
     excluded: list[dict[str, Any]] = []
     flaky: list[dict[str, Any]] = []
     remaining: list[dict[str, Any]] = []
     total = 0
-    for step, evidence, again in deferred(reported(args) if earlier is None else earlier):
+    for step, evidence, again in deferred(earlier):
         parent = evidence.get("parent") or {}
         for row in [r for r in evidence.get("failures") or [] if r.get("retryable")]:
             total += 1
@@ -131,14 +199,14 @@ def execute(args: argparse.Namespace, earlier: Mapping[str, Report] | None = Non
             if node in quarantined | frozen and parent.get(node) == "passed":
                 excluded.append({"id": node, "step": step, "by": by})
                 continue
-            attempt = passes_again(args, node, evidence, again)
+            attempt = passes_again(retry, node, evidence, again)
             found = {"id": node, "step": step, "passed_on_retry": attempt}
             (flaky if attempt else remaining).append(found)
     out = {
         "excluded": excluded,
         "flaky": flaky,
         "remaining": remaining,
-        "max_retry": args.max_retry,
+        "max_retry": given.max_retry,
     }
     if not total:
         return Outcome(PASS, "no oracle or crossrun failure was deferred to flake control", out)
@@ -163,19 +231,6 @@ def unexcused(remaining: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    ref = j.oracle_ref
-    if ref.quarantine is None or ref.ledger is None:
-        raise FailClosed(ref.unreadable)  # flake control reads nothing but the oracle ref
-    argv = ["--oracle", str(j.parent / "oracle")]
-    if j.built.oracle is not None and j.built.oracle_seal is not None:
-        argv += ["--oracle-python", str(j.built.oracle), *seal_args(j.built.oracle_seal)]
-    argv += ["--call-timeout", str(j.config.call_timeout), "--patch-python", str(j.built.patch)]
-    argv += ["--quarantine", str(ref.quarantine), "--ledger", str(ref.ledger)]
-    argv += ["--max-retry", str(j.config.flake_max_retry), "--tree", str(j.parent)]
-    return execute(parser().parse_args(argv), earlier)
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--oracle-report", type=Path, default=Path("reports/oracle.json"))
@@ -196,7 +251,7 @@ def parser() -> argparse.ArgumentParser:
         help="retries per pre-existing test",
     )
     p.add_argument("--today", type=dt.date.fromisoformat, default=dt.date.today())
-    p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--timeout", type=float, default=TIMEOUT)
     p.add_argument(
         "--call-timeout", type=float, default=Config.call_timeout, help="seconds per subject call"
     )
@@ -204,8 +259,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("flake-budget", parser, from_args, inputs, decide, reported)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("flake-budget", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ the judge does not change how it is judged. Start the judge from a trusted check
 base branch; running it inside the patch's own worktree trusts that worktree's noxfile.
 
 The judgment (scripts/_gate/context.py: commits, worktrees, the diff, judge.yaml, the review
-flag, the builds) is resolved once and given to every step: each step's `run` is called in a
+flag, the builds) is resolved once and given to every step: each step's contract is decided in a
 thread of this process when the base's scripts are the judge's own, else the base's script runs
 as a process given the judgment as `--judgment FILE`. The table's lanes run side by side once
 the builds exist (`jobs` in judge.yaml), and each step's seconds are reported. Outcomes stay in
@@ -59,6 +59,7 @@ from _gate.cassettes import parent_now
 from _gate.config import committed_config, load_config
 from _gate.confine import SHM
 from _gate.context import Builds, Judgment, OracleRef, changes, review_requested, write_judgment
+from _gate.entry import Contract
 from _gate.envs import WHEELHOUSE, bin_dir, tools_env
 from _gate.git import (
     SCORE_FILE,
@@ -121,9 +122,6 @@ GATE_FILES = (
 GATE_PATHS = ("oracle", "oracles", "fixtures", "fixtures.lock", "scripts", "noxfile.py")
 HEARTBEAT = 5.0  # seconds between two "still running" lines of a quiet step
 OWN_SCRIPTS = Path(__file__).resolve().parent
-# Steps that stay processes even inline: the inventory's AST work, in a process pool when
-# cold, would hold the judge's GIL (and fork it) while the other lanes wait on their cases.
-OWN_PROCESS = frozenset({"count_asserts.py"})
 
 
 @dataclass
@@ -139,7 +137,7 @@ class Judge:
     patch: Path = Path()
     shard: Shard = WHOLE
     judgment: Judgment | None = None
-    # The base's scripts are the judge's own, byte for byte: each step's `run` is called in
+    # The base's scripts are the judge's own, byte for byte: each step's contract is decided in
     # this process (the same code a step process would run, without starting Python again).
     inline: bool = False
     tmp: Path = Path()
@@ -186,7 +184,7 @@ class Judge:
         assert step.script is not None
         earlier = {name: self.outcomes[name] for name in step.reads if name in self.outcomes}
         start = time.monotonic()
-        if self.inline and step.script not in OWN_PROCESS:
+        if self.inline and not step.own_process:
             report = inline(step, self.j, earlier)
         else:
             report = self.run_process(step, earlier)
@@ -294,13 +292,14 @@ def run_inline(name: str, body: Callable[[], int]) -> Ran:
 
 
 def inline(step: Step, j: Judgment, earlier: Mapping[str, Report]) -> Report:
-    """A step's `run`, called in this process on the judgment: its outcome stays in memory."""
+    """A step's contract (`STEP` of its module), decided in this process on the judgment: its
+    outcome stays in memory."""
     assert step.script is not None
-    module = importlib.import_module(step.script.removesuffix(".py"))
+    contract: Contract[Any] = importlib.import_module(step.script.removesuffix(".py")).STEP
     kept: list[Report] = []
 
     def body() -> int:
-        kept.append(concluded(step.name, lambda: module.run(j, earlier)))
+        kept.append(concluded(step.name, lambda: contract.judged(j, earlier)))
         return kept[-1].exit_code
 
     ran = run_inline(step.name, body)
@@ -347,28 +346,28 @@ def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
     """Run a step, passing its progress lines through as they come, and saying every few
     seconds that a step which reports nothing is still running."""
     quiet = Quiet(name)
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     kept: list[str] = []
     out: list[bytes] = []
+    with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
 
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for raw in proc.stderr:
-            line = raw.decode("utf-8", "backslashreplace").rstrip("\n")
-            if not quiet.passed(line):
-                kept.append(line)
+        def read_stderr() -> None:
+            assert proc.stderr is not None
+            for raw in proc.stderr:
+                line = raw.decode("utf-8", "backslashreplace").rstrip("\n")
+                if not quiet.passed(line):
+                    kept.append(line)
 
-    def read_stdout() -> None:
-        assert proc.stdout is not None
-        out.append(proc.stdout.read())
+        def read_stdout() -> None:
+            assert proc.stdout is not None
+            out.append(proc.stdout.read())
 
-    readers = [threading.Thread(target=f, daemon=True) for f in (read_stderr, read_stdout)]
-    for reader in readers:
-        reader.start()
-    while not exits_within(proc, HEARTBEAT):
-        quiet.tick()
-    for reader in readers:
-        reader.join()
+        readers = [threading.Thread(target=f, daemon=True) for f in (read_stderr, read_stdout)]
+        for reader in readers:
+            reader.start()
+        while not exits_within(proc, HEARTBEAT):
+            quiet.tick()
+        for reader in readers:
+            reader.join()
     return Ran(proc.returncode, b"".join(out), kept[-50:], time.monotonic() - quiet.start)
 
 
@@ -387,12 +386,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     j, start = judge.j, time.monotonic()
     requirements = j.parent / "scripts" / "requirements-judge.txt"
     envs.mkdir(exist_ok=True)  # the seal is written here, whether the environments are or not
-    # Nothing is kept from, or for, a judgment whose patch code ran unconfined.
-    kept = judge.confinement != "unconfined" and not judge.fresh
-    cache = cache_folder(j.repo) if kept else None
-    # Both limits are read before any build: a bad value fails closed there.
-    kept_in = None if cache is None else Cache(cache, env_limit(), judge.held)
-    runs = runs_limit() if cache is not None else 0
+    cache, kept_in, runs = kept_for(judge)
     came: dict[str, str] = {}  # how each environment came (kept_envs.py)
     # Keyed as a base's: the patch's environment is the parent's of a judgment whose base it
     # becomes (kept_envs.py).
@@ -434,11 +428,8 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             # Never waits: the parent's build may wait for the lock this build holds (a
             # commit judged against itself keys both environments alike). The oracle's is
             # built by now (the patch's build starts after it).
-            for job in (jobs["parent"], oracle):
-                env = env_of(job) if job is not None and job.done() else None
-                if env is not None:
-                    return env
-            return None
+            done = [job for job in (jobs["parent"], oracle) if job is not None and job.done()]
+            return next(filter(None, map(env_of, done)), None)
 
         jobs: dict[str, Future[Any]] = {"oracle": oracle} if oracle is not None else {}
         # Each build takes the bytecode of an environment built before it (_gate/bytecode.py):
@@ -451,6 +442,28 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         judge.append(*done)
     if room is not None:
         room.result()
+    built = waited_builds(judge, jobs, start)
+    if built is None:
+        return None
+    seconds = time.monotonic() - start
+    return checked_builds(judge, built, seconds, came, cache=cache, parent_now=early.result())
+
+
+def kept_for(judge: Judge) -> tuple[Path | None, Cache | None, int]:
+    """Where this judgment keeps environments and runs for the next ones, the kept
+    environments there, and how many runs it keeps: nothing is kept from, or for, a judgment
+    whose patch code ran unconfined (or --fresh). Both limits are read before any build: a
+    bad value fails closed there."""
+    if judge.confinement == "unconfined" or judge.fresh:
+        return None, None, 0
+    cache = cache_folder(judge.j.repo)
+    return cache, Cache(cache, env_limit(), judge.held), runs_limit()
+
+
+def waited_builds(
+    judge: Judge, jobs: Mapping[str, Future[Any]], start: float
+) -> dict[str, Any] | None:
+    """Each build's result, or None once one failed (recorded as the build step's)."""
     built: dict[str, Any] = {}
     for side, job in jobs.items():  # the oracle's failure first: the patch never started then
         try:
@@ -463,13 +476,25 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
             seconds = time.monotonic() - start
             judge.record("build", code, f"the {side} does not build: {exc}", seconds)
             return None
-    seconds = time.monotonic() - start
+    return built
+
+
+def checked_builds(
+    judge: Judge,
+    built: dict[str, Any],
+    seconds: float,
+    came: Mapping[str, str],
+    *,
+    cache: Path | None,
+    parent_now: Seal | None,
+) -> Builds | None:
+    """The builds once each wheel is found to install its tree (the build step's outcome)."""
     try:
-        matched, evidence = built_from_trees(j, built["parent"], built["patch"])
+        matched, evidence = built_from_trees(judge.j, built["parent"], built["patch"])
     except FailClosed as exc:
         judge.record("build", FAIL_CLOSED, str(exc), seconds)
         return None
-    done_line = f"{built_line(oracle is not None, came)}; {matched}"
+    done_line = f"{built_line('oracle' in built, came)}; {matched}"
     if evidence["same"]:
         done_line += "; the patch's build is the parent's, file for file"
     judge.append(Report("build", STATUS[PASS], PASS, judge.shorten(done_line), evidence), seconds)
@@ -483,7 +508,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         parent_build=evidence["parent_build"],
         patch_build=evidence["patch_build"],
         cache=cache,
-        parent_now=early.result(),
+        parent_now=parent_now,
     )
 
 
@@ -789,7 +814,7 @@ def publish(run: Judge, matrix: str) -> int:
         kept = run.outcomes.get(step["name"])
         return dict(kept.evidence) if kept else dict(step["evidence"])
 
-    return write_reports(run.reports, report, matrix, "judge", run.repo, evidence)
+    return write_reports(run.reports, report, matrix, "judge", repo=run.repo, evidence=evidence)
 
 
 def parser() -> argparse.ArgumentParser:

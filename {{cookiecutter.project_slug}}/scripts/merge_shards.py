@@ -26,15 +26,19 @@ from pathlib import Path
 from typing import Any
 
 from _gate.git import repo_root, show_file
-from _gate.protocol import CODE, ERROR, NEEDS_REVIEW, FailClosed
+from _gate.protocol import CODE, ERROR, SEVERITY, FailClosed
 from _gate.reports import write_report
 from _gate.steps import report_file
 from _gate.verdict import EXIT_CODES, MERGE_STEP, brief, full_evidence, write_reports
 
-# A step's status over its shards, as the verdict orders them (_gate/verdict.py): a shard's
-# proof blocks whatever another could not judge (the tally says so); an error outranks a
-# review, since the shards' evidence is incomplete whatever a reviewer decides.
-RANK = {"pass": 0, "advisory": 0, "deferred": 1, NEEDS_REVIEW: 2, ERROR: 3, "block": 4}
+
+def severity(status: str) -> int:
+    """A shard's status, ranked (protocol.SEVERITY; one no report may hold ranks as an error):
+    a step's status over its shards is its worst, so a shard's proof blocks whatever another
+    could not judge (the tally says so)."""
+    return SEVERITY.get(status, SEVERITY[ERROR])
+
+
 SUMMED = ("cases", "tests", "parent_passing")  # counts of a shard's own ids
 SAME = ("base", "head", "run")  # what every shard of one judgment agrees on
 
@@ -143,14 +147,14 @@ class Merge:
     def step(self, name: str) -> dict[str, Any]:
         ran = [(s, step) for s in self.shards for step in s.report["steps"] if step["name"] == name]
         parts = [shard.step_report(step) for shard, step in ran]
-        at = max(range(len(ran)), key=lambda i: RANK.get(ran[i][1]["status"], RANK[ERROR]))
+        at = max(range(len(ran)), key=lambda i: severity(ran[i][1]["status"]))
         worst_shard, worst = ran[at]
         evidence = merge_evidence(parts, parts[at])
         evidence["shards"] = {f"{s.index}/{self.count}": step["status"] for s, step in ran}
         self.check(name, evidence, len(ran))
         summary = worst["summary"]
         if len(ran) > 1:
-            statuses = sorted(evidence["shards"].values(), key=lambda s: RANK.get(s, RANK[ERROR]))
+            statuses = sorted(evidence["shards"].values(), key=severity)
             tally = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
             summary = f"{summary} (shard {worst_shard.index}/{self.count}; shards: {tally})"
         status = worst["status"] if worst["status"] in CODE else ERROR
@@ -242,7 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = {"base": "", "head": "", "steps": [failed(why)]}
     matrix = matrix_text(args.repo, report["base"])
     return write_reports(
-        args.out, report, matrix, "merge", args.repo, lambda step: full_evidence(args.out, step)
+        args.out,
+        report,
+        matrix,
+        "merge",
+        repo=args.repo,
+        evidence=lambda step: full_evidence(args.out, step),
     )
 
 

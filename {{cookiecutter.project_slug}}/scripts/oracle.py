@@ -33,21 +33,21 @@ import argparse
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from _gate.config import Config
-from _gate.context import Judgment
-from _gate.entry import run_main
+from _gate.context import Judgment, Kept
+from _gate.entry import Contract, Earlier
 from _gate.git import tracked
 from _gate.oracle_run import PREFIX, RETRYABLE, has_tests
 from _gate.oracle_run import run as run_oracle
 from _gate.patch_env import gate_env
 from _gate.perturb import Perturbation, add_perturb_args, process_scene
-from _gate.perturb import argv as perturb_argv
 from _gate.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
 from _gate.protocol import (
     BLOCK,
@@ -55,10 +55,9 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
-    Report,
     add_report_arg,
 )
-from _gate.pytest_run import PytestRun
+from _gate.pytest_run import PytestRun, Subject
 from _gate.reuse import (
     add_cache_args,
     add_same_build_arg,
@@ -68,10 +67,11 @@ from _gate.reuse import (
     kept_run,
     noted,
 )
-from _gate.seal import TrustedEnv, add_seal_args, seal_args, trusted_env
-from _gate.shard import WHOLE, add_shard_arg
+from _gate.seal import Seal, TrustedEnv, add_seal_args, seal_of
+from _gate.shard import WHOLE, Shard, add_shard_arg
 from _gate.worker_scene import WorkerScene
 
+TIMEOUT = 900.0  # seconds per pytest run
 NONE = {"tests": 0}  # the evidence of a base without property oracles
 PERTURBED = ("env", "clock")  # the subject worker's perturbed run (docs/perturbation.md)
 
@@ -173,31 +173,81 @@ def counted(found: dict[str, int]) -> str:
     return f"{found['properties']} property oracles and {found['examples']} example oracles"
 
 
-def execute(args: argparse.Namespace) -> Outcome:
-    if not has_tests(args.oracle):
-        return Outcome(PASS, f"no property oracles in {args.oracle} on the base", NONE)
-    runner = trusted_env(args)
-    key = parent_key(args)
-    kept_parent = kept_run(args.cache, key, args.oracle)
+@dataclass(frozen=True)
+class Inputs:
+    """What the oracle step decides on."""
+
+    oracle: Path  # oracle/ of the base tree
+    oracle_python: Path | None  # the oracle env's python (None: the base has no oracle)
+    seal: Seal | None  # the oracle env's digest, taken when the judge built it
+    parent_python: Path
+    patch_python: Path
+    timeout: float  # seconds per pytest run
+    call_timeout: float  # seconds one call into a build may take
+    shard: Shard
+    same_build: bool  # the patch's build is the parent's, file for file
+    kept: Kept  # where the parent's run is kept between judgments
+    perturb: tuple[str, ...]
+    perturb_required: tuple[str, ...]
+
+
+def inputs(j: Judgment) -> Inputs:
+    return Inputs(
+        oracle=j.parent / "oracle",
+        oracle_python=j.built.oracle,
+        seal=j.built.oracle_seal,
+        parent_python=j.built.parent,
+        patch_python=j.built.patch,
+        timeout=TIMEOUT,
+        call_timeout=j.config.call_timeout,
+        shard=j.shard,
+        same_build=j.built.same,
+        kept=j.built.kept,
+        perturb=j.config.perturb,
+        perturb_required=j.config.perturb_required,
+    )
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    return Inputs(
+        oracle=args.oracle,
+        oracle_python=args.oracle_python,
+        seal=seal_of(args),
+        parent_python=args.parent_python,
+        patch_python=args.patch_python,
+        timeout=args.timeout,
+        call_timeout=args.call_timeout,
+        shard=args.shard,
+        same_build=args.same_build,
+        kept=Kept.from_args(args),
+        perturb=tuple(args.perturb),
+        perturb_required=tuple(args.perturb_required),
+    )
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    if given.oracle_python is None or not has_tests(given.oracle):
+        return Outcome(PASS, f"no property oracles in {given.oracle} on the base", NONE)
+    runner = TrustedEnv(given.oracle_python, given.seal)
+    key = parent_key(given)
+    kept_parent = kept_run(given.kept.folder, key, given.oracle)
     # One build's code: the parent's run is the patch's (_gate/reuse.py).
-    sides = {"parent": args.parent_python, "patch": args.patch_python}
-    if args.same_build:
+    sides = {"parent": given.parent_python, "patch": given.patch_python}
+    if given.same_build:
         sides.pop("patch")
     if kept_parent:
         sides.pop("parent")
-    how, unrunnable = planned(PERTURBED, args.perturb, args.perturb_required, args.same_build)
-    under = perturbed_runner(args, runner)
+    how, unrunnable = planned(PERTURBED, given.perturb, given.perturb_required, given.same_build)
+    under = perturbed_runner(given, runner)
     with ThreadPoolExecutor(max_workers=3) as pool:
         jobs = {
             side: pool.submit(
                 run_oracle,
                 runner,
-                python,
-                args.oracle,
-                args.timeout,
-                (".",),
-                args.call_timeout,
-                args.shard,
+                Subject(python, given.call_timeout),
+                given.oracle,
+                given.timeout,
+                shard=given.shard,
             )
             for side, python in sides.items()
         }
@@ -206,11 +256,11 @@ def execute(args: argparse.Namespace) -> Outcome:
     parent_result = kept_parent or results["parent"]
     patch = results.get("patch", parent_result)
     if not kept_parent:
-        keep_run(args.cache, key, args.oracle, parent_result)
+        keep_run(given.kept.folder, key, given.oracle, parent_result)
     held = len(parent_result.outcomes or {})
-    owned = args.shard.evidence(held, held + parent_result.deselected)
+    owned = given.shard.evidence(held, held + parent_result.deselected)
     if parent_result.outcomes == {} and parent_result.deselected:
-        summary = f"shard {args.shard} holds none of the {owned['total']} property oracles"
+        summary = f"shard {given.shard} holds none of the {owned['total']} property oracles"
         return Outcome(PASS, summary, {"shard": owned})
     parent = parent_baseline(parent_result)
     evidence: dict[str, Any] = {
@@ -229,22 +279,27 @@ def execute(args: argparse.Namespace) -> Outcome:
         passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
         found = compare(how, under, patch_under.result(), passing, "oracles")
     outcome = applied(
-        judged(parent, patch, evidence), found, unrunnable, "oracles", args.same_build
+        judged(parent, patch, evidence),
+        found,
+        unrunnable,
+        "oracles",
+        same_build=given.same_build,
     )
-    return noted(outcome, args.same_build, bool(kept_parent))
+    return noted(outcome, given.same_build, bool(kept_parent))
 
 
-def perturbed_runner(args: argparse.Namespace, runner: TrustedEnv) -> Runner:
+def perturbed_runner(given: Inputs, runner: TrustedEnv) -> Runner:
     """A build's oracle run, its subject worker in the scene of a perturbation."""
-    pythons = {PARENT: args.parent_python, PATCH: args.patch_python}
+    pythons = {PARENT: given.parent_python, PATCH: given.patch_python}
 
     def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
         python = pythons[side]
         ids = [node.removeprefix(PREFIX) for node in targets] if targets else ["."]
-        shard = args.shard if targets is None else WHOLE
+        shard = given.shard if targets is None else WHOLE
         with worker_scene(how, python) as scene:
+            subject = Subject(python, given.call_timeout, scene)
             return run_oracle(
-                runner, python, args.oracle, args.timeout, ids, args.call_timeout, shard, scene
+                runner, subject, given.oracle, given.timeout, targets=ids, shard=shard
             )
 
     return run
@@ -268,34 +323,22 @@ def worker_scene(how: Perturbation, python: Path) -> Iterator[Path]:
                 shutil.rmtree(made, ignore_errors=True)
 
 
-def parent_key(args: argparse.Namespace) -> str:
+def parent_key(given: Inputs) -> str:
     """What the parent's run depends on (_gate/reuse.py): "" when nothing is kept. An oracle
     may read any file of its tree (a corpus under fixtures/), so the whole tree is an input;
     the oracle environment holds the pinned tools, which the gate's code digest covers."""
-    if args.cache is None or not args.parent_build:
+    if given.kept.folder is None or not given.kept.parent_build:
         return ""
-    tree = args.oracle.parent
+    tree = given.oracle.parent
     return cache_key(
         "oracle",
         tree=files_digest(tree, tracked(tree)),
-        oracle=args.oracle.name,
-        build=args.parent_build,
-        shard=str(args.shard),
-        timeout=args.timeout,
-        call_timeout=args.call_timeout,
+        oracle=given.oracle.name,
+        build=given.kept.parent_build,
+        shard=str(given.shard),
+        timeout=given.timeout,
+        call_timeout=given.call_timeout,
     )
-
-
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    if j.built.oracle is None or j.built.oracle_seal is None:  # no property oracle: no env
-        return Outcome(PASS, f"no property oracles in {j.parent / 'oracle'} on the base", NONE)
-    argv = ["--oracle", str(j.parent / "oracle"), "--oracle-python", str(j.built.oracle)]
-    argv += perturb_argv(j.config.perturb, j.config.perturb_required)
-    argv += seal_args(j.built.oracle_seal)
-    argv += ["--call-timeout", str(j.config.call_timeout), "--shard", str(j.shard)]
-    argv += ["--parent-python", str(j.built.parent), "--patch-python", str(j.built.patch)]
-    argv += [*j.built.same_build_args(), *j.built.cache_args()]
-    return execute(parser().parse_args(argv))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -307,7 +350,7 @@ def parser() -> argparse.ArgumentParser:
     add_seal_args(p)
     p.add_argument("--parent-python", type=Path, required=True, help="parent build's python")
     p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
+    p.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per pytest run")
     p.add_argument(
         "--call-timeout",
         type=float,
@@ -322,8 +365,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("oracle", parser, from_args, inputs, decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("oracle", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

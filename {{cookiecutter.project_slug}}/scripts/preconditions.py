@@ -29,13 +29,14 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _gate.cases import load_cases
+from _gate.cases import CASES, load_cases
 from _gate.config import Config, load_config
 from _gate.context import Judgment
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.git import git
 from _gate.patterns import CODEOWNERS, PLACEHOLDER_OWNER, codeowners, owners, placeholder
 from _gate.protocol import (
@@ -44,14 +45,12 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
-    Report,
     add_report_arg,
 )
 from _gate.steps import JUDGE_STEPS, MATRIX_STEP, decision_rows
 
 MATRIX = "oracles/MATRIX.md"
 FIXTURES = "/fixtures/"  # owned too: fixtures.lock judges its bytes, a code owner its changes
-CASES = "oracle/cases.yaml"
 NO_EVIDENCE = (
     f"no oracle evidence in the base: {CASES} has no case and oracle/ has no test_*.py "
     f"property oracle; add a case to {CASES} (docs/add-a-case.md) or a property "
@@ -180,21 +179,40 @@ def strength_problems(path: Path | None, score: dict[str, Any] | None, minimum: 
     return []
 
 
-def execute(args: argparse.Namespace, config: Config | None = None) -> Outcome:
-    config = config or load_config(args.tree / "oracle" / "judge.yaml")
+@dataclass(frozen=True)
+class Inputs:
+    """What the preconditions step decides on."""
+
+    tree: Path  # the base tree
+    patch_tree: Path | None  # the head tree (its `tests:` are checked)
+    config: Config  # the base's judge.yaml
+    strength: Path | None  # strength.json from the oracle ref
+
+
+def inputs(j: Judgment) -> Inputs:
+    return Inputs(j.parent, j.patch, j.config, j.oracle_ref.strength)
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    config = load_config(args.tree / "oracle" / "judge.yaml")
+    return Inputs(args.tree, args.patch_tree, config, args.strength)
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    config, tree = given.config, given.tree
     problems = []
     if os.environ.get("JUDGE_OFFLINE") != "1":
         problems.append("JUDGE_OFFLINE=1 is not set; run the judge through `nox -s judge`")
     present = [name for name in config.model_variables if os.environ.get(name)]
     if present:
         problems.append(f"model endpoint variable {present[0]} is set; unset it for the judge")
-    problems += matrix_problems(args.tree / MATRIX)
-    owned, warnings = owner_problems(args.tree, [*config.protected, FIXTURES])
+    problems += matrix_problems(tree / MATRIX)
+    owned, warnings = owner_problems(tree, [*config.protected, FIXTURES])
     problems += owned
-    oracles = property_oracles(args.tree)
-    problems += tests_problems(config, {"base": args.tree, "head": args.patch_tree})
+    oracles = property_oracles(tree)
+    problems += tests_problems(config, {"base": tree, "head": given.patch_tree})
     try:
-        loaded = load_cases(args.tree / CASES, config.case_timeout)
+        loaded = load_cases(tree / CASES, config.case_timeout)
     except FailClosed as exc:  # reported with the other problems, in one line
         problems.append(str(exc))
         loaded = None
@@ -203,12 +221,12 @@ def execute(args: argparse.Namespace, config: Config | None = None) -> Outcome:
         f"{CASES}: case {case.id!r} field 'cwd': fixtures/{case.cwd} is not a folder on the "
         "base; add the folder (and `nox -s lock`) or fix the path"
         for case in loaded or []
-        if case.cwd and not (args.tree / "fixtures" / case.cwd).is_dir()
+        if case.cwd and not (tree / "fixtures" / case.cwd).is_dir()
     ]
     if cases == 0 and not oracles:
         problems.append(NO_EVIDENCE)
-    score = read_score(args.strength)
-    problems += strength_problems(args.strength, score, config.strength_min)
+    score = read_score(given.strength)
+    problems += strength_problems(given.strength, score, config.strength_min)
     evidence = {
         "model_variables_checked": list(config.model_variables),
         "set": present,
@@ -228,13 +246,6 @@ def execute(args: argparse.Namespace, config: Config | None = None) -> Outcome:
     )
 
 
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    strength = j.oracle_ref.strength
-    argv = ["--tree", str(j.parent), "--patch-tree", str(j.patch)]
-    argv += ["--strength", str(strength)] if strength else []
-    return execute(parser().parse_args(argv), j.config)
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
     p.add_argument("--tree", type=Path, default=Path("."), help="the base tree")
@@ -244,8 +255,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("preconditions", parser, from_args, inputs, decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("preconditions", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

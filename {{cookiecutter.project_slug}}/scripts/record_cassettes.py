@@ -26,15 +26,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _gate.cases import Case, built_cli, load_cases
-from _gate.cassettes import case_args, cassette_path, load_cassette, provenance, record
+from _gate.cases import CASES, Case, built_cli, load_cases
+from _gate.cassettes import cassette_path, load_cassette, provenance, record
 from _gate.config import Config, committed_config
-from _gate.context import Judgment
-from _gate.entry import run_main
+from _gate.context import Judgment, Kept
+from _gate.entry import Contract, Earlier
 from _gate.envs import WHEELHOUSE
 from _gate.git import (
     base_ref,
@@ -53,7 +54,6 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
-    Report,
     add_report_arg,
     say,
 )
@@ -125,10 +125,88 @@ def unexpected_traceback(evidence: dict[str, Any], cases_file: Path) -> Outcome:
     )
 
 
-RECORDED = ("oracle/cases.yaml", "fixtures")  # what a recording reads from the base commit
+RECORDED = (CASES, "fixtures")  # what a recording reads from the base commit
 
 
-def materialize(args: argparse.Namespace) -> Outcome:
+@dataclass(frozen=True)
+class Inputs:
+    """What the record step records: the parent build's CLI on the base's cases."""
+
+    command: Path  # the parent build's CLI
+    base: str  # the commit it was built from
+    out: Path  # the cassette file
+    cases: Path  # oracle/cases.yaml of the base
+    fixtures: Path
+    timeout: float  # seconds per case
+    shard: Shard
+    perturb: tuple[str, ...]
+    perturb_required: tuple[str, ...]
+    reuse: bool  # keep an existing cassette whose provenance matches
+    kept: Kept
+
+
+@dataclass(frozen=True)
+class Materialize:
+    """By hand without --command: build the judge's base, then record from it."""
+
+    repo: Path
+    base: str | None  # None: the judge's base
+    out: Path | None  # None: .oracle/cassettes/SHA/
+    config: Path | None  # None: oracle/judge.yaml as HEAD commits it
+    wheelhouse: Path
+    requirements: Path
+    shard: Shard
+
+
+def inputs(j: Judgment) -> Inputs:
+    # Replay runs no perturbed run on a build that is the parent's, and none is required; the
+    # recording of those this machine can run is made all the same where it is kept, for a
+    # code patch on a base of this build to find instead of recording on its critical path.
+    same, settings = j.built.same, j.config
+    return Inputs(
+        command=j.command("parent"),
+        base=j.base,
+        out=cassette_path(j.repo, j.base, j.shard),
+        cases=j.parent / CASES,
+        fixtures=j.parent / "fixtures",
+        timeout=settings.case_timeout,
+        shard=j.shard,
+        perturb=() if same and j.built.cache is None else settings.perturb,
+        perturb_required=() if same else settings.perturb_required,
+        reuse=True,
+        kept=j.built.kept,
+    )
+
+
+def from_args(args: argparse.Namespace) -> Inputs | Materialize:
+    if args.command is None:
+        return Materialize(
+            args.repo,
+            args.base,
+            args.out,
+            args.config,
+            args.wheelhouse,
+            args.requirements,
+            args.shard,
+        )
+    if not args.base or not args.out:
+        raise FailClosed("--command needs --base SHA and --out FILE; or omit --command")
+    return Inputs(
+        command=args.command,
+        base=args.base,
+        out=args.out,
+        cases=args.cases,
+        fixtures=args.fixtures,
+        timeout=args.timeout,
+        shard=args.shard,
+        perturb=tuple(args.perturb),
+        perturb_required=tuple(args.perturb_required),
+        reuse=args.reuse,
+        kept=Kept.from_args(args),
+    )
+
+
+def materialize(args: Materialize) -> Outcome:
     repo = repo_root(args.repo)
     config = committed_config(repo, args.config)
     require_sandbox(config.sandbox == "required")
@@ -144,7 +222,8 @@ def materialize(args: argparse.Namespace) -> Outcome:
         cases_file = built.tree / "oracle" / "cases.yaml"
         cases = owned_cases(cases_file, config.case_timeout, args.shard)
         ran, _ = runnable(config.perturb, config.perturb_required)
-        cassette = record(built.cli, cases, built.tree / "fixtures", base, ran, built.build)
+        fixtures = built.tree / "fixtures"
+        cassette = record(built.cli, cases, fixtures, base, perturbations=ran, build=built.build)
         return write(cassette, out, cases_file)
 
 
@@ -188,19 +267,19 @@ def write(cassette: dict[str, Any], out: Path, cases_file: Path, verb: str = "re
 KEPT_VERB = "kept"
 
 
-def recording_key(args: argparse.Namespace, cases: Sequence[Case]) -> str:
+def recording_key(given: Inputs, perturb: Sequence[str], cases: Sequence[Case]) -> str:
     """What a recording depends on (_gate/reuse.py): the parent's build, the cases, the
     fixtures they run in; "" when nothing is kept."""
-    if args.cache is None or not args.parent_build:
+    if given.kept.folder is None or not given.kept.parent_build:
         return ""
-    fixtures = tracked(args.fixtures) if args.fixtures.is_dir() else []
+    fixtures = tracked(given.fixtures) if given.fixtures.is_dir() else []
     return cache_key(
         "record",
-        build=args.parent_build,
+        build=given.kept.parent_build,
         cases={case.id: case.digest for case in cases},
-        fixtures=files_digest(args.fixtures, fixtures),
-        timeout=args.timeout,
-        perturb=args.perturb,
+        fixtures=files_digest(given.fixtures, fixtures),
+        timeout=given.timeout,
+        perturb=list(perturb),
     )
 
 
@@ -220,41 +299,27 @@ def reusable(
     return all("traceback" in case for case in existing.get("cases", {}).values())
 
 
-def execute(args: argparse.Namespace) -> Outcome:
-    if args.command is None:
-        return materialize(args)
-    if not args.base or not args.out:
-        raise FailClosed("--command needs --base SHA and --out FILE; or omit --command")
-    cases = owned_cases(args.cases, args.timeout, args.shard)
-    args.perturb, _ = runnable(args.perturb, args.perturb_required)
-    existing = load_cassette(args.out) if args.reuse else None
-    if existing and reusable(existing, args.base, cases, args.perturb, args.parent_build):
-        return write(existing, args.out, args.cases, verb="reused")
-    key = recording_key(args, cases)
-    kept_recording = kept(args.cache, key)
+def decide(given: Inputs | Materialize, earlier: Earlier) -> Outcome:
+    if isinstance(given, Materialize):
+        return materialize(given)
+    cases = owned_cases(given.cases, given.timeout, given.shard)
+    perturb, _ = runnable(given.perturb, given.perturb_required)
+    build, out = given.kept.parent_build, given.out
+    existing = load_cassette(out) if given.reuse else None
+    if existing and reusable(existing, given.base, cases, perturb, build):
+        return write(existing, out, given.cases, verb="reused")
+    key = recording_key(given, perturb, cases)
+    kept_recording = kept(given.kept.folder, key)
     if kept_recording is not None and isinstance(kept_recording.get("cases"), dict):
-        cassette = {**kept_recording, "provenance": provenance(args.base, cases, args.parent_build)}
-        return write(cassette, args.out, args.cases, verb=KEPT_VERB)
+        cassette = {**kept_recording, "provenance": provenance(given.base, cases, build)}
+        return write(cassette, out, given.cases, verb=KEPT_VERB)
     cassette = record(
-        args.command, cases, args.fixtures, args.base, args.perturb, args.parent_build
+        given.command, cases, given.fixtures, given.base, perturbations=perturb, build=build
     )
-    outcome = write(cassette, args.out, args.cases)
+    outcome = write(cassette, out, given.cases)
     if outcome.code == PASS:
-        keep(args.cache, key, cassette)
+        keep(given.kept.folder, key, cassette)
     return outcome
-
-
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    out = cassette_path(j.repo, j.base, j.shard)
-    argv = ["--command", str(j.command("parent")), "--repo", str(j.repo), "--base", j.base]
-    argv += ["--reuse", "--out", str(out), *case_args(j)]
-    argv += j.built.cache_args()
-    # Replay runs no perturbed run on a build that is the parent's, and none is required; the
-    # recording of those this machine can run is made all the same where it is kept, for a
-    # code patch on a base of this build to find instead of recording on its critical path.
-    if j.built.same:
-        argv += ["--perturb-required", ""] + (["--perturb", ""] if j.built.cache is None else [])
-    return execute(parser().parse_args(argv))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -283,8 +348,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP: Contract[Inputs | Materialize] = Contract("record", parser, from_args, inputs, decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("record", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

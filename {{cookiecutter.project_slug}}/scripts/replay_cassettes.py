@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate.allowlist import (
+    ALLOWLIST,
     Row,
     allow_command,
     is_cassette_row,
@@ -42,11 +43,11 @@ from _gate.allowlist import (
     other_base_note,
     split_by_base,
 )
-from _gate.cases import Case, Job, Run, added_lines, holds, load_cases, observe, run_jobs
-from _gate.cassettes import case_args, cassette_path, taken_fields
+from _gate.cases import CASES, Case, Job, Run, added_lines, holds, load_cases, observe, run_jobs
+from _gate.cassettes import cassette_path, taken_fields
 from _gate.config import Config
 from _gate.context import Judgment, review_requested
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.perturb import Perturbation, add_perturb_args, planned, runnable
 from _gate.protocol import (
     BLOCK,
@@ -55,7 +56,6 @@ from _gate.protocol import (
     PASS,
     FailClosed,
     Outcome,
-    Report,
     add_report_arg,
 )
 from _gate.reuse import add_same_build_arg, noted
@@ -89,12 +89,12 @@ def carried_rows(path: Path | None, base: str, shard: Shard) -> set[tuple[str, s
     return {(row.id, row.field) for row in rows}
 
 
-def judged_base(args: argparse.Namespace, cassette: dict[str, Any]) -> str:
+def judged_base(given: Inputs, cassette: dict[str, Any]) -> str:
     recorded = str(cassette.get("provenance", {}).get("base", ""))
-    base = str(args.base or recorded).lower()
+    base = str(given.base or recorded).lower()
     if not base or not recorded.lower().startswith(base):
         raise FailClosed(
-            f"{args.cassette}: recorded from base {recorded[:12] or '?'}, not the judged base "
+            f"{given.cassette}: recorded from base {recorded[:12] or '?'}, not the judged base "
             f"{base[:12]}; re-record it (`nox -s record`)"
         )
     return recorded.lower()
@@ -152,6 +152,7 @@ def replay(
     cassette: dict[str, Any],
     commands: Sequence[Path],
     fixtures: Path,
+    *,
     perturbations: Sequence[str] = (),
     taken: Mapping[str, Any] | None = None,
 ) -> Found:
@@ -182,12 +183,12 @@ def replay(
     return found
 
 
-def taken_before(args: argparse.Namespace, cases: Sequence[Case]) -> dict[str, Any]:
+def taken_before(given: Inputs, cases: Sequence[Case]) -> dict[str, Any]:
     """The parent-now fields `--parent-now` holds (_gate/cassettes.taken_fields), by case id;
     none where it names no file, or a file that cannot be read (replay then runs them
     itself). With `--parent-now-sha256` (the judge's), a file that is not the one it wrote
     fails closed."""
-    path, sha256 = args.parent_now, args.parent_now_sha256
+    path, sha256 = given.parent_now, given.parent_now_sha256
     if path is None:
         return {}
     try:
@@ -203,7 +204,7 @@ def taken_before(args: argparse.Namespace, cases: Sequence[Case]) -> dict[str, A
         doc = json.loads(data)
     except ValueError:
         return {}
-    return taken_fields(doc, args.parent_command, cases)
+    return taken_fields(doc, given.parent_command, cases)
 
 
 def compare_perturbed(
@@ -289,26 +290,91 @@ def check_cassette(
     return cassette
 
 
-def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
-    every = load_cases(args.cases, args.timeout)
-    cases = args.shard.pick(every, lambda case: case.id)
+@dataclass(frozen=True)
+class Inputs:
+    """What the replay step decides on."""
+
+    cassette: Path
+    base: str | None  # the judged base (None: the cassette's)
+    parent_command: Path  # the two builds' CLIs
+    patch_command: Path
+    cases: Path
+    fixtures: Path
+    timeout: float  # seconds per case
+    allowlist: Path  # the reviewed rows (the base's, or the patch's under review)
+    patch_allowlist: Path | None  # the patch's: rows it carries are named, never applied
+    review: bool  # ORACLE_REVIEW=1
+    shard: Shard
+    same_build: bool
+    perturb: tuple[str, ...]
+    perturb_required: tuple[str, ...]
+    parent_now: Path | None  # parent-now runs taken beforehand, beside the patch's build
+    parent_now_sha256: str  # that file's SHA-256, as its writer took it ("": unsealed)
+
+
+def inputs(j: Judgment) -> Inputs:
+    now = j.built.parent_now
+    return Inputs(
+        cassette=cassette_path(j.repo, j.base, j.shard),
+        base=j.base,
+        parent_command=j.command("parent"),
+        patch_command=j.command("patch"),
+        cases=j.parent / CASES,
+        fixtures=j.parent / "fixtures",
+        timeout=j.config.case_timeout,
+        allowlist=j.evidence_tree / ALLOWLIST,
+        patch_allowlist=j.patch / ALLOWLIST,
+        review=j.review,
+        shard=j.shard,
+        same_build=j.built.same,
+        perturb=j.config.perturb,
+        perturb_required=j.config.perturb_required,
+        parent_now=None if now is None else now.file,
+        parent_now_sha256="" if now is None else now.sha256,
+    )
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    return Inputs(
+        cassette=args.cassette,
+        base=args.base,
+        parent_command=args.parent_command,
+        patch_command=args.patch_command,
+        cases=args.cases,
+        fixtures=args.fixtures,
+        timeout=args.timeout,
+        allowlist=args.allowlist,
+        patch_allowlist=args.patch_allowlist,
+        review=review_requested(),
+        shard=args.shard,
+        same_build=args.same_build,
+        perturb=tuple(args.perturb),
+        perturb_required=tuple(args.perturb_required),
+        parent_now=args.parent_now,
+        parent_now_sha256=args.parent_now_sha256 or "",
+    )
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    every = load_cases(given.cases, given.timeout)
+    cases = given.shard.pick(every, lambda case: case.id)
     try:
-        cassette = json.loads(args.cassette.read_bytes())
+        cassette = json.loads(given.cassette.read_bytes())
     except (OSError, ValueError):
         cassette = None
-    cassette = check_cassette(cassette, cases, args.cassette)
-    base = judged_base(args, cassette)
-    allow, other_base = cassette_rows(args.allowlist, base, args.shard)
-    commands = [args.parent_command, *([] if args.same_build else [args.patch_command])]
-    ran, why = runnable(args.perturb, args.perturb_required)
+    cassette = check_cassette(cassette, cases, given.cassette)
+    base = judged_base(given, cassette)
+    allow, other_base = cassette_rows(given.allowlist, base, given.shard)
+    commands = [given.parent_command, *([] if given.same_build else [given.patch_command])]
+    ran, why = runnable(given.perturb, given.perturb_required)
     recorded = cassette.get("perturbations") or []
-    perturbed = [] if args.same_build else [name for name in ran if name in recorded]
-    taken = taken_before(args, cases)
-    found = replay(cases, cassette, commands, args.fixtures, perturbed, taken)
+    perturbed = [] if given.same_build else [name for name in ran if name in recorded]
+    taken = taken_before(given, cases)
+    found = replay(cases, cassette, commands, given.fixtures, perturbations=perturbed, taken=taken)
     drift, unstable = found.drift, found.unstable
-    review = review_requested() if review is None else review
+    review = given.review
     allowed = {(row.id, row.field) for row in allow}
-    carried = carried_rows(args.patch_allowlist, base, args.shard) if not review else set()
+    carried = carried_rows(given.patch_allowlist, base, given.shard) if not review else set()
     mismatches = [
         m
         if (m["id"], m["field"]) in allowed
@@ -321,9 +387,9 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
     stale = [row for row in allow if (row.id, row.field) not in used]
     evidence = {
         "cases": len(cases),
-        "shard": args.shard.evidence(len(cases), len(every)),
+        "shard": given.shard.evidence(len(cases), len(every)),
         "base": base,
-        "allowlist": str(args.allowlist),
+        "allowlist": str(given.allowlist),
         "allowlist_source": "patch (ORACLE_REVIEW=1)" if review else "base",
         "mismatches": mismatches,
         "allowed": [m for m in mismatches if (m["id"], m["field"]) in allowed],
@@ -357,15 +423,15 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
         s = stale[0]
         return Outcome(
             FAIL_CLOSED,
-            f"{args.allowlist}: row {s.id} {s.field} for this base matches no mismatch (stale); "
+            f"{given.allowlist}: row {s.id} {s.field} for this base matches no mismatch (stale); "
             "remove it",
             evidence,
         )
     note = f", {len(unstable)} unstable fields not compared (see record)" if unstable else ""
     note += "; allowlist read from the patch under ORACLE_REVIEW=1" if review else ""
-    note += other_base_note(other_base, args.allowlist)
+    note += other_base_note(other_base, given.allowlist)
     note += f"; {len(found.grown)} additive fields grew" if found.grown else ""
-    note += perturbation_note(ran, perturbed, why, args.same_build)
+    note += perturbation_note(ran, perturbed, why, given.same_build)
     if blocking:
         b = blocking[0]
         under = f" under the {b['perturbation']} perturbation" if "perturbation" in b else ""
@@ -379,21 +445,9 @@ def execute(args: argparse.Namespace, review: bool | None = None) -> Outcome:
             evidence,
         )
     allowed_note = f", {len(mismatches)} allowlisted" if mismatches else ""
-    scope = "" if args.shard.whole else f" of shard {args.shard}"
+    scope = "" if given.shard.whole else f" of shard {given.shard}"
     summary = f"{len(cases)} cases{scope} replayed, surface preserved{allowed_note}{note}"
-    return noted(Outcome(PASS, summary, evidence), args.same_build)
-
-
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    argv = ["--cassette", str(cassette_path(j.repo, j.base, j.shard)), "--base", j.base]
-    argv += ["--parent-command", str(j.command("parent"))]
-    argv += ["--patch-command", str(j.command("patch")), *j.built.same_build_args()]
-    argv += ["--allowlist", str(j.evidence_tree / "oracle/allowlist.yaml"), *case_args(j)]
-    argv += ["--patch-allowlist", str(j.patch / "oracle/allowlist.yaml")]
-    if j.built.parent_now is not None:
-        argv += ["--parent-now", str(j.built.parent_now.file)]
-        argv += ["--parent-now-sha256", j.built.parent_now.sha256]
-    return execute(parser().parse_args(argv), j.review)
+    return noted(Outcome(PASS, summary, evidence), given.same_build)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -427,8 +481,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("replay", parser, from_args, inputs, decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("replay", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

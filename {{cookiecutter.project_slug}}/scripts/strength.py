@@ -59,6 +59,7 @@ from typing import Any
 from _gate.cases import Case, load_cases
 from _gate.cassettes import record
 from _gate.config import Config, load_config
+from _gate.confine import Reach
 from _gate.entry import run_main
 from _gate.envs import bin_dir
 from _gate.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
@@ -74,7 +75,7 @@ from _gate.protocol import (
     add_report_arg,
     read_report,
 )
-from _gate.sandbox import probe_sandbox, require_sandbox, run_confined
+from _gate.sandbox import at_home, probe_sandbox, require_sandbox, run_confined
 from _gate.shard import add_shard_arg
 
 KINDS = ("cassettes", "properties", "tests")
@@ -181,6 +182,7 @@ def run_mutmut(
     kind: str,
     args: argparse.Namespace,
     patterns: Sequence[str],
+    *,
     env: dict[str, str],
     see: Sequence[Path],
 ) -> dict[str, int | None]:
@@ -191,15 +193,14 @@ def run_mutmut(
     # The mutants run the tree's code: confined to the copy like the rest of it.
     scratch = copy.parent / f"{copy.name}-tmp"
     scratch.mkdir(exist_ok=True)
-    env = {**env, "TMPDIR": str(scratch), "HOME": str(scratch)}
     done = run_confined(
         command,
         writable=[copy, scratch],
         timeout=MUTMUT_TIMEOUT,
         cwd=copy,
-        env=env,
+        env=at_home(env, scratch),
         cap=1 << 24,
-        see=see,
+        reach=Reach(see=tuple(str(path) for path in see)),
     )
     results: dict[str, int | None] = {}
     for meta in sorted((copy / "mutants").rglob("*.py.meta")):
@@ -400,7 +401,7 @@ def measure(
             plugins.mkdir(parents=True)
             env.update(extra, ORACLE_STRENGTH_MUTATED=mutated_roots(copy), PYTHONPATH=str(plugins))
             started = time.monotonic()
-            results[kind] = run_mutmut(copy, kind, args, names, env, see=(tree, command))
+            results[kind] = run_mutmut(copy, kind, args, names, env=env, see=(tree, command))
             seconds[kind] = round(time.monotonic() - started, 2)
         files = {
             mutant: meta.relative_to(copy / "mutants").as_posix().removesuffix(".meta")
@@ -435,7 +436,7 @@ def store(tree: Path, config: Config, report: dict[str, Any], today: dt.date) ->
     total = report["totals"].get("mutants", 0)
     message = f"oracle strength {today}: {report['score']:.1%} of {total} mutants"
     source = resolve_oracle_ref(tree, config.oracle_ref)
-    return commit_file(tree, config.oracle_ref, source, SCORE_FILE, text, message)
+    return commit_file(tree, config.oracle_ref, source, SCORE_FILE, text=text, message=message)
 
 
 def stored(args: argparse.Namespace) -> Outcome:

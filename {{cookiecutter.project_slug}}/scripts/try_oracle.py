@@ -37,7 +37,7 @@ from _gate.oracle_run import PREFIX, RETRYABLE, has_tests
 from _gate.oracle_run import run as run_oracle
 from _gate.protocol import BLOCK, PASS, FailClosed, Outcome, concluded, say
 from _gate.pytest_args import add_pytest_args, passed_through
-from _gate.pytest_run import PytestRun
+from _gate.pytest_run import PytestRun, Subject
 from _gate.reports import write_report
 from _gate.sandbox import require_sandbox
 from _gate.seal import TrustedEnv
@@ -145,8 +145,9 @@ def execute(repo: Path, pytest_args: Sequence[str]) -> Outcome:
         targets, options = split(pytest_args, oracle)
         runner = TrustedEnv(Path(sys.executable))
         timeout = built.config.call_timeout
+        subject = Subject(built.python, timeout)
         ran = run_oracle(
-            runner, built.python, oracle, TIMEOUT, targets or (".",), timeout, options=options
+            runner, subject, oracle, TIMEOUT, targets=targets or (".",), options=options
         )
         here = {str(built.tree): str(repo), str(built.tree.resolve()): str(repo)}
         ran = ran.renamed(lambda text: replaced(text, here))

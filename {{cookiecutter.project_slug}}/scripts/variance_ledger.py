@@ -40,6 +40,7 @@ from _gate.ledger import LEDGER, Ledger, live, parse_ledger
 from _gate.machine import identity
 from _gate.oracle_run import run
 from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
+from _gate.pytest_run import Subject
 from _gate.reports import write_report
 from _gate.sandbox import require_sandbox
 from _gate.seal import TrustedEnv
@@ -51,7 +52,7 @@ EVENTS = ("frozen", "extended", "cleared", "expired")  # what a measurement does
 def run_once(env: TrustedEnv, oracle: Path, timeout: float) -> dict[str, Any]:
     # The project is installed in this environment, so it serves as runner and subject both;
     # each run finds it as the first found it (seal.TrustedEnv), or the measurement stops.
-    result = run(env, env.python, oracle, timeout)
+    result = run(env, Subject(env.python), oracle, timeout)
     if result.outcomes is None:
         return {"complete": False, "exit_code": result.exit_code, "tests": {}}
     tests = {
@@ -73,7 +74,8 @@ def read_runs(files: Sequence[Path]) -> tuple[list[dict[str, Any]], dict[str, di
             data = json.loads(raw)
             machine, found = data["machine"], data["runs"]
             key = str(machine["id"])
-            assert isinstance(machine["ci"], bool) and all(map(well_formed, found))
+            assert isinstance(machine["ci"], bool)
+            assert all(map(well_formed, found))
         except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
             raise FailClosed(
                 f"{path}: not a variance run file naming its machine ({exc or 'wrong types'}); "
@@ -269,7 +271,8 @@ def do_merge(args: argparse.Namespace) -> Outcome:
     if not args.update_ref:
         return Outcome(PASS, f"{found}; would commit: {changes}", evidence)
     message = commit_message(measurement, events, args.today)
-    commit = commit_file(args.repo, config.oracle_ref, ref, LEDGER, ledger.text(), message)
+    text = ledger.text()
+    commit = commit_file(args.repo, config.oracle_ref, ref, LEDGER, text=text, message=message)
     summary = f"{found}; {changes}; ledger committed to {config.oracle_ref} at {commit[:12]}"
     return Outcome(PASS, summary, {**evidence, "commit": commit})
 

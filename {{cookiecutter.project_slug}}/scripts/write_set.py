@@ -20,12 +20,13 @@ import argparse
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from _gate.build_config import build_changes, metadata_edits
 from _gate.config import Config, load_config
 from _gate.context import Change, Judgment, changes, review_requested
-from _gate.entry import run_main
+from _gate.entry import Contract, Earlier
 from _gate.git import git, parse_name_status, resolve_commit
 from _gate.patterns import PLACEHOLDER_OWNER, codeowners, matches, owners, placeholder
 from _gate.protocol import (
@@ -34,7 +35,6 @@ from _gate.protocol import (
     NEEDS_REVIEW,
     PASS,
     Outcome,
-    Report,
     add_report_arg,
 )
 
@@ -91,50 +91,55 @@ def classify(
     return "source", ""
 
 
-def run(j: Judgment, earlier: Mapping[str, Report]) -> Outcome:
-    return classified(j.repo, j.base, j.head, j.config, j.review, j.changes, j.parent)
+@dataclass(frozen=True)
+class Inputs:
+    """What the write-set step decides on."""
+
+    repo: Path
+    base: str  # commits
+    head: str
+    config: Config
+    review: bool  # a code owner reviewed the protected paths (ORACLE_REVIEW=1)
+    changes: tuple[Change, ...]  # the net diff
+    owned_by: Path  # the tree whose CODEOWNERS says who reviews
 
 
-def execute(args: argparse.Namespace) -> Outcome:
-    """By hand: the same judgment from the flags."""
+def inputs(j: Judgment) -> Inputs:
+    return Inputs(j.repo, j.base, j.head, j.config, j.review, j.changes, j.parent)
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
     base = resolve_commit(args.repo, args.base, "--base")
     head = resolve_commit(args.repo, args.head, "--head")
     net = changes(args.repo, base, head)
     config = load_config(args.config)
-    return classified(args.repo, base, head, config, review_requested(), net, args.repo)
+    return Inputs(args.repo, base, head, config, review_requested(), net, args.repo)
 
 
-def classified(
-    repo: Path,
-    base: str,
-    head: str,
-    config: Config,
-    review: bool,
-    net: Sequence[Change],
-    owned_by: Path,
-) -> Outcome:
-    """The patch's paths by class; `owned_by`: the tree whose CODEOWNERS says who reviews."""
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    """The patch's paths by class."""
+    repo, base, head, review = given.repo, given.base, given.head, given.review
     classes: dict[str, list[dict[str, object]]] = {
         "protected": [],
         "fixtures": [],
         "tests": [],
         "source": [],
     }
-    written = touched(repo, base, head, net)
+    written = touched(repo, base, head, given.changes)
     build = build_changes(repo, base, head, written)
     metadata = metadata_edits(repo, base, head, written)
     for path, statuses in sorted(written.items()):
         kind, rule = (
             ("source", "")
             if path in metadata
-            else classify(path, config.protected, config.tests, build)
+            else classify(path, given.config.protected, given.config.tests, build)
         )
         classes[kind].append({"path": path, "status": "".join(sorted(statuses)), "rule": rule})
     counts = ", ".join(f"{len(v)} {k}" for k, v in classes.items())
     evidence = {"base": base, "head": head, "oracle_review": review, **classes}
     hits = classes["protected"]
     if hits and not review:
-        unreviewable = nobody_reviews(owned_by, hits)
+        unreviewable = nobody_reviews(given.owned_by, hits)
         if unreviewable:
             return Outcome(FAIL_CLOSED, unreviewable, evidence)
         return Outcome(FAIL_CLOSED, needs_review(hits), evidence, status=NEEDS_REVIEW)
@@ -179,8 +184,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+STEP = Contract("write-set", parser, from_args, inputs, decide)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_main("write-set", parser(), execute, argv, run)
+    return STEP.main(argv)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from typing import Any
 from _gate.config import load_yaml, require_mapping
 from _gate.protocol import FailClosed
 
+ALLOWLIST = "oracle/allowlist.yaml"  # reviewed contract changes, read from the evidence tree
 ALLOW_FIELDS = ("id", "field", "base", "reason", "reviewer")
 
 

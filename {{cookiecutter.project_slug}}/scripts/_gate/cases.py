@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from _gate import perturb
 from _gate.config import load_yaml, require_mapping
+from _gate.confine import Reach
 from _gate.envs import bin_dir
 from _gate.git import add_worktree, remove_worktree
 from _gate.kept_envs import base_env
@@ -32,6 +33,8 @@ from _gate.process import Stream
 from _gate.protocol import FailClosed, Progress
 from _gate.sandbox import hides, run_confined
 from _gate.seal import build_digest
+
+CASES = "oracle/cases.yaml"  # the CLI cases, in a tree
 
 CASE_FIELDS = (
     "id",
@@ -488,30 +491,34 @@ def observe(case: Case, run: Run) -> dict[str, Any]:
         s.startswith("stdout.json") and s != "stdout.jsonl" for s in case.compare
     ):
         doc = _json_doc(out.head, case.noise)
-    values: dict[str, Any] = {}
-    for spec in case.compare:
-        stream = out if spec.startswith("stdout") else err
-        if spec == "exit_code":
-            values[spec] = "timeout" if run.timed_out else run.exit_code
-        elif spec.startswith(POINTER_SPEC):
-            values[spec] = pointer_get(doc, spec[len(POINTER_SPEC) :])
-        elif spec.startswith(FILES_SPEC):
-            glob = spec[len(FILES_SPEC) :]
-            values[spec] = {k: v for k, v in run.files.items() if fnmatchcase(k, glob)}
-        elif spec.endswith((".raw", ".additive")):  # the text itself; they differ in `holds`
-            values[spec] = text_value(stream)
-        elif spec.endswith(".sha256"):
-            values[spec] = stream.sha256
-        elif spec == "stdout.json":
-            values[spec] = doc
-        else:  # stdout.jsonl: one document per line
-            values[spec] = [_json_doc(line, case.noise) for line in out.head.splitlines()]
+    values = {spec: field_value(spec, case, run, (out, err), doc) for spec in case.compare}
     if run.touched is not None:
         values[perturb.TOUCHED] = run.touched
     if run.reached is not None:
         values[perturb.REACHED] = list(run.reached)
         values[perturb.TYPED] = run.typed.decode("utf-8", "backslashreplace")
     return values
+
+
+def field_value(spec: str, case: Case, run: Run, streams: tuple[Stream, Stream], doc: Any) -> Any:
+    """One compared field of a run: `streams` are its stdout and stderr after noise, `doc`
+    stdout's JSON document (when a spec reads it)."""
+    out, err = streams
+    stream = out if spec.startswith("stdout") else err
+    if spec == "exit_code":
+        return "timeout" if run.timed_out else run.exit_code
+    if spec.startswith(POINTER_SPEC):
+        return pointer_get(doc, spec[len(POINTER_SPEC) :])
+    if spec.startswith(FILES_SPEC):
+        glob = spec[len(FILES_SPEC) :]
+        return {k: v for k, v in run.files.items() if fnmatchcase(k, glob)}
+    if spec.endswith((".raw", ".additive")):  # the text itself; they differ in `holds`
+        return text_value(stream)
+    if spec.endswith(".sha256"):
+        return stream.sha256
+    if spec == "stdout.json":
+        return doc
+    return [_json_doc(line, case.noise) for line in out.head.splitlines()]  # stdout.jsonl
 
 
 # A command, a case, and the perturbation it runs under (None: the gate's own environment).
@@ -593,6 +600,7 @@ def run_perturbed(
         stage.env.pop(key, None)
     try:
         before = perturb.snapshot(stage.watched) if stage.watched else {}
+        bound = tuple((str(home), str(shown)) for home, shown in stage.bind)
         done = run_confined(
             [command, *case.argv],
             writable=stage.writable,
@@ -600,9 +608,7 @@ def run_perturbed(
             cwd=stage.cwd,
             env=stage.env,
             stdin=case.stdin,
-            tty=stage.tty,
-            bind=stage.bind,
-            watch=watched,
+            reach=Reach(stage.tty, bind=bound, watch=watched),
         )
         moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
         files = file_digests(stage.work, case.compare)
@@ -650,7 +656,9 @@ def built_cli(
                     "(merge the branch that adds it into the base first)"
                 )
             fresh, pins = Path(tmp) / "parent", tree / requirements  # a base's build
-            env = base_env(repo, sha, tree, fresh, wheelhouse, pins, held)
+            env = base_env(
+                repo, sha, tree, fresh, wheelhouse=wheelhouse, requirements=pins, held=held
+            )
             folder = env.python.parent.parent
             yield BuiltCli(tree, bin_dir(folder) / command, env.came, build_digest(folder))
         finally:

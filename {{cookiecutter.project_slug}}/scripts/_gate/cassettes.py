@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from _gate.context import Judgment
-
 import json
 import platform
 from collections.abc import Callable, Sequence
@@ -69,6 +64,7 @@ def record(
     cases: Sequence[Case],
     fixtures: Path,
     base: str,
+    *,
     perturbations: Sequence[str] = (),
     build: str = "",
 ) -> dict[str, Any]:
@@ -152,15 +148,3 @@ def taken_fields(doc: Any, command: Path, cases: Sequence[Case]) -> dict[str, An
         if isinstance(value.get("fields"), dict):
             taken[case.id] = value["fields"]
     return taken
-
-
-def case_args(j: Judgment) -> list[str]:
-    """The flags of record and replay that name the base's cases, as the judgment has them."""
-    args = [
-        "--cases",
-        str(j.parent / "oracle/cases.yaml"),
-        "--fixtures",
-        str(j.parent / "fixtures"),
-    ]
-    args += ["--timeout", str(j.config.case_timeout), "--shard", str(j.shard)]
-    return [*args, *perturb.argv(j.config.perturb, j.config.perturb_required)]

@@ -27,7 +27,7 @@ from _gate.git import git
 from _gate.patch_env import gate_env
 from _gate.protocol import FailClosed
 from _gate.pyproject import PYPROJECT, read, table
-from _gate.sandbox import run_confined
+from _gate.sandbox import at_home, run_confined
 
 COLLECTION_KEYS = ("python_files", "python_classes", "python_functions", "testpaths")
 INI_FILES = (("pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
@@ -353,8 +353,9 @@ def collect(
         options = ["--collect-only", "-p", "no:cacheprovider", "--rootdir", str(root)]
         cmd = [str(python), "-c", BOOT, str(out), " ".join(required), *options, *targets]
         env = collection_env(autoload, Path(tmp), python)
+        home = Path(tmp)
         done = run_confined(
-            cmd, writable=[], home=Path(tmp), cwd=root, env=env, timeout=COLLECT_TIMEOUT
+            cmd, writable=[home], cwd=root, env=at_home(env, home), timeout=COLLECT_TIMEOUT
         )
         if done.timed_out:
             return Collection(None, f"timed out after {COLLECT_TIMEOUT:.0f} s")

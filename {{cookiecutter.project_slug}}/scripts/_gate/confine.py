@@ -483,7 +483,8 @@ def watch_module() -> ModuleType:
 
         path = os.path.join(os.path.dirname(FILE), "syscall_watch.py")
         spec = importlib.util.spec_from_file_location("oracle_syscall_watch", path)
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         WATCH_MODULE = module
@@ -500,10 +501,20 @@ def waited(pid: int, terminal: Terminal | None, watching: Watching | None) -> in
     reader reads to its end)."""
     if terminal is None and watching is None:
         return os.waitpid(pid, 0)[1]
-    import select
-
     if terminal is not None and 0 in terminal.fds:
         os.write(terminal.master, EOF)
+    served(pid, terminal, watching)
+    if watching is not None:
+        watching.watch.drain(watching.listener)
+    if terminal is not None:
+        os.close(terminal.out)
+    return os.waitpid(pid, 0)[1]
+
+
+def served(pid: int, terminal: Terminal | None, watching: Watching | None) -> None:
+    """Relay the terminal and serve the watch until the command ends."""
+    import select
+
     ended = os.pidfd_open(pid)
     poller = select.poll()
     master = terminal.master if terminal is not None else -1
@@ -520,11 +531,6 @@ def waited(pid: int, terminal: Terminal | None, watching: Watching | None) -> in
         elif ended in ready:
             break
     os.close(ended)
-    if watching is not None:
-        watching.watch.drain(listener)
-    if terminal is not None:
-        os.close(terminal.out)
-    return os.waitpid(pid, 0)[1]
 
 
 def seen(path: str) -> list[str]:
@@ -791,25 +797,45 @@ def serve(channel: int, cap: int) -> int:
         os.close(handle)
 
 
+class Reach:
+    """What a job reaches beyond the folders it may write: its `tty` fds (1, or 0 and 1) are a
+    terminal the launcher relays to stdout; of the folders under HIDDEN it sees `see` too;
+    `bind`: (folder, where the job sees it) pairs, at the namespaces level only; `watch`:
+    record where it connects and what it types into a terminal (the namespaces level only).
+    A plain class: this file imports no typing (see its imports)."""
+
+    __slots__ = ("bind", "see", "tty", "watch")
+
+    def __init__(
+        self,
+        tty: tuple[int, ...] = (),
+        see: tuple[str, ...] = (),
+        bind: tuple[tuple[str, str], ...] = (),
+        watch: bool = False,
+    ) -> None:
+        self.tty, self.see, self.bind, self.watch = tty, see, bind, watch
+
+
+NOWHERE = Reach()  # a job that reaches nothing beyond its folders
+
+
 def command(
     cmd: list[str],
     writable: list[str],
     status: str,
     require: bool,
+    *,
+    reach: Reach = NOWHERE,
     python: str = sys.executable,
-    tty: tuple[int, ...] = (),
-    see: tuple[str, ...] = (),
-    bind: list[tuple[str, str]] | None = None,
     cap: str = "",
-    watch: bool = False,
 ) -> list[str]:
     """The command line that runs `cmd` confined: for the judge and the subject plugin, whose
     process has none of the judge's variables and is given the judge's `cap` (level_cap)."""
     options = [arg for folder in writable for arg in ("--write", folder)]
-    options += [arg for fd in tty for arg in ("--tty", str(fd))]
-    options += [arg for path in see for arg in ("--see", path)]
-    options += [arg for pair in bind or () for arg in ("--bind", *pair)]
-    options += ["--watch"] if watch else []
+    options += [arg for fd in reach.tty for arg in ("--tty", str(fd))]
+    options += [arg for path in reach.see for arg in ("--see", path)]
+    options += [arg for pair in reach.bind for arg in ("--bind", *pair)]
+    options += ["--watch"] if reach.watch else []
     options += ["--cap", cap or level_cap(), *(["--require"] if require else [])]
     return [python, "-I", "-S", FILE, "--status", status, *options, "--", *cmd]
 

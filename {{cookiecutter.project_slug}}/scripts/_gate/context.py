@@ -10,6 +10,7 @@ it has a judgment; a step run by hand derives the same values from its own flags
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
@@ -57,6 +58,21 @@ def changes(repo: Path, base: str, head: str) -> tuple[Change, ...]:
 
 
 @dataclass(frozen=True)
+class Kept:
+    """Where a step keeps what it ran on the parent's build alone, and the two builds' digests
+    that key it (no folder: it keeps and reuses nothing)."""
+
+    folder: Path | None = None
+    parent_build: str = ""
+    patch_build: str = ""
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Kept:
+        """By hand: `--cache`, `--parent-build`, `--patch-build` (reuse.add_cache_args)."""
+        return cls(args.cache, args.parent_build, args.patch_build)
+
+
+@dataclass(frozen=True)
 class Builds:
     """The two builds under judgment, and the oracle's own environment holding neither (None
     where the base has no property oracle to run in it)."""
@@ -71,16 +87,10 @@ class Builds:
     cache: Path | None = None  # where those are kept; None when the patch ran unconfined
     parent_now: Seal | None = None  # replay's parent-now runs, taken beside the patch's build
 
-    def same_build_args(self) -> list[str]:
-        """`--same-build` where it is (_gate/reuse.py)."""
-        return ["--same-build"] if self.same else []
-
-    def cache_args(self) -> list[str]:
-        """Where a step keeps what it ran on the parent's build alone, and its key."""
-        if self.cache is None:
-            return []
-        keys = ["--parent-build", self.parent_build, "--patch-build", self.patch_build]
-        return ["--cache", str(self.cache), *keys]
+    @property
+    def kept(self) -> Kept:
+        """Where a step keeps what it ran on the parent's build alone, and its keys."""
+        return Kept(self.cache, self.parent_build, self.patch_build)
 
 
 @dataclass(frozen=True)

@@ -5,64 +5,65 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from _gate.canaries import check, plant
 from _gate.git import tracked
 from _gate.perturb import Perturbation, tests_scene
 from _gate.protocol import FailClosed
-from _gate.pytest_run import PytestRun, run_pytest
+from _gate.pytest_run import PytestOptions, PytestRun, run_pytest
 from _gate.reports import named
 from _gate.shard import WHOLE, Shard
 
 
-def run(
-    python: Path,
-    tree: Path,
-    targets: Sequence[str],
-    timeout: float,
-    plugins: Sequence[str],
-    hidden: Sequence[str] = (),
-    shard: Shard = WHOLE,
-    canaries: bool = False,
-    how: Perturbation | None = None,
-    sources: Mapping[str, bytes] | None = None,
-) -> PytestRun:
-    """The base's tests in one build's environment, from a private copy of the base tree
-    without the `hidden` modules (the build's own): pytest's default import mode puts the
-    root on sys.path for a tests/ package, and a flat-layout package there would shadow the
-    build. With `canaries`, tests that must fail and tests that must pass are planted in the
-    copy (scripts/_gate/canaries.py): a run that left a result and got one wrong, or changed
-    pytest's machinery, raises Tampered. `how`: the perturbation the run is under (a user's
-    scene, the shifted clock: perturb.tests_scene). `sources`: files of the copy written
-    anew (a probe's forced checks)."""
-    options = [arg for plugin in plugins for arg in ("-p", plugin)] + shard.pytest_options()
+@dataclass(frozen=True)
+class Setup:
+    """How the base's tests run in a build (`run`).
+
+    The copy of the tree leaves out the `hidden` modules (the build's own): pytest's default
+    import mode puts the root on sys.path for a tests/ package, and a flat-layout package
+    there would shadow the build. With `canaries`, tests that must fail and tests that must
+    pass are planted in the copy (scripts/_gate/canaries.py): a run that left a result and
+    got one wrong, or changed pytest's machinery, raises Tampered. `how`: the perturbation
+    the run is under (a user's scene, the shifted clock: perturb.tests_scene). `sources`:
+    files of the copy written anew (a probe's forced checks)."""
+
+    timeout: float  # seconds
+    plugins: tuple[str, ...] = ()  # loaded by name (-p): the tests' dependencies' plugins
+    hidden: tuple[str, ...] = ()
+    shard: Shard = WHOLE
+    canaries: bool = False
+    how: Perturbation | None = None
+    sources: Mapping[str, bytes] | None = None
+
+
+def run(python: Path, tree: Path, targets: Sequence[str], setup: Setup) -> PytestRun:
+    """The base's tests in one build's environment, from a private copy of the base tree, as
+    `setup` says."""
+    flags = [arg for plugin in setup.plugins for arg in ("-p", plugin)]
     # A module that fails to import is that module's error (its id carries it); the rest run.
-    options.append("--continue-on-collection-errors")
+    flags += [*setup.shard.pytest_options(), "--continue-on-collection-errors"]
     with (
         tempfile.TemporaryDirectory(prefix="crossrun-") as name,
-        tests_scene(how, python.parent) as scene,
+        tests_scene(setup.how, python.parent) as scene,
     ):
-        root = copy_tree(tree, Path(name) / "tree", hidden).resolve()
-        for rel, data in (sources or {}).items():
+        root = copy_tree(tree, Path(name) / "tree", setup.hidden).resolve()
+        for rel, data in (setup.sources or {}).items():
             (root / rel).write_bytes(data)
-        planted = plant(root, targets, Path(name)) if canaries else None
+        planted = plant(root, targets, Path(name)) if setup.canaries else None
         if planted is not None:
-            options.append(planted.option())
-        result = run_pytest(
-            python,
-            root,
-            targets,
-            prefix="",
-            timeout=timeout,
-            trusted=True,
+            flags.append(planted.option())
+        how = PytestOptions(
+            timeout=setup.timeout,
             own_config=True,
-            options=options,
+            options=tuple(flags),
             # The private copy (tests may write beside their files), and the canary list the
             # evidence plugin deletes once read.
-            writable=[Path(name), *scene.writable],
+            writable=(Path(name), *scene.writable),
             scene=scene.env,
         )
+        result = run_pytest(python, root, targets, how)
         fault = gate_fault(result, targets)
         if fault:
             raise FailClosed(fault)

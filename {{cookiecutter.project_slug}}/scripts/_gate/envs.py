@@ -12,12 +12,13 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from _gate.confine import Reach
 from _gate.git import git
 from _gate.patch_env import gate_env, search_path
 from _gate.process import Completed, run_group
 from _gate.protocol import FailClosed, NotInWheelhouse
 from _gate.provenance import project_info
-from _gate.sandbox import confines, run_confined
+from _gate.sandbox import at_home, confines, run_confined
 
 # Merge-time evidence must not depend on what the author's shell exported.
 WHEELHOUSE = Path(os.environ.get("ORACLE_WHEELHOUSE", ".oracle/wheelhouse"))
@@ -79,7 +80,14 @@ def run_build(cmd: list[str], what: str, scratch: Path, see: Sequence[Path]) -> 
     env.update(NO_BYTECODE)
     home = scratch / "home"
     home.mkdir(exist_ok=True)
-    done = run_confined(cmd, writable=[scratch], home=home, timeout=BUILD_TIMEOUT, env=env, see=see)
+    reach = Reach(see=tuple(str(path) for path in see))
+    done = run_confined(
+        cmd,
+        writable=[scratch, home],
+        timeout=BUILD_TIMEOUT,
+        env=at_home(env, home),
+        reach=reach,
+    )
     return finished(done, what, backend_error(done))
 
 
@@ -232,7 +240,7 @@ def refuse_direct_references(metadata: Path, tree: Path) -> None:
     """A dependency named by path or URL would bypass the hashes: refuse it."""
     from email.parser import BytesHeaderParser
 
-    headers = BytesHeaderParser().parse(metadata.open("rb"))
+    headers = BytesHeaderParser().parsebytes(metadata.read_bytes())
     for requirement in headers.get_all("Requires-Dist") or []:
         if "@" in requirement.split(";", 1)[0]:
             raise NotInWheelhouse(

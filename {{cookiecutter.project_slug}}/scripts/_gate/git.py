@@ -25,7 +25,7 @@ REF_IDENTITY = {
 }
 
 
-def commit_file(repo: Path, ref: str, source: str, name: str, text: str, message: str) -> str:
+def commit_file(repo: Path, ref: str, source: str, name: str, *, text: str, message: str) -> str:
     """Commit `text` as file `name` on top of `source` as refs/heads/<ref>, with plumbing only:
     the work tree is never touched and every other file of the ref is kept."""
     full = f"refs/heads/{ref}"

@@ -164,30 +164,32 @@ def truth(node: ast.AST, text: Text | None = None) -> bool | None:
     """The expression's truthiness when it is the same on every run, else None: constant folding
     over literals, boolean operators, conditional expressions and comparisons, so that every
     spelling of an assertion that cannot fail folds to True."""
-    if isinstance(node, ast.Constant):
-        return bool(node.value)
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        if any(not isinstance(e, ast.Starred) for e in node.elts):
-            return True
-        return False if not node.elts else None
-    if isinstance(node, ast.Dict):
-        return True if any(k is not None for k in node.keys) else (False if not node.keys else None)
-    if isinstance(node, ast.JoinedStr):
-        return True if any(isinstance(v, ast.Constant) and v.value for v in node.values) else None
-    if isinstance(node, ast.Lambda):
+    fold = FOLDS.get(type(node))
+    return None if fold is None else fold(node, text)
+
+
+def sequence(node: ast.Tuple | ast.List | ast.Set, _text: Text | None) -> bool | None:
+    if any(not isinstance(e, ast.Starred) for e in node.elts):
         return True
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = truth(node.operand, text)
-        return None if inner is None else not inner
-    if isinstance(node, ast.BoolOp):
-        return bool_op(node, text)
-    if isinstance(node, ast.IfExp):
-        return if_exp(node, text)
-    if isinstance(node, ast.NamedExpr):
-        return truth(node.value, text)
-    if isinstance(node, ast.Compare):
-        return comparison(node, text)
-    if isinstance(node, ast.Call) and dotted(node.func) == "bool" and len(node.args) == 1:
+    return False if not node.elts else None
+
+
+def mapping(node: ast.Dict, _text: Text | None) -> bool | None:
+    return True if any(k is not None for k in node.keys) else (False if not node.keys else None)
+
+
+def f_string(node: ast.JoinedStr, _text: Text | None) -> bool | None:
+    return True if any(isinstance(v, ast.Constant) and v.value for v in node.values) else None
+
+
+def negation(node: ast.UnaryOp, text: Text | None) -> bool | None:
+    inner = truth(node.operand, text) if isinstance(node.op, ast.Not) else None
+    return None if inner is None else not inner
+
+
+def bool_call(node: ast.Call, text: Text | None) -> bool | None:
+    """`bool(x)` is as true as `x`."""
+    if dotted(node.func) == "bool" and len(node.args) == 1:
         return truth(node.args[0], text)
     return None
 
@@ -206,6 +208,24 @@ def if_exp(node: ast.IfExp, text: Text | None) -> bool | None:
         return truth(node.body if test else node.orelse, text)
     body, orelse = truth(node.body, text), truth(node.orelse, text)
     return body if body == orelse else None
+
+
+# How each kind of expression folds (`truth`); a kind not here is never folded.
+FOLDS: dict[type[ast.AST], Callable[[Any, Text | None], bool | None]] = {
+    ast.Constant: lambda node, _text: bool(node.value),
+    ast.Tuple: sequence,
+    ast.List: sequence,
+    ast.Set: sequence,
+    ast.Dict: mapping,
+    ast.JoinedStr: f_string,
+    ast.Lambda: lambda _node, _text: True,
+    ast.UnaryOp: negation,
+    ast.BoolOp: lambda node, text: bool_op(node, text),
+    ast.IfExp: lambda node, text: if_exp(node, text),
+    ast.NamedExpr: lambda node, text: truth(node.value, text),
+    ast.Compare: lambda node, text: comparison(node, text),
+    ast.Call: bool_call,
+}
 
 
 def boolean_valued(node: ast.AST) -> bool:
@@ -367,24 +387,30 @@ class Scanner:
                 self.expressions(item.context_expr, hollow)
             self.statements(stmt.body, hollow)
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self.expressions(stmt.iter, hollow)
-            outer, self.over = self.over, self.over or iterated(stmt.iter, self.names)
-            self.statements(
-                stmt.body, hollow or ("empty-loop" if empty_iterable(stmt.iter) else "")
-            )
-            self.over = outer
-            self.statements(stmt.orelse, hollow)
+            self.loop(stmt, hollow)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.statements(stmt.body, hollow)
         else:
-            if isinstance(stmt, ast.Return) and not hollow:
-                self.found.returns.append(stmt.lineno)
-            if isinstance(stmt, ast.Raise) and raises_skip(stmt):
-                self.found.skips.append([stmt.lineno, "raise-SkipTest"])
-            elif isinstance(stmt, ast.Raise) and raised(stmt).rsplit(".", 1)[-1] in FAILURES:
-                text = "raise " + self.source.text(stmt.exc) if stmt.exc else "raise"
-                self.found.add_assert(stmt.lineno, hollow, text, self.over)
-            self.expressions(stmt, hollow)
+            self.simple(stmt, hollow)
+
+    def loop(self, stmt: ast.For | ast.AsyncFor, hollow: str) -> None:
+        self.expressions(stmt.iter, hollow)
+        outer, self.over = self.over, self.over or iterated(stmt.iter, self.names)
+        self.statements(stmt.body, hollow or ("empty-loop" if empty_iterable(stmt.iter) else ""))
+        self.over = outer
+        self.statements(stmt.orelse, hollow)
+
+    def simple(self, stmt: ast.stmt, hollow: str) -> None:
+        """A statement without a body: a return, a raise (a skip, or a failure that counts as
+        an assertion), or one that only holds expressions."""
+        if isinstance(stmt, ast.Return) and not hollow:
+            self.found.returns.append(stmt.lineno)
+        if isinstance(stmt, ast.Raise) and raises_skip(stmt):
+            self.found.skips.append([stmt.lineno, "raise-SkipTest"])
+        elif isinstance(stmt, ast.Raise) and raised(stmt).rsplit(".", 1)[-1] in FAILURES:
+            text = "raise " + self.source.text(stmt.exc) if stmt.exc else "raise"
+            self.found.add_assert(stmt.lineno, hollow, text, self.over)
+        self.expressions(stmt, hollow)
 
     def branch(self, stmt: ast.If | ast.While, hollow: str) -> None:
         self.expressions(stmt.test, hollow)
@@ -741,6 +767,19 @@ class Setup:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """Where a body of definitions stands: the module, or a test class in it."""
+
+    prefix: str  # of its tests' keys (`Class::`)
+    skips: list[list[Any]]  # skips that reach each of its tests
+    blocked: str  # why none of its tests is collected ("": they are)
+    off: set[str]  # names marked `__test__ = False` in it
+    functions: list[list[Any]]  # skips of runners around its functions only (setup_function)
+    setup: Setup
+    case: bool  # a unittest.TestCase
+
+
+@dataclass(frozen=True)
 class Naming:
     """What pytest collects by name: `python_files`, `python_classes` and `python_functions` of
     the parent's configuration (pytest's defaults otherwise). A pattern is a prefix, or a glob
@@ -812,7 +851,8 @@ class FileScan:
         # setup_function runs around module-level functions only.
         only_functions = [s for name in FUNCTION_RUNNERS for s in self.module.runners.pop(name, [])]
         base_skips = module_skips(tree.body) + self.module.skips()
-        self.scope(tree.body, "", base_skips, blocked, off, only_functions, self.module, False)
+        here = Scope("", base_skips, blocked, off, only_functions, self.module, case=False)
+        self.scope(tree.body, here)
         self.scan_helpers()
         for key, test in self.tests.items():
             self.finish(key, test)
@@ -930,43 +970,35 @@ class FileScan:
         module, _, attr = name.rpartition(".")
         return [self.modules[module], attr] if module in self.modules else []
 
-    def scope(
-        self,
-        body: Sequence[ast.stmt],
-        prefix: str,
-        skips: list[list[Any]],
-        blocked: str,
-        off: set[str],
-        functions: list[list[Any]],
-        setup: Setup,
-        case: bool,
-    ) -> None:
+    def scope(self, body: Sequence[ast.stmt], where: Scope) -> None:
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(
                     node,
-                    prefix,
-                    skips + functions + self.requested(node, setup),
-                    blocked or ("__test__ = False" if node.name in off else ""),
-                    case,
+                    where.prefix,
+                    where.skips + where.functions + self.requested(node, where.setup),
+                    where.blocked or ("__test__ = False" if node.name in where.off else ""),
+                    where.case,
                 )
             elif isinstance(node, ast.ClassDef):
-                own = self.setups.get(id(node)) or self.class_setup(node)
-                self.bases[prefix + node.name] = [dotted(b) for b in node.bases]
-                if not (own.case or self.naming.test_class(node)):
-                    self.helper_class(node, prefix)
-                    continue
-                inner = blocked or self.class_block(node, own.case)
-                self.scope(
-                    [*node.body, *self.mixed_in(node, own.case)],
-                    f"{prefix}{node.name}::",
-                    skips + own.skips(),
-                    inner,
-                    marked_false(node.body),
-                    [],
-                    Setup(fixtures={**setup.fixtures, **own.fixtures}),
-                    own.case,
-                )
+                self.test_class(node, where)
+
+    def test_class(self, node: ast.ClassDef, where: Scope) -> None:
+        own = self.setups.get(id(node)) or self.class_setup(node)
+        self.bases[where.prefix + node.name] = [dotted(b) for b in node.bases]
+        if not (own.case or self.naming.test_class(node)):
+            self.helper_class(node, where.prefix)
+            return
+        inner = Scope(
+            prefix=f"{where.prefix}{node.name}::",
+            skips=where.skips + own.skips(),
+            blocked=where.blocked or self.class_block(node, own.case),
+            off=marked_false(node.body),
+            functions=[],
+            setup=Setup(fixtures={**where.setup.fixtures, **own.fixtures}),
+            case=own.case,
+        )
+        self.scope([*node.body, *self.mixed_in(node, own.case)], inner)
 
     def mixed_in(
         self, node: ast.ClassDef, case: bool, seen: frozenset[str] = frozenset()

@@ -116,6 +116,7 @@ def base_env(
     commit: str,
     tree: Path,
     fresh: Path,
+    *,
     wheelhouse: Path,
     requirements: Path,
     held: contextlib.ExitStack,

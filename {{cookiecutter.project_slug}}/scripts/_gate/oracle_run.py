@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from _gate.pytest_run import PytestRun, run_pytest
+from _gate.pytest_run import PytestOptions, PytestRun, Subject, run_pytest
 from _gate.seal import TrustedEnv
 from _gate.shard import WHOLE, Shard
-from _gate.worker import CALL_TIMEOUT
 
 PREFIX = "oracle/"
 
@@ -24,33 +23,27 @@ def has_tests(oracle: Path) -> bool:
 
 def run(
     runner: TrustedEnv,
-    subject: Path,
+    subject: Subject,
     oracle: Path,
     timeout: float,
+    *,
     targets: Sequence[str] = (".",),
-    call_timeout: float = CALL_TIMEOUT,
     shard: Shard = WHOLE,
-    scene: Path | None = None,
     options: Sequence[str] = (),
 ) -> PytestRun:
     """One run, the environment checked against its digest before and after: a run that found
     it changed, or left it changed, is no evidence (a module imported late, or the parent's
-    run beside the patch's, would load what the patch's worker wrote meanwhile). `scene`: the
-    worker's under a perturbation (worker_scene.py's file). `options`: pytest's own, after the
-    shard's (`nox -s oracle -- -k NAME`)."""
+    run beside the patch's, would load what the patch's worker wrote meanwhile). `subject`:
+    the build the oracle's tests call, from a worker (in a perturbation's scene). `options`:
+    pytest's own, after the shard's (`nox -s oracle -- -k NAME`)."""
     runner.check()
-    result = run_pytest(
-        runner.python,
-        oracle,
-        targets,
+    how = PytestOptions(
         prefix=PREFIX,
         timeout=timeout,
-        trusted=True,
         subject=subject,
-        subject_timeout=call_timeout,
-        subject_scene=scene,
-        options=[*shard.pytest_options(), *options],
+        options=(*shard.pytest_options(), *options),
         confined=False,  # the trusted runner; the subject plugin confines the worker
     )
+    result = run_pytest(runner.python, oracle, targets, how)
     runner.check()
     return result

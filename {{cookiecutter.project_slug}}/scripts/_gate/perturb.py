@@ -137,11 +137,6 @@ def runnable(wanted: Sequence[str], required: Sequence[str]) -> tuple[list[str],
     return [name for name in wanted if name not in why], why
 
 
-def argv(wanted: Sequence[str], required: Sequence[str]) -> list[str]:
-    """The flags that pass a judgment's perturbations on to record and replay."""
-    return ["--perturb", ",".join(wanted), "--perturb-required", ",".join(required)]
-
-
 def unavailable(names: Sequence[str]) -> dict[str, str]:
     """Why each of `names` cannot run on this machine (none: every one can)."""
     why = {}

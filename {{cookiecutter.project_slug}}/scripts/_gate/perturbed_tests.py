@@ -125,6 +125,7 @@ def applied(
     found: Found | None,
     why: Mapping[str, str],
     what: str,
+    *,
     same_build: bool,
     advisory: bool = False,
 ) -> Outcome:

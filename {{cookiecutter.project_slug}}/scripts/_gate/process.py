@@ -107,7 +107,9 @@ class Watch:
     is polled every POLL seconds."""
 
     def __init__(self, proc: Started, stdin: bytes, cap: int) -> None:
-        assert proc.stdin and proc.stdout and proc.stderr
+        assert proc.stdin
+        assert proc.stdout
+        assert proc.stderr
         self.proc, self.exited = proc, False
         self.selector = selectors.DefaultSelector()
         self.sinks = {pipe.fileno(): Sink(cap) for pipe in (proc.stdout, proc.stderr)}
@@ -189,7 +191,9 @@ class Watch:
         self.selector.close()
         if self.pidfd is not None:
             os.close(self.pidfd)
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        assert self.proc.stdin
+        assert self.proc.stdout
+        assert self.proc.stderr
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             with contextlib.suppress(OSError):
                 pipe.close()
@@ -265,13 +269,14 @@ def run_group(
             env=dict(env) if env is not None else None,
             start_new_session=True,
         )
-        return watched(proc, stdin, cap, timeout, terminate, start)
+        return watched(proc, stdin, cap, timeout, terminate=terminate, start=start)
 
 
 def watched(
-    proc: Started, stdin: bytes, cap: int, timeout: float, terminate: bool, start: float
+    proc: Started, stdin: bytes, cap: int, timeout: float, *, terminate: bool, start: float
 ) -> Completed:
-    assert proc.stdout and proc.stderr
+    assert proc.stdout
+    assert proc.stderr
     out, err = (proc.stdout.fileno(), proc.stderr.fileno())
     watch = Watch(proc, stdin, cap)
     timed_out = watch.run(timeout, terminate)

@@ -1,5 +1,6 @@
-"""The step protocol: what a step concludes (`Outcome`), the exit codes and their words, and
-`run_main`, which turns every failure into one line and a report.
+"""The step protocol: what a step concludes (`Outcome`) and reports (`Report`), the exit codes
+and their words, and `concluded`, which turns every failure of a step's body into an outcome
+(a step's entry, `Contract.main` in entry.py, writes it as a report and one line).
 
 Exit codes used by every script: 0 pass, 1 block, 2 fail closed (bad input, broken precondition,
 or an internal error; the message names the file, the field and the fix). A report's status
@@ -53,6 +54,17 @@ CODE: dict[str, int] = {
     "block": BLOCK,
     NEEDS_REVIEW: FAIL_CLOSED,
     ERROR: FAIL_CLOSED,
+}
+# The statuses from least to most severe, as the verdict orders them (_gate/verdict.py): a
+# proof blocks whatever else could not judge; an error outranks a review, since evidence
+# that was never produced cannot be reviewed. A step's status over its shards is the worst.
+SEVERITY: dict[str, int] = {
+    "pass": 0,
+    ADVISORY: 0,
+    "deferred": 1,
+    NEEDS_REVIEW: 2,
+    ERROR: 3,
+    "block": 4,
 }
 
 

@@ -148,77 +148,92 @@ def progress(path: Path, prefix: str) -> tuple[dict[str, str], str]:
     return finished, running
 
 
-def run_pytest(
-    python: Path,
-    root: Path,
-    targets: Sequence[str],
-    *,
-    prefix: str,
-    timeout: float,
-    trusted: bool,
-    subject: Path | None = None,
-    subject_timeout: float = CALL_TIMEOUT,
-    subject_scene: Path | None = None,
-    options: Sequence[str] = (),
-    own_config: bool = False,
-    confined: bool = True,
-    writable: Sequence[Path] = (),
-    scene: Mapping[str, str] | None = None,
-) -> PytestRun:
-    """Run pytest on `targets` (relative to `root`); outcomes come from the evidence plugin.
+@dataclass(frozen=True)
+class Subject:
+    """The build an oracle calls through `root/adapter.py`, from a confined worker."""
 
-    `trusted=True` runs tests of the base tree: fixed rootdir and ini, no plugin autoloading
-    (a patch can register a pytest11 entry point), no cache, cwd outside any tree, and the
-    modules imported from under `root` recorded. `own_config` reads the ini from the root's own
-    pytest configuration and runs from `root` (the crossrun, from its private copy) instead of
-    an empty one with importlib imports from outside (the oracle). `subject` is the python of
-    the build the oracle calls through `root/adapter.py`; `subject_scene` the scene its worker
-    runs in under a perturbation (worker_scene.py). `scene`: the variables of pytest's process
-    under a perturbation (perturb.tests_scene), instead of the gate's own.
+    python: Path  # the build's python
+    timeout: float = CALL_TIMEOUT  # seconds one call may take
+    scene: Path | None = None  # the worker's scene under a perturbation (worker_scene.py)
+
+    def options(self, root: Path) -> list[str]:
+        """The subject plugin's options."""
+        sandbox = "required" if Sandbox.required else "best-effort"
+        options = ["-p", "_gate.subject", f"--subject-python={self.python}"]
+        options += [f"--subject-adapter={root / 'adapter.py'}"]
+        options += [f"--subject-timeout={self.timeout}", f"--subject-sandbox={sandbox}"]
+        options += [f"--subject-cap={level_cap()}"]
+        return [*options, f"--subject-scene={self.scene}"] if self.scene else options
+
+
+@dataclass(frozen=True)
+class PytestOptions:
+    """How one pytest run runs (`run_pytest`).
+
+    `trusted` runs tests of the base tree: fixed rootdir and ini, no plugin autoloading (a
+    patch can register a pytest11 entry point), no cache, cwd outside any tree, and the
+    modules imported from under the root recorded. `own_config` reads the ini from the root's
+    own pytest configuration and runs from the root (the crossrun, from its private copy)
+    instead of an empty one with importlib imports from outside (the oracle). `subject`: the
+    build the oracle's tests call. `scene`: the variables of pytest's process under a
+    perturbation (perturb.tests_scene), instead of the gate's own.
 
     `confined` (in a build's environment, the patch's code runs in pytest's own process):
     pytest runs under the launcher and may write its run folder and `writable` only. The
     oracle's pytest (trusted, in the oracle environment) runs unconfined; its subject worker
     is confined by the subject plugin.
     """
+
+    prefix: str = ""  # before every node id (the oracle's `oracle/`)
+    timeout: float = 900.0  # seconds
+    trusted: bool = True
+    own_config: bool = False
+    confined: bool = True
+    options: tuple[str, ...] = ()  # pytest's own, after the gate's
+    writable: tuple[Path, ...] = ()
+    scene: Mapping[str, str] | None = None
+    subject: Subject | None = None
+
+
+def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOptions) -> PytestRun:
+    """Run pytest on `targets` (relative to `root`) as `how` says; outcomes come from the
+    evidence plugin."""
     import tempfile
 
     root = root.resolve()  # trusted runs start from a temporary directory
     with tempfile.TemporaryDirectory(prefix="oracle-pytest-") as name:
         tmp = Path(name)
-        plugins, evidence = tmp / "plugins", tmp / "evidence.json"
-        (plugins / "_gate").mkdir(parents=True)
-        for plugin in PLUGIN_FILES:
-            shutil.copy(Path(__file__).with_name(plugin), plugins / "_gate" / plugin)
+        evidence = tmp / "evidence.json"
         cmd = [str(python), "-m", "pytest", "-q", "-p", "_gate.pytest_evidence"]
         cmd += [f"--oracle-evidence={evidence}", "-o", "enable_assertion_pass_hook=true"]
         (tmp / "tmp").mkdir()
         # The gate's scene (_gate/patch_env.py), tmp_path in the run folder; the gate's
         # plugins importable by name.
-        own = gate_env(tmp, tmp / "tmp", python.parent) if scene is None else scene
-        env = {**own, "PYTHONPATH": str(plugins)}
-        if trusted:
-            cmd += trusted_options(root, tmp, env, own_config)
-        if subject is not None:
-            cmd += ["-p", "_gate.subject", f"--subject-python={subject}"]
-            cmd += [
-                f"--subject-adapter={root / 'adapter.py'}",
-                f"--subject-timeout={subject_timeout}",
-                f"--subject-sandbox={'required' if Sandbox.required else 'best-effort'}",
-                f"--subject-cap={level_cap()}",
-            ]
-            cmd += [f"--subject-scene={subject_scene}"] if subject_scene else []
-        cmd += [*options, *(str(root / t) for t in targets)]
+        own = gate_env(tmp, tmp / "tmp", python.parent) if how.scene is None else how.scene
+        env = {**own, "PYTHONPATH": str(copied_plugins(tmp / "plugins"))}
+        if how.trusted:
+            cmd += trusted_options(root, tmp, env, how.own_config)
+        if how.subject is not None:
+            cmd += how.subject.options(root)
+        cmd += [*how.options, *(str(root / t) for t in targets)]
         # The crossrun runs where the project's own CI does, at the root of its copy, so that
         # tests that open files by paths relative to the root find them; the oracle runs
         # outside any tree.
-        cwd = tmp if trusted and not own_config else root
-        if confined:
-            folders = [tmp, *writable]
-            done = run_confined(cmd, writable=folders, timeout=timeout, cwd=cwd, env=env)
+        cwd = tmp if how.trusted and not how.own_config else root
+        if how.confined:
+            folders = [tmp, *how.writable]
+            done = run_confined(cmd, writable=folders, timeout=how.timeout, cwd=cwd, env=env)
         else:
-            done = run_group(cmd, timeout=timeout, cwd=cwd, env=env)
-        return absolute_paths(read_evidence(evidence, prefix, done), cwd)
+            done = run_group(cmd, timeout=how.timeout, cwd=cwd, env=env)
+        return absolute_paths(read_evidence(evidence, how.prefix, done), cwd)
+
+
+def copied_plugins(folder: Path) -> Path:
+    """The gate's plugins, copied as a package `_gate` of their own into `folder`."""
+    (folder / "_gate").mkdir(parents=True)
+    for plugin in PLUGIN_FILES:
+        shutil.copy(Path(__file__).with_name(plugin), folder / "_gate" / plugin)
+    return folder
 
 
 def trusted_options(root: Path, tmp: Path, env: dict[str, str], own_config: bool) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1  # of every JSON report: raised when a field changes meaning or goes away
+SCHEMA_VERSION = 2  # of every JSON report: raised when a field changes meaning or goes away
 
 
 # JSON {absolute path: name}, set by the judge: reports write its worktrees as `base:PATH` and

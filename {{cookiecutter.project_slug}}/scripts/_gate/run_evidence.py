@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate import changed_tests, probes
+from _gate.crossrun_run import Setup
 from _gate.crossrun_run import run as run_tests
 from _gate.protocol import Tampered
 from _gate.pytest_run import PytestRun
@@ -156,13 +157,13 @@ def patch_tests(setting: Setting, ran: list[str] | None) -> PytestRun:
     when its canaries or pytest's machinery say the run was forged (the patch's own tests did
     it: a finding, not an error of the gate)."""
     if ran is None:
-        return tests_run(setting, setting.patch, setting.tests, setting.timeout)
+        return confined_run(setting, setting.patch, setting.tests, setting.timeout)
     held = [rel for rel in ran if (setting.patch / rel).is_file()]  # not the deleted ones
-    run = tests_run(setting, setting.patch, held, setting.timeout) if held else None
+    run = confined_run(setting, setting.patch, held, setting.timeout) if held else None
     return changed_tests.combined(run, setting.crossran, ran)
 
 
-def tests_run(
+def confined_run(
     setting: Setting,
     tree: Path,
     targets: Sequence[str],
@@ -170,16 +171,9 @@ def tests_run(
     sources: Mapping[str, bytes] | None = None,
 ) -> PytestRun:
     """One confined run of `targets` of a copy of `tree` on the patch build, canaries planted."""
-    return run_tests(
-        setting.python,
-        tree,
-        targets,
-        timeout,
-        setting.plugins,
-        setting.hidden,
-        canaries=True,
-        sources=sources,
-    )
+    plugins, hidden = tuple(setting.plugins), tuple(setting.hidden)
+    setup = Setup(timeout, plugins, hidden, canaries=True, sources=sources)
+    return run_tests(setting.python, tree, targets, setup)
 
 
 # A probe's run may take this long, and ten times what its tests took in the patch's run:
@@ -198,7 +192,7 @@ def runner(setting: Setting, durations: Mapping[str, float] | None = None) -> pr
     def run(tree: Path, sources: Mapping[str, bytes], tests: Sequence[str]) -> Mapping[str, str]:
         spent = sum(s for node, s in took.items() if probes.family(node) in tests)
         timeout = min(setting.timeout, PROBE_FLOOR + PROBE_FACTOR * spent)
-        done = tests_run(setting, tree, tests, timeout, sources)
+        done = confined_run(setting, tree, tests, timeout, sources)
         if not done.timed_out:
             return done.outcomes or {}
         if done.running:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import ClassVar, NamedTuple
 
 from _gate import confine, process
+from _gate.confine import NOWHERE, Reach
 from _gate.process import OUTPUT_CAP, Completed, Spawned, run_group, watched
 from _gate.protocol import FailClosed
 
@@ -36,6 +37,8 @@ class Server:
 
     lock = threading.Lock()
     sockets: ClassVar[dict[str, socket.socket | None]] = {}
+    # Their processes, held for as long as this one runs: a server outlives no judge.
+    processes: ClassVar[list[subprocess.Popen[bytes]]] = []
 
     @classmethod
     def spawn(cls, request: dict[str, object]) -> Spawned | None:
@@ -76,17 +79,19 @@ class Server:
                 sock.close()
         cls.lock = threading.Lock()
         cls.sockets = {}
+        cls.processes = []
 
-    @staticmethod
-    def start() -> socket.socket:
+    @classmethod
+    def start(cls) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        subprocess.Popen(
+        server = subprocess.Popen(
             confine.server_command(theirs.fileno()),
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env={},  # each job brings its own (_gate/patch_env.py); none is the judge's
         )
+        cls.processes.append(server)
         theirs.close()  # the server ends when this process does: its socket then reads EOF
         return ours
 
@@ -130,29 +135,19 @@ def run_confined(
     cwd: Path | None = None,
     stdin: bytes = b"",
     cap: int = OUTPUT_CAP,
-    home: Path | None = None,
-    tty: tuple[int, ...] = (),
-    see: Sequence[Path] = (),
-    bind: Sequence[tuple[Path, Path]] = (),
-    watch: bool = False,
+    reach: Reach = NOWHERE,
 ) -> Completed:
     """Run `cmd`, which may execute the patch's code, confined by the launcher: it may write
-    only beneath `writable` and `home` (its HOME and TMPDIR, where given); its `tty` fds (1, or
-    0 and 1) are a terminal the launcher relays to stdout. `env` is all it sees of variables
-    (_gate/patch_env.py builds it; never the judge's own). Of the folders where a machine's
-    services keep their sockets (/tmp, /run: confine.HIDDEN) it sees only what it names and
-    `see`. `bind`: (folder, where the job sees it) pairs, at the namespaces level only.
-    `watch`: record where it connects and what it types into a terminal (Completed.reached,
-    .typed; the namespaces level only). A process it leaves running, or a launcher that could
-    not confine it (or hide those, or watch it) where the sandbox is required, fails the step
-    closed."""
+    only beneath `writable`. `env` is all it sees of variables (_gate/patch_env.py builds it;
+    never the judge's own; `at_home` gives it a HOME and TMPDIR). `cap`: the bytes of its
+    output kept, head and tail. Of the folders where a
+    machine's services keep their sockets (/tmp, /run: confine.HIDDEN) it sees only what it
+    names and what `reach` lets it (confine.Reach: a terminal, paths it sees, binds, a watch
+    of where it connects: Completed.reached, .typed). A process it leaves running, or a
+    launcher that could not confine it (or hide those, or watch it) where the sandbox is
+    required, fails the step closed."""
     parts: list[str] = [str(part) for part in cmd]
-    folders = [str(folder) for folder in writable]
-    if home is not None:
-        env = {**env, "HOME": str(home), "TMPDIR": str(home)}
-        folders.append(str(home))
-    pairs = [(str(source), str(target)) for source, target in bind]
-    job = Request(parts, folders, cwd, env, tty, [str(path) for path in see], pairs, watch)
+    job = Request(parts, [str(folder) for folder in writable], cwd, env, reach)
     with status_file() as status:
         done = launch(job, status, timeout, stdin, cap)
         found = confine.read_status(str(status))
@@ -166,7 +161,7 @@ def run_confined(
         raise FailClosed(unconfinable(found.missing))
     if not found.hidden and Sandbox.required and not Sandbox.inside:
         raise FailClosed(unhidden(found))
-    if watch and not found.watched and Sandbox.required:
+    if reach.watch and not found.watched and Sandbox.required:
         raise FailClosed(
             f"{shown(parts)}: the launcher could not watch its system calls (seccomp user "
             "notification, Linux 5.9+); set oracle/judge.yaml sandbox: best-effort to judge "
@@ -185,19 +180,20 @@ def run_confined(
     return Completed(*ran, tuple(found.reached), found.typed)
 
 
+def at_home(env: Mapping[str, str], home: Path) -> dict[str, str]:
+    """`env` with `home` as the job's HOME and TMPDIR (a folder it may write, too)."""
+    return {**env, "HOME": str(home), "TMPDIR": str(home)}
+
+
 class Request(NamedTuple):
     """What the launcher is asked to run: the command, the folders it may write, its folder,
-    variables, terminal fds, and the paths it reads under confine.HIDDEN beyond those it
-    names."""
+    variables, and what it reaches beyond those folders."""
 
     argv: list[str]
     writable: list[str]
     cwd: Path | None
     env: Mapping[str, str]
-    tty: tuple[int, ...]
-    see: list[str]
-    bind: list[tuple[str, str]]
-    watch: bool
+    reach: Reach
 
 
 def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -> Completed:
@@ -213,26 +209,17 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
         "require": require,
         "env": dict(job.env),
         "cwd": str(job.cwd) if job.cwd is not None else None,
-        "tty": list(job.tty),
-        "see": job.see,
-        "bind": job.bind,
-        "watch": job.watch,
+        "tty": list(job.reach.tty),
+        "see": list(job.reach.see),
+        "bind": [list(pair) for pair in job.reach.bind],
+        "watch": job.reach.watch,
     }
     with process.slots():
         start = time.perf_counter()
         spawned = Server.spawn(request)
         if spawned is not None:
-            return watched(spawned, stdin, cap, timeout, True, start)
-    launched = confine.command(
-        job.argv,
-        job.writable,
-        str(status),
-        require,
-        tty=job.tty,
-        see=tuple(job.see),
-        bind=job.bind,
-        watch=job.watch,
-    )
+            return watched(spawned, stdin, cap, timeout, terminate=True, start=start)
+    launched = confine.command(job.argv, job.writable, str(status), require, reach=job.reach)
     return run_group(
         launched, timeout=timeout, cwd=job.cwd, env=job.env, stdin=stdin, cap=cap, terminate=True
     )

@@ -263,14 +263,11 @@ def add_seal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--oracle-digest-sha256", default="", help="that file's SHA-256")
 
 
-def seal_args(seal: Seal) -> list[str]:
-    return ["--oracle-digest", str(seal.file), "--oracle-digest-sha256", seal.sha256]
-
-
-def trusted_env(args: argparse.Namespace) -> TrustedEnv:
-    """The oracle env of a step's flags: `--oracle-python`, sealed by `--oracle-digest`."""
+def seal_of(args: argparse.Namespace) -> Seal | None:
+    """The oracle env's seal of a step's flags (`--oracle-digest`); by hand, without it, the
+    env as the step's first run finds it."""
     if args.oracle_digest is None:
-        return TrustedEnv(args.oracle_python)
+        return None
     if not args.oracle_digest_sha256:
         raise FailClosed("--oracle-digest needs --oracle-digest-sha256, the file's SHA-256")
-    return TrustedEnv(args.oracle_python, Seal(args.oracle_digest, args.oracle_digest_sha256))
+    return Seal(args.oracle_digest, args.oracle_digest_sha256)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from _gate.config import Config
@@ -27,10 +28,16 @@ class Step:
     decides: bool = True  # False: advisory, its status is `advisory` whatever it found
     shards: str = LEAD  # EVERY shard runs it, the LEAD shard (1/N) only, or each its SPLIT
     needs: str = ""  # an earlier step of its lane that must pass for it to run at all
+    # When judge.yaml makes a step that decides advisory (None: never).
+    advisory_when: Callable[[Config], bool] | None = None
+    # A process of its own even where the judge decides steps in its own process (inline):
+    # the inventory's AST work, in a process pool when cold, would hold the judge's GIL (and
+    # fork it) while the other lanes wait on their cases.
+    own_process: bool = False
 
     def advisory(self, config: Config) -> bool:
         """Whether the step's findings leave the verdict alone: the one place that says so."""
-        return not self.decides or (self.name == "crossrun" and config.crossrun == "advisory")
+        return not self.decides or bool(self.advisory_when and self.advisory_when(config))
 
     def runs_on(self, shard: Shard) -> bool:
         return self.shards != LEAD or shard.index == 1
@@ -47,9 +54,15 @@ STEPS: tuple[Step, ...] = (
     Step("record", "record_cassettes.py", "cassettes", shards=SPLIT),
     Step("replay", "replay_cassettes.py", "cassettes", shards=SPLIT, needs="record"),
     # After the crossrun: the checks the parent's tests ran on the patch build are its own.
-    Step("assert-inventory", "count_asserts.py", "inventory", ("crossrun",)),
+    Step("assert-inventory", "count_asserts.py", "inventory", ("crossrun",), own_process=True),
     Step("oracle", "oracle.py", "oracle", shards=SPLIT),
-    Step("crossrun", "crossrun.py", "crossrun", shards=SPLIT),
+    Step(
+        "crossrun",
+        "crossrun.py",
+        "crossrun",
+        shards=SPLIT,
+        advisory_when=lambda config: config.crossrun == "advisory",
+    ),
     Step("quarantine", "check_quarantine.py", "quarantine"),
     Step("flake-budget", "flake_budget.py", "flake", ("oracle", "crossrun"), shards=EVERY),
     # The crossrun's patch run is the advisory tests' own when the patch left the tests as

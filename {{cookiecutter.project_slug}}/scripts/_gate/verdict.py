@@ -348,7 +348,13 @@ UNCONFINED_NOTE = (
 
 
 def write_reports(
-    reports: Path, report: dict[str, Any], matrix: str, label: str, repo: Path, evidence: Evidence
+    reports: Path,
+    report: dict[str, Any],
+    matrix: str,
+    label: str,
+    *,
+    repo: Path,
+    evidence: Evidence,
 ) -> int:
     """Decide the verdict of `report`'s steps, then write the JSON report, its findings as
     SARIF (judge.sarif: on the lines of `repo`'s checkout), the summary and the verdict word
