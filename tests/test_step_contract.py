@@ -5,6 +5,8 @@ earlier step's result into a merge."""
 from __future__ import annotations
 
 import contextlib
+import importlib
+import inspect
 import json
 import os
 import signal
@@ -16,9 +18,11 @@ import advisory_tests
 import pytest
 from _gate.config import Config
 from _gate.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
+from _gate.entry import Contract
 from _gate.protocol import FailClosed, Report
 from _gate.seal import Seal
 from _gate.shard import Shard
+from _gate.steps import STEPS
 
 from tests.helpers import UNCONFINED, best_effort_base
 from tools.bakery import branch, edit, judge
@@ -180,3 +184,18 @@ def test_what_an_inline_step_writes_beside_its_report_goes_to_the_judgments_repo
 ) -> None:
     judgment = a_judgment(tmp_path)
     assert advisory_tests.inputs(judgment).junit == tmp_path / "reports" / "tests.xml"
+
+
+def test_every_step_of_the_table_is_a_contract_that_parses_no_flags_of_its_own() -> None:
+    """Each step module gives the table's step as one Contract (typed inputs from the judgment
+    or from flags, one decide), and none turns values into flags for its own parser: only
+    Contract.main parses, and only a person's flags."""
+    for step in STEPS:
+        if step.script is None:  # the build: the judge's own work
+            continue
+        module = importlib.import_module(step.script.removesuffix(".py"))
+        contract = module.STEP
+        assert isinstance(contract, Contract), step.script
+        assert contract.name == step.name, step.script
+        assert module.main.__code__.co_names == ("STEP", "main"), step.script
+        assert "parse_args(" not in inspect.getsource(module), step.script
