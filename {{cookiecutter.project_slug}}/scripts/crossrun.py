@@ -65,7 +65,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -461,15 +461,17 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     candidates = [m for m in own_modules(given.tree) if m not in tops]
     envs = environments(given, pythons, candidates)
     plugins = envs.get("patch", envs["parent"]).plugins
-    hidden = sorted(frozenset().union(*(env.provided for env in envs.values())))
-    key = parent_key(given, folders, plugins, hidden, given.kept.parent_build)
+    hidden = tuple(sorted(frozenset().union(*(env.provided for env in envs.values()))))
+    # Every run of the base's tests here: the builds' modules hidden, canaries planted.
+    setup = Setup(given.timeout, plugins, hidden, canaries=True)
+    key = parent_key(given, folders, setup, given.kept.parent_build)
     kept_parent = kept_run(given.kept.folder, key, given.tree)
     how, unrunnable = planned(PERTURBED, given.perturb, given.perturb_required, given.same_build)
-    under = perturbed_runner(given, folders, plugins, hidden)
+    under = perturbed_runner(given, folders, setup)
     with ThreadPoolExecutor(max_workers=3) as pool:
-        setup = Setup(given.timeout, tuple(plugins), tuple(hidden), given.shard, canaries=True)
+        sharded = replace(setup, shard=given.shard)
         jobs = {
-            side: pool.submit(run_tests, python, given.tree, folders, setup)
+            side: pool.submit(run_tests, python, given.tree, folders, sharded)
             for side, python in pythons.items()
             if not (side == "parent" and kept_parent)
         }
@@ -480,7 +482,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     else:
         keep_run(given.kept.folder, key, given.tree, results["parent"])
     if "patch" in results:  # the parent's run of the next judgment, should the patch land
-        later = parent_key(given, folders, plugins, hidden, given.kept.patch_build)
+        later = parent_key(given, folders, setup, given.kept.patch_build)
         keep_run(given.kept.folder, later, given.tree, results["patch"])
     refuse_shadowing(pythons, results, folders)
     parent = reference(results["parent"], given.shard)
@@ -488,9 +490,9 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     patch = results.get("patch", results["parent"])
     rows = lost_rows(parent, patch, allowed_ids(given)[0])
     if kept_parent and rows:
-        parent = rechecked(given, parent, rows, plugins, hidden)
+        parent = rechecked(given, parent, rows, setup)
         rows = lost_rows(parent, patch, allowed_ids(given)[0])
-    moved = moved_internals(given, rows, plugins, hidden)
+    moved = moved_internals(given, rows, setup)
     found = None
     if how is not None and patch_under is not None:
         passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
@@ -506,8 +508,8 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     outcome = noted(outcome, given.same_build, bool(kept_parent))
     total = len(parent) + results["parent"].deselected
     outcome.evidence["shard"] = given.shard.evidence(len(parent), total)
-    outcome.evidence["plugins"] = list(plugins)
-    outcome.evidence["hidden"] = hidden  # left out of the copy the tests ran from
+    # The plugins loaded by name, and the modules left out of the copy the tests ran from.
+    outcome.evidence.update(plugins=list(plugins), hidden=list(hidden))
     return outcome
 
 
@@ -557,56 +559,44 @@ def unchanged(given: Inputs) -> Outcome:
     return graded(given, PASS, summary, evidence)
 
 
-def perturbed_runner(
-    given: Inputs, folders: Sequence[str], plugins: Sequence[str], hidden: Sequence[str]
-) -> Runner:
+def perturbed_runner(given: Inputs, folders: Sequence[str], setup: Setup) -> Runner:
     """A build's run of the parent's tests under a perturbation (a user's scene, the shifted
     clock)."""
     pythons = {PARENT: given.parent_python, PATCH: given.patch_python}
 
     def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
         shard = given.shard if targets is None else WHOLE
-        setup = Setup(given.timeout, tuple(plugins), tuple(hidden), shard, True, how)
+        under = replace(setup, shard=shard, how=how)
         try:
-            return run_tests(pythons[side], given.tree, targets or folders, setup)
+            return run_tests(pythons[side], given.tree, targets or folders, under)
         except Tampered as exc:
             raise tampered(side, f"pytest run under the {how} perturbation", exc) from None
 
     return run
 
 
-def parent_key(
-    given: Inputs,
-    folders: Sequence[str],
-    plugins: Sequence[str],
-    hidden: Sequence[str],
-    build: str,
-) -> str:
+def parent_key(given: Inputs, folders: Sequence[str], setup: Setup, build: str) -> str:
     """What a parent's run depends on (_gate/reuse.py): the build's digest, and of the tree
     the files `same_tests` compares (the tests and pytest's configuration; a README is not
     one); "" when nothing is kept. The patch's run is kept under its build's digest: the
     parent's run of a judgment whose base it becomes."""
     if given.kept.folder is None or not build:
         return ""
-    names = [rel for rel in copied(given.tree, hidden) if test_input(rel, folders)]
+    names = [rel for rel in copied(given.tree, setup.hidden) if test_input(rel, folders)]
     return cache_key(
         "crossrun",
         tree=files_digest(given.tree, names),
         build=build,
         tests=list(folders),
-        plugins=list(plugins),
-        hidden=list(hidden),
+        plugins=list(setup.plugins),
+        hidden=list(setup.hidden),
         shard=str(given.shard),
         timeout=given.timeout,
     )
 
 
 def rechecked(
-    given: Inputs,
-    parent: dict[str, str],
-    rows: list[dict[str, Any]],
-    plugins: Sequence[str],
-    hidden: Sequence[str],
+    given: Inputs, parent: dict[str, str], rows: list[dict[str, Any]], setup: Setup
 ) -> dict[str, str]:
     """The reference with each test the patch lost run again on the parent's build now: a
     kept run's key leaves out the files outside the tests (a README a test reads), so a test
@@ -614,25 +604,12 @@ def rechecked(
     now does not report (an id pytest cannot select, a timeout) keeps the kept outcome: it
     still counts."""
     ids = [row["id"] for row in rows]
-    now = untampered(
-        "parent",
-        lambda: run_tests(
-            given.parent_python,
-            given.tree,
-            ids,
-            Setup(given.timeout, tuple(plugins), tuple(hidden), canaries=True),
-        ),
-    )
+    now = untampered("parent", lambda: run_tests(given.parent_python, given.tree, ids, setup))
     seen = now.outcomes or {}
     return {**parent, **{node: seen[node] for node in ids if node in seen}}
 
 
-def moved_internals(
-    given: Inputs,
-    rows: list[dict[str, Any]],
-    plugins: Sequence[str],
-    hidden: Sequence[str],
-) -> dict[str, str]:
+def moved_internals(given: Inputs, rows: list[dict[str, Any]], setup: Setup) -> dict[str, str]:
     """The lost tests coupled to internals the patch moved (scripts/_gate/coupling.py), each
     with the name it failed on: those the patch changed whose own version passes on the patch
     build, run as the parent's were (a private copy, canaries, the build's modules hidden)."""
@@ -648,7 +625,6 @@ def moved_internals(
         return {}
     files = sorted({node.split("::", 1)[0] for node in names})  # a test it renamed is not there
     try:
-        setup = Setup(given.timeout, tuple(plugins), tuple(hidden), canaries=True)
         own = run_tests(given.patch_python, given.patch_tree, files, setup)
     except Tampered as exc:
         raise tampered(PATCH, "run of its own version of its tests", exc) from None

@@ -185,7 +185,6 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     # One for every retry (by hand: sealed at the first); none without property oracles.
     oracle_env = TrustedEnv(given.oracle_python, given.seal) if given.oracle_python else None
     retry = Retry(given, oracle_env)
-    quarantined, frozen = given.quarantined, given.frozen
     excluded: list[dict[str, Any]] = []
     flaky: list[dict[str, Any]] = []
     remaining: list[dict[str, Any]] = []
@@ -195,8 +194,8 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         for row in [r for r in evidence.get("failures") or [] if r.get("retryable")]:
             total += 1
             node = row["id"]
-            by = f"a live {'quarantine' if node in quarantined else 'variance ledger'} row"
-            if node in quarantined | frozen and parent.get(node) == "passed":
+            by = f"a live {'quarantine' if node in given.quarantined else 'variance ledger'} row"
+            if node in given.quarantined | given.frozen and parent.get(node) == "passed":
                 excluded.append({"id": node, "step": step, "by": by})
                 continue
             attempt = passes_again(retry, node, evidence, again)

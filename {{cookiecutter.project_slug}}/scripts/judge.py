@@ -348,6 +348,8 @@ def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
     quiet = Quiet(name)
     kept: list[str] = []
     out: list[bytes] = []
+    # `cmd` is a step script of the base's worktree (Judge.process), the gate's own code at the
+    # merge base, never the patch's: each step runs the patch's code through run_confined.
     with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
 
         def read_stderr() -> None:

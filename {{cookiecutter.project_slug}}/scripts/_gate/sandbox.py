@@ -84,6 +84,8 @@ class Server:
     @classmethod
     def start(cls) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # The launcher itself (this folder's confine.py): it confines each job it forks, and
+        # runs no code of the patch's before doing so.
         server = subprocess.Popen(
             confine.server_command(theirs.fileno()),
             pass_fds=[theirs.fileno()],
