@@ -78,7 +78,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy over the template's own code, then `lint_bake` over every variant."""
-    # hypothesis: scripts/_gate/subject.py sets the oracle's hypothesis profile.
+    # hypothesis: scripts/_gate/plugin/subject.py sets the oracle's hypothesis profile.
     install(
         session,
         "ruff",

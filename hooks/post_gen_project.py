@@ -149,7 +149,8 @@ def drop_example(root: Path, pkg: str, cli: str) -> None:
 
 def write_lock(root: Path) -> None:
     sys.path.insert(0, str(root / "scripts"))
-    from fixtures_lock import build, render  # the gate's own code, so the formats cannot drift
+    # The gate's own code, so the formats cannot drift.
+    from _gate.steps.fixtures_lock import build, render
 
     (root / "fixtures.lock").write_text(render(build(root)), "utf-8")
 
@@ -229,7 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-PLACEHOLDER = "@org/maintainers"  # cookiecutter.json's `owners`: _gate/patterns.py names it too
+PLACEHOLDER = (
+    "@org/maintainers"  # cookiecutter.json's `owners`: _gate/core/patterns.py names it too
+)
 
 
 def next_steps(folder: str, answers: Mapping[str, Any]) -> list[str]:

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _gate.envs import build_env
-from _gate.reuse import CACHE_ENV
+from _gate.runs.envs import build_env
+from _gate.runs.reuse import CACHE_ENV
 
 from tests.helpers import (
     ADOPTER,
@@ -85,7 +85,7 @@ def identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def kept_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One folder of kept parent runs for the suite (scripts/_gate/reuse.py), as one machine
+    """One folder of kept parent runs for the suite (scripts/_gate/runs/reuse.py), as one machine
     keeps them: judgments of one bake's base share its parent's runs, across modules and
     pytest-xdist workers (whose temporary folders share a parent)."""
     root = tmp_path_factory.getbasetemp()

@@ -21,15 +21,16 @@ import count_asserts
 import crossrun
 import fixtures_lock
 import write_set
-from _gate.bytecode import write_bytecode
-from _gate.config import load_config
-from _gate.confine import LEVEL_VARIABLE
-from _gate.context import Judgment, write_judgment
-from _gate.envs import bin_dir, build_env
-from _gate.protocol import Report
-from _gate.steps import report_file as report_name
-from _gate.verdict import verdict as worst
-from judge import Judge, Ran, finished
+from _gate.core.config import load_config
+from _gate.core.context import Judgment, write_judgment
+from _gate.core.protocol import Report
+from _gate.core.steps import report_file as report_name
+from _gate.judge.lanes import Judge
+from _gate.judge.runner import Ran, finished
+from _gate.plugin.confine import LEVEL_VARIABLE
+from _gate.runs.bytecode import write_bytecode
+from _gate.runs.envs import bin_dir, build_env
+from _gate.verdict.verdict import verdict as worst
 
 from tools import adopted_history
 from tools.bakery import TEMPLATE, Verdict, bake, branch, edit, git
@@ -39,7 +40,7 @@ SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 # Build backends beside flit_core, for the builds of tests/test_provenance.py.
 BACKENDS = TEMPLATE / "tests" / "data" / "requirements-backends.txt"
 # The variables of a job a test hands the launcher itself (run_confined takes no default:
-# the gate builds each job's from _gate/patch_env.py).
+# the gate builds each job's from _gate/plugin/patch_env.py).
 JOB_ENV = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"}
 # The attacks' break (test_confinement_attacks.py, test_hermetic.py): a preimage one cent too
 # large for every discounted total above 10 euros, which only this property oracle sees.
@@ -94,7 +95,7 @@ def running(text: str, grace: float = 5.0) -> list[Path]:
 
 def compiled(python: Path) -> Path:
     """`python`'s environment with its bytecode written as the judge writes it once a build
-    is done (_gate/bytecode.py), for a fixture whose environment runs many pytest processes:
+    is done (_gate/runs/bytecode.py), for a fixture whose environment runs many pytest processes:
     bytecode changes nothing a run finds, only what each start costs."""
     write_bytecode(python.parent.parent)
     return python

@@ -25,10 +25,10 @@ import add_case
 import allow
 import pytest
 import yaml
-from _gate.allowlist import allow_command
-from _gate.cases import added_lines, holds, load_cases
-from _gate.cassettes import record
-from _gate.protocol import FailClosed
+from _gate.core.allowlist import allow_command
+from _gate.core.protocol import FailClosed
+from _gate.runs.cases import added_lines, holds, load_cases
+from _gate.runs.cassettes import record
 
 from tests.helpers import SCRIPTS, Change, edits
 from tools.bakery import branch, git, judge
@@ -205,7 +205,7 @@ print("  --cart PATH" if not RENAMED else "  --basket PATH")
 def test_a_mutant_that_only_adds_help_text_is_not_killed_by_an_additive_case(
     tmp_path: Path, mutant: str, killed: bool
 ) -> None:
-    """scripts/_gate/strength_cassettes.py, as mutmut runs it under a mutant, against a CLI
+    """scripts/_gate/strength/strength_cassettes.py, as mutmut runs it under a mutant, against a CLI
     whose help grows under one mutant and loses a word under the other: as replay judges."""
     cli = tmp_path / "shop"
     cli.write_text(f"#!{sys.executable}\n" + STRENGTH_CLI)
@@ -221,7 +221,7 @@ def test_a_mutant_that_only_adds_help_text_is_not_killed_by_an_additive_case(
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {**os.environ, "MUTANT_UNDER_TEST": mutant, "ORACLE_STRENGTH_MUTATED": str(tmp_path)}
     env.update(ORACLE_STRENGTH_RECORDING=str(recording), PYTHONDONTWRITEBYTECODE="1")
-    test = SCRIPTS / "_gate" / "strength_cassettes.py"
+    test = SCRIPTS / "_gate" / "strength" / "strength_cassettes.py"
     pytest_argv = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", "pytest.ini", str(test)]
     proc = subprocess.run(
         [sys.executable, *pytest_argv], cwd=tmp_path, env=env, capture_output=True, text=True

@@ -164,7 +164,7 @@ def test_a_library_adopted_with_command_python_gets_an_import_case_and_its_check
     interpreter's path, which differs between the parent's environments, so the first case
     imports the library instead; adopt's check (a no-op patch, one touching a test) merges."""
     files = {"pyproject.toml": LIBRARY, "chunks.py": CHUNKS, "tests/test_chunks.py": CHUNKS_TEST}
-    # Flask's .gitignore has `env*`, which matches scripts/_gate/envs.py; and a yaml rule.
+    # Flask's .gitignore has `env*`, which matches scripts/_gate/runs/envs.py; and a yaml rule.
     files[".gitignore"] = "env*\n*.yaml\n"
     repo = committed(tmp_path / "chunks", files)
     argv = [str(repo), "--wheelhouse", str(wheelhouse), "--owners", "@org/gate"]
@@ -172,8 +172,8 @@ def test_a_library_adopted_with_command_python_gets_an_import_case_and_its_check
     cases = git(repo, "show", f"{adopt.BRANCH}:oracle/cases.yaml")
     assert '  - id: "import"\n    argv: ["-c", "import chunks"]\n' in cases, cases
     assert 'command: "python"' in git(repo, "show", f"{adopt.BRANCH}:oracle/judge.yaml")
-    tracked = git(repo, "ls-files", "scripts/_gate/envs.py", "oracle/judge.yaml").split()
-    assert tracked == ["oracle/judge.yaml", "scripts/_gate/envs.py"]
+    tracked = git(repo, "ls-files", "scripts/_gate/runs/envs.py", "oracle/judge.yaml").split()
+    assert tracked == ["oracle/judge.yaml", "scripts/_gate/runs/envs.py"]
 
 
 @pytest.mark.e2e

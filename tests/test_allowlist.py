@@ -16,17 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import _gate.allowlist
+import _gate.core.allowlist
 import allow
 import count_asserts
 import pytest
 import record_cassettes
 import replay_cassettes
 import yaml
-from _gate.config import load_config
-from _gate.envs import bin_dir
-from _gate.git import default_base
-from _gate.protocol import FailClosed
+from _gate.core.config import load_config
+from _gate.core.protocol import FailClosed
+from _gate.runs.envs import bin_dir
+from _gate.runs.git import default_base
 
 from tests.helpers import builder, decided, inventory_step, run_step, sha
 from tools.bakery import branch, edit, git
@@ -272,8 +272,8 @@ def test_allow_writes_a_row_for_the_merge_base(tmp_path: Path, clone: dict[str, 
     assert code == 0, report["summary"]
     fork = clone["fork"]
     assert fork != git(clone["repo"], "rev-parse", "origin/main")
-    expected = _gate.allowlist.Row("empty-cart-rejects", "stdout.json", fork, REASON, "@alice")
-    assert _gate.allowlist.load_allowlist(clone["allowlist"]) == [expected]
+    expected = _gate.core.allowlist.Row("empty-cart-rejects", "stdout.json", fork, REASON, "@alice")
+    assert _gate.core.allowlist.load_allowlist(clone["allowlist"]) == [expected]
     text = clone["allowlist"].read_text()
     assert text.startswith(header)
     assert f'    base: "{fork}"\n' in text
@@ -284,7 +284,7 @@ def test_allow_writes_a_row_for_the_merge_base(tmp_path: Path, clone: dict[str, 
     assert "already allows empty-cart-rejects stdout.json" in report["summary"]
     code, _ = add(tmp_path, clone, *ROW_ARGS, "--field", "stderr.sha256", "--base", "HEAD")
     assert code == 0
-    rows = _gate.allowlist.load_allowlist(clone["allowlist"])
+    rows = _gate.core.allowlist.load_allowlist(clone["allowlist"])
     head = git(clone["repo"], "rev-parse", "HEAD")
     assert [(r.field, r.base) for r in rows] == [("stdout.json", fork), ("stderr.sha256", head)]
 
@@ -293,10 +293,10 @@ def test_allow_row_applies_in_replay_at_its_base_only(
     tmp_path: Path, clone: dict[str, Any]
 ) -> None:
     assert add(tmp_path, clone, *ROW_ARGS, "--field", "stdout.json")[0] == 0
-    rows = _gate.allowlist.load_allowlist(clone["allowlist"])
-    assert _gate.allowlist.split_by_base(rows, clone["fork"]) == (rows, [])
+    rows = _gate.core.allowlist.load_allowlist(clone["allowlist"])
+    assert _gate.core.allowlist.split_by_base(rows, clone["fork"]) == (rows, [])
     moved = git(clone["repo"], "rev-parse", "origin/main")
-    assert _gate.allowlist.split_by_base(rows, moved) == ([], rows)
+    assert _gate.core.allowlist.split_by_base(rows, moved) == ([], rows)
 
 
 @pytest.mark.parametrize(
@@ -336,7 +336,10 @@ def test_allow_takes_an_inventory_row(tmp_path: Path, clone: dict[str, Any]) -> 
     argv = ("--id", "tests/test_cli.py::test_help", "--field", "inventory:fewer-asserts")
     code, report = add(tmp_path, clone, *argv, "--reason", "moved", "--reviewer", "@a")
     assert code == 0, report["summary"]
-    assert _gate.allowlist.load_allowlist(clone["allowlist"])[0].field == "inventory:fewer-asserts"
+    assert (
+        _gate.core.allowlist.load_allowlist(clone["allowlist"])[0].field
+        == "inventory:fewer-asserts"
+    )
 
 
 def test_allow_takes_a_crossrun_row_that_replay_leaves_alone(
@@ -345,9 +348,9 @@ def test_allow_takes_a_crossrun_row_that_replay_leaves_alone(
     argv = ("--id", "tests/test_cli.py::test_help", "--field", "crossrun")
     code, report = add(tmp_path, clone, *argv, "--reason", "new help text", "--reviewer", "@a")
     assert code == 0, report["summary"]
-    rows = _gate.allowlist.load_allowlist(clone["allowlist"])
+    rows = _gate.core.allowlist.load_allowlist(clone["allowlist"])
     assert [(r.id, r.field) for r in rows] == [("tests/test_cli.py::test_help", "crossrun")]
-    assert not _gate.allowlist.is_cassette_row(rows[0])
+    assert not _gate.core.allowlist.is_cassette_row(rows[0])
 
 
 @pytest.mark.parametrize(
@@ -363,17 +366,17 @@ def test_allow_takes_a_crossrun_row_that_replay_leaves_alone(
 def test_appended_row_reads_back_with_a_digit_only_sha(tmp_path: Path, text: str) -> None:
     path = tmp_path / "allowlist.yaml"
     path.write_text(text)
-    before = _gate.allowlist.load_allowlist(path)
-    new = _gate.allowlist.Row("c", "stdout.json", "1234567", 'why: "it\'s" fine', "@b")
+    before = _gate.core.allowlist.load_allowlist(path)
+    new = _gate.core.allowlist.Row("c", "stdout.json", "1234567", 'why: "it\'s" fine', "@b")
     path.write_text(allow.with_row(text, new, path))
-    assert _gate.allowlist.load_allowlist(path) == [*before, new]
+    assert _gate.core.allowlist.load_allowlist(path) == [*before, new]
 
 
 def test_flow_style_allowlist_is_not_rewritten(tmp_path: Path) -> None:
     path = tmp_path / "allowlist.yaml"
     with pytest.raises(FailClosed, match="add it by hand"):
         allow.with_row(
-            "allow: [{id: a}]\n", _gate.allowlist.Row("c", "f", "abcdef1", "r", "@b"), path
+            "allow: [{id: a}]\n", _gate.core.allowlist.Row("c", "f", "abcdef1", "r", "@b"), path
         )
 
 
@@ -387,7 +390,7 @@ def test_nox_session_allow_writes_the_row(clone: dict[str, Any]) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = _gate.allowlist.load_allowlist(clone["allowlist"])
+    rows = _gate.core.allowlist.load_allowlist(clone["allowlist"])
     assert [(r.id, r.field, r.base) for r in rows] == [
         ("empty-cart-rejects", "exit_code", clone["fork"])
     ]

@@ -20,10 +20,11 @@ import crossrun
 import flake_budget
 import oracle
 import pytest
-from _gate.config import load_config
-from _gate.envs import build_env, tools_env
-from _gate.pytest_run import PytestRun
-from _gate.verdict import verdict
+from _gate.core.config import load_config
+from _gate.runs.envs import build_env, tools_env
+from _gate.runs.pytest_run import PytestRun
+from _gate.steps import oracle as oracle_contract
+from _gate.verdict.verdict import verdict
 
 from tests.helpers import as_judged, compiled, decided, report_file, running, sha, worktree
 from tools.bakery import branch, edit, git
@@ -282,8 +283,8 @@ def run(outcomes: dict[str, str] | None, code: int = 1) -> PytestRun:
 def test_a_failing_id_the_parent_never_had_blocks_and_is_not_deferred() -> None:
     parent = {"oracle/t.py::test_a[1]": "passed"}
     patch = run({"oracle/t.py::test_a[1]": "passed", "oracle/t.py::test_a[2]": "failed"})
-    rows = oracle.failures(parent, patch)
-    outcome = oracle.judged(parent, patch, {"failures": rows})
+    rows = oracle_contract.failures(parent, patch)
+    outcome = oracle_contract.judged(parent, patch, {"failures": rows})
     assert [row["id"] for row in rows] == ["oracle/t.py::test_a[2]"]
     assert outcome.code == 1
     assert outcome.status is None
@@ -298,7 +299,9 @@ def test_only_a_parent_passing_test_that_fails_is_left_to_flake_control(
 ) -> None:
     parent = {"oracle/t.py::test_a": "passed"}
     patch = run({"oracle/t.py::test_a": outcome})
-    result = oracle.judged(parent, patch, {"failures": oracle.failures(parent, patch)})
+    result = oracle_contract.judged(
+        parent, patch, {"failures": oracle_contract.failures(parent, patch)}
+    )
     assert result.code == 1
     assert result.status == status
 

@@ -1,4 +1,4 @@
-"""Bytecode for a build's environment (_gate/bytecode.py), on real builds of a small package.
+"""Bytecode for a build's environment (_gate/runs/bytecode.py), on real builds of a small package.
 
 A build's environment gets the bytecode of its donor where a module is the same file and its
 own compile where it is not; every `.pyc` is hash-checked, so it serves wherever its source
@@ -18,11 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _gate.bytecode import write_bytecode
-from _gate.envs import build_env
-from _gate.manifest import check, strays
-from _gate.protocol import FailClosed
-from _gate.seal import build_digest, digest
+from _gate.core.protocol import FailClosed
+from _gate.core.seal import build_digest, digest
+from _gate.runs.bytecode import write_bytecode
+from _gate.runs.envs import build_env
+from _gate.runs.manifest import check, strays
 
 from tests.helpers import BACKENDS, SCRIPTS, tiny
 
@@ -227,7 +227,7 @@ def test_bytecode_planted_in_an_environment_is_never_run(parent: Path, build: Bu
 
 def test_the_manifest_names_each_file_no_install_wrote(parent: Path, tmp_path: Path) -> None:
     """An environment holds its distributions' RECORDs, the installer's own files and the
-    judge's bytecode of listed modules; anything else is named (_gate/manifest.py)."""
+    judge's bytecode of listed modules; anything else is named (_gate/runs/manifest.py)."""
     env = Path(shutil.copytree(parent, tmp_path / "env", symlinks=True))
     assert strays(env, digest(env)) == []
     site = env / SITE

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import flake_budget
 import pytest
-from _gate.canaries import plant
-from _gate.crossrun_run import Setup, copy_tree
-from _gate.crossrun_run import run as crossrun_run
+from _gate.runs.canaries import plant
+from _gate.runs.crossrun_run import Setup, copy_tree
+from _gate.runs.crossrun_run import run as crossrun_run
 
 from tests.helpers import Built, Change, run_crossrun
 from tools.bakery import branch, edit, git, judge

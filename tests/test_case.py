@@ -9,7 +9,7 @@ from typing import Any
 
 import add_case
 import pytest
-from _gate.cases import load_cases
+from _gate.runs.cases import load_cases
 
 from tools.bakery import branch, edit, git, judge
 
@@ -179,7 +179,7 @@ def test_a_case_and_a_judgment_share_the_environments_they_build(
     repo: Path, tmp_path: Path
 ) -> None:
     """`nox -s case` builds its commit as a judgment builds its base, and keeps it under the
-    same key in the same cache (_gate/kept_envs.base_env): a case on a patch a judgment built
+    same key in the same cache (_gate/runs/kept_envs.base_env): a case on a patch a judgment built
     runs with no build, and the build of a commit a case ran on is the parent's of the next
     judgment on it."""
     judged = branch(repo, "case-on-judged", comment("judged first"))

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from _gate.changed_tests import combined, to_run
-from _gate.pytest_run import PytestRun
+from _gate.inventory.changed_tests import combined, to_run
+from _gate.runs.pytest_run import PytestRun
 
 from tools.bakery import branch, edit, git, judge
 

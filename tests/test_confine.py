@@ -18,11 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from _gate import confine
-from _gate.confine import Reach
-from _gate.envs import build_env
-from _gate.protocol import FailClosed
-from _gate.sandbox import Sandbox, Server, probe_sandbox, run_confined
+from _gate.core.protocol import FailClosed
+from _gate.plugin import confine
+from _gate.plugin.confine import Reach
+from _gate.runs.envs import build_env
+from _gate.runs.sandbox import Sandbox, Server, probe_sandbox, run_confined
 
 from tests.helpers import JOB_ENV as ENV
 from tests.helpers import SCRIPTS, running
@@ -153,7 +153,7 @@ def test_each_launchs_status_folder_goes_with_it_even_in_a_child_that_skips_exit
     temp.mkdir()
     code = f"""
         import os, sys
-        from _gate.sandbox import run_confined
+        from _gate.runs.sandbox import run_confined
         look = [sys.executable, "-c", "import os; print(*os.listdir({str(temp)!r}))"]
         done = run_confined(look, writable=[], timeout=60, env=dict(os.environ))
         print(done.stdout.head.decode().strip())
@@ -400,20 +400,19 @@ def test_a_command_that_cannot_start_fails_closed_naming_it(tmp_path: Path, leve
 # runs trusted commands (run_group), sandbox.py starts the launcher's server (which runs no
 # code of a tree; a job it forks cannot reach it: test_a_confined_command_cannot_reach_its_
 # launcher_or_the_judge) and, where there is none, the launcher itself (run_confined),
-# subject.py
-# starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip download
-# (no build), judge.py runs the base's own step scripts, staged_inventory.py count_asserts.py,
-# strength_cassettes.py forks a case from mutmut's worker, which strength.py
+# subject.py starts the worker through the launcher, git.py runs git, wheelhouse.py runs pip
+# download (no build), judge/runner.py runs the base's own step scripts, staged_inventory.py
+# count_asserts.py, strength_cassettes.py forks a case from mutmut's worker, which strength.py
 # runs through the launcher (a mutant's code runs confined with the whole mutmut run).
 SPAWNERS = {
-    "_gate/strength_cassettes.py",
-    "_gate/confine.py",
-    "_gate/process.py",
-    "_gate/sandbox.py",
-    "_gate/subject.py",
-    "_gate/git.py",
+    "_gate/strength/strength_cassettes.py",
+    "_gate/plugin/confine.py",
+    "_gate/runs/process.py",
+    "_gate/runs/sandbox.py",
+    "_gate/plugin/subject.py",
+    "_gate/runs/git.py",
     "wheelhouse.py",
-    "judge.py",
+    "_gate/judge/runner.py",
     "staged_inventory.py",
 }
 # The callers of run_group, the unconfined path: a venv and the tools from the wheelhouse
@@ -421,10 +420,10 @@ SPAWNERS = {
 # own interpreter on a fixed program under the clock library, to see it shift the clock
 # (perturb.py), and the launcher, which confines what it runs (sandbox.py).
 UNCONFINED_CALLERS = {
-    "_gate/sandbox.py",
-    "_gate/envs.py",
-    "_gate/pytest_run.py",
-    "_gate/perturb.py",
+    "_gate/runs/sandbox.py",
+    "_gate/runs/envs.py",
+    "_gate/runs/pytest_run.py",
+    "_gate/runs/perturb.py",
 }
 
 
@@ -451,7 +450,7 @@ def starts_processes(tree: ast.AST) -> set[str]:
 
 
 def modules() -> list[Path]:
-    return sorted([*SCRIPTS.glob("*.py"), *(SCRIPTS / "_gate").glob("*.py")])
+    return sorted([*SCRIPTS.glob("*.py"), *(SCRIPTS / "_gate").rglob("*.py")])
 
 
 def test_only_the_known_modules_start_processes() -> None:

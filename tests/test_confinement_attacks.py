@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from _gate.confine import LEVEL_VARIABLE
-from _gate.context import REVIEW
-from _gate.reuse import CACHE_ENV
-from _gate.sandbox import Sandbox, run_confined
+from _gate.core.context import REVIEW
+from _gate.plugin.confine import LEVEL_VARIABLE
+from _gate.runs.reuse import CACHE_ENV
+from _gate.runs.sandbox import Sandbox, run_confined
 
 from tests.helpers import CAUGHT_BY, PERTURBATIONS, breaks_the_rules, pth, shown
 from tests.helpers import JOB_ENV as ENV
@@ -73,7 +73,7 @@ def named(code: str, **names: object) -> str:
 
 
 # Where planted code looks for the oracle environment: beside the build's own (the judge's
-# envs/ folder), and kept between judgments in the cache folder (_gate/kept_envs.py), which
+# envs/ folder), and kept between judgments in the cache folder (_gate/runs/kept_envs.py), which
 # judge_twice() sets beside the markers' folders: an attacker who read the gate knows both.
 SITES = "lib/python*/site-packages"
 
@@ -444,7 +444,7 @@ def test_a_build_backend_cannot_plant_in_the_oracle_environment(shop: Path, tmp_
 # The patch's backend writes only where a build may: the environment it installs into. It
 # appends a forger to two of pytest's files there, which uv would install as hard links into
 # its cache, shared with the oracle's environment built from the same cache, were it not told
-# to copy (_gate/envs.py tools_env).
+# to copy (_gate/runs/envs.py tools_env).
 SHARED_FILES = """
 import sys
 from pathlib import Path

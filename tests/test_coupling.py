@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _gate.coupling import moved_name
-from _gate.verdict import review, verdict
+from _gate.runs.coupling import moved_name
+from _gate.verdict.verdict import review, verdict
 
 from tests.helpers import Built, Change, edits, run_crossrun
 from tools.bakery import branch, git, judge

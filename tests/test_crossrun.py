@@ -19,8 +19,8 @@ import advisory_tests
 import flake_budget
 import oracle
 import pytest
-from _gate import markers, test_deps
-from _gate.envs import tools_env
+from _gate.runs import markers, test_deps
+from _gate.runs.envs import tools_env
 
 from tests.helpers import Built, Change, edits, run_crossrun
 from tools.bakery import branch, edit, git, judge

@@ -1,4 +1,4 @@
-"""A trusted environment stays as built (_gate/seal.py): the oracle environment's digest, taken
+"""A trusted environment stays as built (_gate/core/seal.py): the oracle environment's digest, taken
 when the judge built it, checked before and after every trusted pytest run.
 
 On a real environment built and sealed as the judge does it: each kind of write into it
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 import variance_ledger
-from _gate.envs import tools_env
-from _gate.oracle_run import run as run_oracle
-from _gate.protocol import FailClosed
-from _gate.pytest_run import Subject
-from _gate.seal import Seal, TrustedEnv, digest, seal
-from judge import sealed_tools_env
+from _gate.core.protocol import FailClosed
+from _gate.core.seal import Seal, TrustedEnv, digest, seal
+from _gate.judge.build import sealed_tools_env
+from _gate.runs.envs import tools_env
+from _gate.runs.oracle_run import run as run_oracle
+from _gate.runs.pytest_run import Subject
 
 from tests.helpers import SCRIPTS, UNCONFINED, best_effort_base
 from tools.bakery import branch, edit, judge

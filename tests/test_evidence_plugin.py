@@ -1,4 +1,4 @@
-"""The gate's pytest plugin (scripts/_gate/pytest_evidence.py) in a real pytest process: a
+"""The gate's pytest plugin (scripts/_gate/plugin/pytest_evidence.py) in a real pytest process: a
 test behaves under it as under the project's own run.
 
 The plugin counts each `assert` that passes through pytest's pass hook. With the hook, pytest
@@ -56,7 +56,7 @@ def run(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
 def test_a_test_that_frees_what_it_deleted_passes_as_in_its_own_run(tmp_path: Path) -> None:
     assert run(tmp_path).returncode == 0  # the project's own run
     evidence = tmp_path / "evidence.json"
-    options = ["-p", "_gate.pytest_evidence", f"--oracle-evidence={evidence}"]
+    options = ["-p", "_gate.plugin.pytest_evidence", f"--oracle-evidence={evidence}"]
     done = run(tmp_path, *options, "-o", "enable_assertion_pass_hook=true")
     assert done.returncode == 0, done.stdout[-2000:]
     tests = json.loads(evidence.read_text())["tests"]

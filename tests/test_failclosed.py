@@ -15,8 +15,8 @@ from typing import Any
 
 import judge as judge_module
 import pytest
-from _gate.kept_envs import LIMIT_ENV
-from _gate.reuse import RUNS_ENV
+from _gate.runs.kept_envs import LIMIT_ENV
+from _gate.runs.reuse import RUNS_ENV
 
 from tools.bakery import Verdict, git
 from tools.bakery import judge_script as judge

@@ -335,9 +335,9 @@ def test_a_stale_fixture_lock_names_the_base_commit_and_the_rebase(tmp_path: Pat
 
 def test_validation_names_every_bad_field_its_type_and_a_close_match(tmp_path: Path) -> None:
     sys.path.insert(0, str(SCRIPTS))
-    from _gate.cases import load_cases
-    from _gate.config import load_config
-    from _gate.protocol import FailClosed
+    from _gate.core.config import load_config
+    from _gate.core.protocol import FailClosed
+    from _gate.runs.cases import load_cases
 
     cases = tmp_path / "cases.yaml"
     bad = [

@@ -20,25 +20,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import _gate.ledger
-import _gate.verdict
+import _gate.core.ledger
+import _gate.verdict.verdict
 import check_quarantine
 import flake_budget
 import oracle
 import pytest
 import variance_ledger
 import yaml
-from _gate.config import Config, load_config
-from _gate.envs import tools_env
-from _gate.git import resolve_oracle_ref
-from _gate.machine import VARIABLES
-from judge import Judge, Ran
+from _gate.core.config import Config, load_config
+from _gate.core.machine import VARIABLES
+from _gate.judge.lanes import Judge
+from _gate.judge.runner import Ran
+from _gate.runs.envs import tools_env
+from _gate.runs.git import resolve_oracle_ref
 
 from tests.helpers import Built, builder, compiled, finish
 from tools.bakery import bake, edit, git
 
 # The oracle tests below keep what they remember in a folder the test names in a file beside
-# them (`state`): the oracle's pytest sees none of the judge's variables (_gate/patch_env.py).
+# them (`state`): the oracle's pytest sees none of the judge's variables
+# (_gate/plugin/patch_env.py).
 STATE = 'Path(Path(__file__).with_name("state").read_text("utf-8"))'
 
 
@@ -229,8 +231,8 @@ def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summ
     matrix = (flaky_repo / "oracles/MATRIX.md").read_text("utf-8")
     capsys.readouterr()
     report = {"base": "a" * 40, "head": "b" * 40, "steps": steps}
-    whole = functools.partial(_gate.verdict.full_evidence, flaky_dir)
-    code = _gate.verdict.write_reports(
+    whole = functools.partial(_gate.verdict.verdict.full_evidence, flaky_dir)
+    code = _gate.verdict.verdict.write_reports(
         flaky_dir, report, matrix, "judge", repo=flaky_repo, evidence=whole
     )
     said = capsys.readouterr().out
@@ -534,9 +536,9 @@ def test_an_empty_or_earlier_ledger_reads_as_its_rows(
 ) -> None:
     ledger = tmp_path / "variance-ledger.json"
     ledger.write_text(text, "utf-8")
-    read = _gate.ledger.load_ledger(ledger)
-    assert _gate.ledger.frozen_ids(read, dt.date(1999, 12, 31)) == rows
-    assert _gate.ledger.frozen_ids(read, dt.date(2000, 1, 2)) == set()
+    read = _gate.core.ledger.load_ledger(ledger)
+    assert _gate.core.ledger.frozen_ids(read, dt.date(1999, 12, 31)) == rows
+    assert _gate.core.ledger.frozen_ids(read, dt.date(2000, 1, 2)) == set()
 
 
 # Skipped, and failing, on one image: clone `a`, which only runner-a runs (Machines.run); the

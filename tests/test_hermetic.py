@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from _gate.context import REVIEW
-from _gate.reuse import CACHE_ENV
+from _gate.core.context import REVIEW
+from _gate.runs.reuse import CACHE_ENV
 
 from tests.helpers import BROKEN_RETURN, CAUGHT_BY, HONEST_RETURN, breaks_the_rules, pth, shown
 from tools.bakery import Verdict, branch, edit, judge

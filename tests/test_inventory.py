@@ -13,7 +13,7 @@ from pathlib import Path
 
 import advisory_tests
 import pytest
-from _gate.config import load_config
+from _gate.core.config import load_config
 
 from tests.helpers import (
     C,

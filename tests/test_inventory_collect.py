@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _gate.collect import annotation, collection_key
-from _gate.envs import tools_env
+from _gate.runs.collect import annotation, collection_key
+from _gate.runs.envs import tools_env
 
 from tests.helpers import Change, collected_by, edits, run_inventory
 from tools.bakery import branch, edit, git

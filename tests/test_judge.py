@@ -16,12 +16,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import advisory_tests
 import pytest
-from _gate.config import load_config
-from _gate.context import Judgment, changes
-from _gate.steps import JUDGE_STEPS
-from _gate.verdict import verdict as worst
+from _gate.core.config import load_config
+from _gate.core.context import Judgment
+from _gate.core.steps import JUDGE_STEPS
+from _gate.runs.git import changes
+from _gate.steps import tests as tests_step
+from _gate.verdict.verdict import verdict as worst
 
 from tests.helpers import Built, Step, decided, inventory_step, static_steps
 from tools.bakery import Verdict, branch, edit, git, judge, judge_script
@@ -137,7 +138,7 @@ def test_the_advisory_tests_are_the_crossruns_only_while_tests_and_config_are_th
     base, patch = git(shop, "rev-parse", "main").strip(), git(shop, "rev-parse", head).strip()
     config = load_config(shop / "oracle/judge.yaml")
     j = Judgment(shop, shop, base, patch, shop, shop, config, False, changes(shop, base, patch))
-    assert advisory_tests.reuses(j) is unchanged
+    assert tests_step.reuses(j) is unchanged
 
 
 @pytest.mark.parametrize(
@@ -151,7 +152,11 @@ def test_the_steps_that_run_are_the_bases_inline_or_not(
     own step script runs (a process), against the checkout itself the same code runs inline."""
     repo = tmp_path / "clone"
     git(shop, "clone", "-q", str(shop), str(repo))
-    edit(repo / "scripts/preconditions.py", "unset it for the judge", "unset it before judging")
+    edit(
+        repo / "scripts/_gate/steps/preconditions.py",
+        "unset it for the judge",
+        "unset it before judging",
+    )
     git(repo, "commit", "-q", "-am", "the checkout's judge words it anew")
     verdict = judge_script(repo, "--base", base, "--head", "HEAD", env={"MODEL_ENDPOINT": "x"})
     assert verdict.returncode == 2

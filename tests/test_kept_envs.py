@@ -1,4 +1,4 @@
-"""The cache of kept environments and runs stays bounded (scripts/_gate/kept_envs.py and
+"""The cache of kept environments and runs stays bounded (scripts/_gate/runs/kept_envs.py and
 reuse.py, issue 28).
 
 Every judgment keeps its patch's environment for the judgment whose base it becomes, so the
@@ -21,7 +21,8 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from _gate.kept_envs import (
+from _gate.core.protocol import FailClosed
+from _gate.runs.kept_envs import (
     BUILT,
     KEPT,
     LIMIT_DEFAULT,
@@ -31,8 +32,7 @@ from _gate.kept_envs import (
     evict,
     kept_env,
 )
-from _gate.protocol import FailClosed
-from _gate.reuse import CACHE_ENV, cache_folder, keep, kept, prune
+from _gate.runs.reuse import CACHE_ENV, cache_folder, keep, kept, prune
 
 from tests.helpers import SCRIPTS
 
@@ -89,7 +89,7 @@ def test_an_environment_another_process_uses_is_never_deleted(tmp_path: Path) ->
         "import sys, time\n"
         "from contextlib import ExitStack\n"
         "from pathlib import Path\n"
-        "from _gate.kept_envs import Cache, kept_env\n"
+        "from _gate.runs.kept_envs import Cache, kept_env\n"
         "with ExitStack() as held:\n"
         "    cache = Cache(Path(sys.argv[1]), 8, held)\n"
         "    came = kept_env(cache, 'a' * 16, cache.folder / 'x', lambda dest: dest)\n"

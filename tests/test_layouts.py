@@ -18,10 +18,12 @@ from typing import Any
 import advisory_tests
 import crossrun
 import pytest
-from _gate.config import load_config
-from _gate.context import Builds, Judgment, changes
-from _gate.protocol import FailClosed, read_report
-from _gate.seal import seal
+from _gate.core.config import load_config
+from _gate.core.context import Builds, Judgment
+from _gate.core.protocol import FailClosed, read_report
+from _gate.core.seal import seal
+from _gate.runs.git import changes
+from _gate.steps import tests as tests_step
 
 from tests.helpers import (
     Built,
@@ -157,7 +159,7 @@ def test_a_weakened_root_test_blocks_and_is_the_patchs_own_test(
     assert [row["path"] for row in write_set["evidence"]["tests"]] == ["test.py"]
     assert write_set["evidence"]["source"] == []
     j = judgment(slug, envs, head, tmp_path / "reports")
-    assert advisory_tests.reuses(j) is False
+    assert tests_step.reuses(j) is False
 
 
 def test_a_broken_build_fails_the_parents_root_tests_on_the_patch(
@@ -167,7 +169,7 @@ def test_a_broken_build_fails_the_parents_root_tests_on_the_patch(
         edit(repo / "src/shop/discounts.py", FIXED_CUT, FIXED_CUT.replace(")\n", ") - 1\n"))
 
     head = branch(slug, "break-fixed", break_fixed)
-    assert advisory_tests.reuses(judgment(slug, envs, head, tmp_path)) is True
+    assert tests_step.reuses(judgment(slug, envs, head, tmp_path)) is True
     steps = judged_run(slug, envs, head, tmp_path)
     cross = steps["crossrun"]
     assert (cross["exit_code"], cross["status"]) == (1, "deferred")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import oracle
-from _gate.envs import tools_env
+from _gate.runs.envs import tools_env
 
 from tests.helpers import builder
 from tools.bakery import branch, git

@@ -16,15 +16,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from _gate import confine
-from _gate.cases import Scratch, parse_case, run_case, run_perturbed
-from _gate.collect import collection_env
-from _gate.envs import build_variables, run_build
-from _gate.patch_env import gate_env
-from _gate.perturb import Perturbation
-from _gate.pytest_run import PytestOptions, run_pytest
-from _gate.sandbox import run_confined
-from _gate.worker_scene import WorkerScene
+from _gate.plugin import confine
+from _gate.plugin.patch_env import gate_env
+from _gate.plugin.worker_scene import WorkerScene
+from _gate.runs.case_runs import Scratch, run_case, run_perturbed
+from _gate.runs.cases import parse_case
+from _gate.runs.collect import collection_env
+from _gate.runs.envs import build_variables, run_build
+from _gate.runs.perturb import Perturbation
+from _gate.runs.pytest_run import PytestOptions, run_pytest
+from _gate.runs.sandbox import run_confined
 
 from tests.helpers import SCRIPTS
 

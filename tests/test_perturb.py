@@ -1,4 +1,4 @@
-"""Judged under perturbation (scripts/_gate/perturb.py, perturbed_tests.py): code that behaves
+"""Judged under perturbation (scripts/_gate/runs/perturb.py, perturbed_tests.py): code that behaves
 only in the gate's environment, only later, or only at a terminal, blocks; honest dependence on
 the environment, the same in both builds, does not.
 
@@ -34,9 +34,9 @@ import pytest
 import record_cassettes
 import replay_cassettes
 import yaml
-from _gate import perturb
-from _gate.envs import tools_env
-from _gate.perturb import TOUCHED, ZONE, libfaketime, user_zone
+from _gate.runs import perturb
+from _gate.runs.envs import tools_env
+from _gate.runs.perturb import TOUCHED, ZONE, libfaketime, user_zone
 
 from tests.helpers import Built, built_cli, case_flags, compiled, reported
 from tools.bakery import branch, edit, git, judge
@@ -373,8 +373,8 @@ def test_a_users_time_zone_is_not_utc_with_or_without_the_machines_zone_files(
 def test_a_case_opts_out_of_a_perturbation_with_its_reason_and_a_bad_one_fails_closed(
     tmp_path: Path,
 ) -> None:
-    from _gate.cases import load_cases
-    from _gate.protocol import FailClosed
+    from _gate.core.protocol import FailClosed
+    from _gate.runs.cases import load_cases
 
     path = tmp_path / "cases.yaml"
     case = {"id": "today", "argv": ["--date"], "compare": ["stdout.raw"]}

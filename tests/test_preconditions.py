@@ -154,7 +154,7 @@ def test_a_decision_table_that_does_not_name_the_judges_steps_fails_closed(
 
 
 def test_the_templates_table_names_every_step_the_judge_reports() -> None:
-    from _gate.steps import JUDGE_STEPS, STEPS
+    from _gate.core.steps import JUDGE_STEPS, STEPS
 
     assert set(JUDGE_STEPS) == {*(step.name for step in STEPS if step.script), "build"}
 

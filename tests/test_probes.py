@@ -1,4 +1,4 @@
-"""Assertion probes and run-time check counts (scripts/_gate/probes.py, run_checks.py): a test
+"""Assertion probes and run-time check counts (_gate/inventory/probes.py, run_checks.py): a test
 that can no longer fail blocks with its site named, whatever its spelling; an honest reshaping
 of tests whose checks still run, with the same values, merges.
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import crossrun
 import pytest
-from _gate.envs import build_env
+from _gate.runs.envs import build_env
 
 from tests.helpers import Change, compiled, edits, run_inventory, worktree
 from tools.bakery import branch, git, judge

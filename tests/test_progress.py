@@ -6,18 +6,19 @@ import importlib
 import sys
 from pathlib import Path
 
-import judge
 import pytest
-from _gate.protocol import Progress
+from _gate.core.protocol import Progress
+from _gate.judge import runner
+from _gate.judge.lanes import Judge
 
 from tests.helpers import finish
 
 pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
 
-# A step module, as judge.run_inline imports it by its script's name.
+# A step module, as runner.inline imports it by its script's name.
 INLINE_STEP = """
 import time
-from _gate.protocol import Progress, say
+from _gate.core.protocol import Progress, say
 
 def main(argv):
     if argv == ["--slow"]:
@@ -65,7 +66,7 @@ def test_progress_reports_done_total_and_elapsed_at_most_every_period(
 def test_the_judge_passes_progress_through_and_keeps_the_rest(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    ran = judge.run_step("replay", [sys.executable, "-c", CHATTY], tmp_path)
+    ran = runner.run_step("replay", [sys.executable, "-c", CHATTY], tmp_path)
     err = capfd.readouterr().err
     assert "judge: replay: 1/2 invocations, 0 s" in err.splitlines()
     assert ran.stderr == ["a warning of the step itself"]
@@ -77,15 +78,15 @@ def test_the_judge_passes_progress_through_and_keeps_the_rest(
 def test_a_quiet_step_is_said_to_be_running(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(judge, "HEARTBEAT", 0.1)
-    judge.run_step("oracle", [sys.executable, "-c", "import time; time.sleep(0.5)"], tmp_path)
+    monkeypatch.setattr(runner, "HEARTBEAT", 0.1)
+    runner.run_step("oracle", [sys.executable, "-c", "import time; time.sleep(0.5)"], tmp_path)
     assert "judge: oracle: running, 0 s" in capfd.readouterr().err.splitlines()
 
 
 def test_an_inline_step_passes_progress_and_annotations_through(
     inline_step: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    ran = judge.run_inline(
+    ran = runner.run_inline(
         "replay", lambda: importlib.import_module(inline_step.removesuffix(".py")).main([])
     )
     out, err = capfd.readouterr()
@@ -97,8 +98,8 @@ def test_an_inline_step_passes_progress_and_annotations_through(
 def test_a_quiet_inline_step_is_said_to_be_running(
     inline_step: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(judge, "HEARTBEAT", 0.1)
-    ran = judge.run_inline(
+    monkeypatch.setattr(runner, "HEARTBEAT", 0.1)
+    ran = runner.run_inline(
         "oracle", lambda: importlib.import_module(inline_step.removesuffix(".py")).main(["--slow"])
     )
     assert "judge: oracle: running, 0 s" in capfd.readouterr().err.splitlines()
@@ -109,12 +110,12 @@ def test_a_quiet_inline_step_is_said_to_be_running(
 def test_an_inline_step_that_exits_leaves_no_report_and_fails_closed(
     inline_step: str, tmp_path: Path
 ) -> None:
-    ran = judge.run_inline(
+    ran = runner.run_inline(
         "replay",
         lambda: importlib.import_module(inline_step.removesuffix(".py")).main(["--bad-option"]),
     )
     assert (ran.returncode, ran.stderr) == (2, ["SystemExit: 2"])
-    step = finish(judge.Judge(repo=tmp_path, reports=tmp_path), "replay", ran)
+    step = finish(Judge(repo=tmp_path, reports=tmp_path), "replay", ran)
     assert (step["status"], step["summary"]) == (
         "error",
         "step left no report (SystemExit: 2)",

@@ -7,11 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _gate.envs import build_env, dist_infos, without_installer
-from _gate.manifest import strays
-from _gate.protocol import FailClosed
-from _gate.provenance import Installed, Provenance, compare, provenance, refuse_startup_files
-from _gate.seal import digest
+from _gate.core.protocol import FailClosed
+from _gate.core.seal import digest
+from _gate.runs.envs import build_env, dist_infos, without_installer
+from _gate.runs.manifest import strays
+from _gate.runs.provenance import Installed, Provenance, compare, provenance, refuse_startup_files
 
 from tests.helpers import BACKENDS, SCRIPTS, TINY_PYPROJECT, tiny
 from tools.bakery import branch, edit, judge

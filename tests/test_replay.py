@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import _gate.process
+import _gate.runs.process
 import pytest
 import yaml
-from _gate.cases import load_cases
-from _gate.cassettes import parent_now
+from _gate.runs.cases import load_cases
+from _gate.runs.cassettes import parent_now
 
 from tests.helpers import SCRIPTS, running
 
@@ -508,14 +508,14 @@ SPAN = "import time; start = time.time(); time.sleep(1.0); print(start, time.tim
 def test_commands_share_the_cores_they_are_given(cores: int) -> None:
     """The judge runs steps in its own threads and gives their commands `jobs` slots: with one,
     two commands started at once run one after the other; with two, side by side."""
-    _gate.process.share_cores(cores)
+    _gate.runs.process.share_cores(cores)
     try:
         cmd = [sys.executable, "-c", SPAN]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            jobs = [pool.submit(_gate.process.run_group, cmd, timeout=60) for _ in range(2)]
+            jobs = [pool.submit(_gate.runs.process.run_group, cmd, timeout=60) for _ in range(2)]
         runs = [job.result() for job in jobs]
     finally:
-        _gate.process.share_cores(os.cpu_count() or 1)
+        _gate.runs.process.share_cores(os.cpu_count() or 1)
     (start_a, end_a), (start_b, end_b) = sorted(
         tuple(map(float, run.stdout.head.split())) for run in runs
     )
@@ -533,7 +533,8 @@ esac
 
 
 def test_every_run_starts_in_empty_folders_whatever_the_run_before_left(tmp_path: Path) -> None:
-    from _gate.cases import parse_case, run_many
+    from _gate.runs.case_runs import run_many
+    from _gate.runs.cases import parse_case
 
     cli = tmp_path / "bin" / "cli"
     cli.parent.mkdir()

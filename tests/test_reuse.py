@@ -1,4 +1,4 @@
-"""Evidence reused where its inputs did not change (issue 28, scripts/_gate/reuse.py).
+"""Evidence reused where its inputs did not change (issue 28, scripts/_gate/runs/reuse.py).
 
 Real builds of the example and real judges: a patch whose build is the parent's runs each
 parent side once; a second judgment of a base reuses the parent runs an earlier one kept, a
@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 
 import pytest
-from _gate.confine import LEVEL_VARIABLE
-from _gate.envs import build_env
-from _gate.kept_envs import LIMIT_ENV
-from _gate.reuse import CACHE_ENV, REUSED
-from _gate.seal import build_digest
+from _gate.core.seal import build_digest
+from _gate.plugin.confine import LEVEL_VARIABLE
+from _gate.runs.envs import build_env
+from _gate.runs.kept_envs import LIMIT_ENV
+from _gate.runs.reuse import CACHE_ENV, REUSED
 
 from tools.bakery import Verdict, branch, edit, git, judge
 
@@ -129,7 +129,8 @@ def test_a_second_judgment_of_a_base_reuses_the_parent_runs_it_kept_and_still_bl
     assert [sorted(p.name for p in env.iterdir()) for env in envs] == [["digest.json", "env"]] * 3
 
     # The cache held to one environment: its patch's built, the judgment deletes the least
-    # recently used beyond it that no judgment uses, the first patch's alone (_gate/kept_envs.py).
+    # recently used beyond it that no judgment uses, the first patch's alone
+    # (_gate/runs/kept_envs.py).
     broken = branch(shop, "kept-broken", breaks_the_rule)
     second = judge(shop, "--head", broken, env={LIMIT_ENV: "1"})
     assert reused(second, "parent") == ["oracle", "crossrun"]

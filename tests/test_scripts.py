@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from _gate.cases import pointer_get, valid_pointer
-from _gate.patterns import pattern_regex
-from _gate.pytest_run import PLUGIN_FILES
-from write_set import classify
+from _gate.core.patterns import pattern_regex
+from _gate.runs.cases import pointer_get, valid_pointer
+from _gate.steps.write_set import classify
 
 from tests.helpers import SCRIPTS
 
@@ -21,12 +20,10 @@ ENTRY_POINTS = sorted(p for p in SCRIPTS.glob("*.py") if not p.name.startswith("
 # The one entry that needs more than PyYAML: it runs the user's own tests, in the tests
 # session's environment, so it imports pytest, and only once --help is past.
 ENTRY_THIRD_PARTY = {"unit_tests.py": {"pytest"}}
-PACKAGE = sorted((SCRIPTS / "_gate").glob("*.py"))
-# The gate's pytest plugins and the subject worker run only inside the processes it starts,
-# copied as a package of their own (pytest_run.PLUGIN_FILES): they import only each other,
-# and pytest and hypothesis from the judge's tools. strength_cassettes is a test module of
-# the strength session's pytest runs.
-PLUGINS = {Path(name).stem for name in PLUGIN_FILES} - {"__init__"}
+PACKAGE = sorted((SCRIPTS / "_gate").rglob("*.py"))
+# The gate's pytest plugins and the subject worker import pytest and hypothesis from the
+# judge's tools; strength_cassettes is a test module of the strength session's pytest runs.
+# Which folder of the package may import which: tests/test_layering.py.
 THIRD_PARTY = {
     "pytest_evidence.py": {"pytest", "_pytest"},  # pytest's own way to show a value
     "tamper.py": {"pytest"},
@@ -75,15 +72,11 @@ def test_entry_scripts_import_the_private_package_only_never_each_other(script: 
     assert ast.unparse(main.returns) == "int"
 
 
-@pytest.mark.parametrize("module", PACKAGE, ids=lambda p: p.name)
+@pytest.mark.parametrize("module", PACKAGE, ids=lambda p: p.relative_to(SCRIPTS).as_posix())
 def test_package_modules_import_stdlib_pyyaml_and_the_package_only(module: Path) -> None:
     names = imported(module)
     roots = {name.split(".")[0] for name in names}
     assert roots - {"yaml", "_gate", *THIRD_PARTY.get(module.name, set())} == set()
-    if module.stem in PLUGINS:  # their copy holds no other module of the package
-        assert {name for name in names if name.startswith("_gate")} <= {
-            f"_gate.{plugin}" for plugin in PLUGINS
-        }
 
 
 @pytest.mark.parametrize(
@@ -132,7 +125,7 @@ def test_json_pointer_follows_rfc_6901() -> None:
 
 
 def test_sarif_puts_each_finding_on_its_file_and_line(tmp_path: Path) -> None:
-    from _gate.sarif import sarif_log
+    from _gate.verdict.sarif import sarif_log
 
     cases = tmp_path / "cases.yaml"
     cases.write_text("cases:\n  - id: a\n    argv: []\n  - id: 'b'\n    argv: []\n")

@@ -24,6 +24,7 @@ import record_cassettes
 import replay_cassettes
 import write_set as write_set_step
 import yaml
+from _gate.steps import record
 
 from tests.helpers import (
     BROKEN_RETURN,
@@ -74,7 +75,7 @@ def test_record_names_the_judges_base_when_the_local_base_is_ahead(
     pushed, local = git(clone, "rev-parse", "origin/main"), git(clone, "rev-parse", "main")
     assert pushed != local
     # --help states the one rule.
-    shown = " ".join(record_cassettes.parser().format_help().split())
+    shown = " ".join(record.STEP.parser().format_help().split())
     assert "the merge base of HEAD and origin/<base_branch>, or of HEAD and <base_branch>" in shown
     argv = ["--repo", str(clone), "--wheelhouse", str(wheelhouse)]
     code = record_cassettes.main([*argv, "--report", str(tmp_path / "record.json")])

@@ -17,9 +17,10 @@ from typing import Any
 import merge_shards
 import pytest
 import yaml
-from _gate.cassettes import cassette_path
-from _gate.shard import Shard, parse_shard
-from judge import Judge, publish
+from _gate.judge.lanes import Judge
+from _gate.plugin.shard import Shard, parse_shard
+from _gate.runs.cassettes import cassette_path
+from judge import publish
 
 from tests.helpers import SCRIPTS, run_script
 

@@ -14,15 +14,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import advisory_tests
 import pytest
-from _gate.config import Config
-from _gate.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
-from _gate.entry import Contract
-from _gate.protocol import FailClosed, Report
-from _gate.seal import Seal
-from _gate.shard import Shard
-from _gate.steps import STEPS
+from _gate.core.config import Config
+from _gate.core.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
+from _gate.core.protocol import FailClosed, Report
+from _gate.core.seal import Seal
+from _gate.core.steps import STEPS
+from _gate.plugin.shard import Shard
+from _gate.runs.entry import Contract
+from _gate.steps import tests as tests_step
 
 from tests.helpers import UNCONFINED, best_effort_base
 from tools.bakery import branch, edit, judge
@@ -183,7 +183,7 @@ def test_what_an_inline_step_writes_beside_its_report_goes_to_the_judgments_repo
     tmp_path: Path,
 ) -> None:
     judgment = a_judgment(tmp_path)
-    assert advisory_tests.inputs(judgment).junit == tmp_path / "reports" / "tests.xml"
+    assert tests_step.inputs(judgment).junit == tmp_path / "reports" / "tests.xml"
 
 
 def test_every_step_of_the_table_is_a_contract_that_parses_no_flags_of_its_own() -> None:
@@ -193,9 +193,11 @@ def test_every_step_of_the_table_is_a_contract_that_parses_no_flags_of_its_own()
     for step in STEPS:
         if step.script is None:  # the build: the judge's own work
             continue
-        module = importlib.import_module(step.script.removesuffix(".py"))
+        module = importlib.import_module(step.module)
         contract = module.STEP
-        assert isinstance(contract, Contract), step.script
-        assert contract.name == step.name, step.script
-        assert module.main.__code__.co_names == ("STEP", "main"), step.script
-        assert "parse_args(" not in inspect.getsource(module), step.script
+        assert isinstance(contract, Contract), step.module
+        assert contract.name == step.name, step.module
+        assert "parse_args(" not in inspect.getsource(module), step.module
+        script = importlib.import_module(step.script.removesuffix(".py"))
+        assert script.STEP is contract, step.script  # the entry runs the step's own contract
+        assert script.main.__code__.co_names == ("STEP", "main"), step.script

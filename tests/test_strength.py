@@ -20,17 +20,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import _gate.verdict
+import _gate.verdict.verdict
 import preconditions
 import pytest
 import strength
 import yaml
-from _gate.cases import load_cases
-from _gate.cassettes import record
-from _gate.confine import Reach
-from _gate.git import SCORE_FILE
-from _gate.sandbox import at_home, probe_sandbox, run_confined
-from judge import Judge, Ran
+from _gate.judge.lanes import Judge
+from _gate.judge.runner import Ran
+from _gate.plugin.confine import Reach
+from _gate.runs.cases import load_cases
+from _gate.runs.cassettes import record
+from _gate.runs.git import SCORE_FILE
+from _gate.runs.sandbox import at_home, probe_sandbox, run_confined
 
 from tests.helpers import SCRIPTS, finish
 from tools.bakery import bake, edit, git
@@ -240,7 +241,7 @@ def test_strength_min_fails_closed_below_the_stored_score(
     # The judge's summary shows the score with its date, from the preconditions' report.
     step = finish(Judge(repo=tmp_path, reports=tmp_path), "preconditions", Ran(code, b"", [], 0))
     report = {"base": "a" * 40, "head": "b" * 40, "verdict": "x", "exit_code": 0, "steps": [step]}
-    summary = _gate.verdict.summary_markdown(report, "")
+    summary = _gate.verdict.verdict.summary_markdown(report, "")
     today = dt.date.today().isoformat()
     assert f"Oracle strength: **{score:.1%}** of 200 mutants killed (measured {today}" in summary
 
@@ -308,7 +309,7 @@ def test_shards_split_the_mutants_and_merge_into_the_whole_measurement(
     assert "the shards ['1/2'] are not 1..N" in json.loads(out.read_text("utf-8"))["summary"]
 
 
-# --- the cassette tests fork each case from mutmut's worker (scripts/_gate/strength_cassettes.py)
+# --- the cassette tests fork each case from mutmut's worker (_gate/strength/strength_cassettes.py)
 
 # A package as mutmut leaves it: each function picks its mutant by $MUTANT_UNDER_TEST when
 # called. style() is called at import time and reads the case's environment; --where answers
@@ -382,7 +383,7 @@ def tally(tmp_path: Path) -> dict[str, Path]:
     text = TALLY_CASES.replace("@pid@", str(os.getpid())).replace("@dir@", str(judge_dir))
     cases.write_text(text, "utf-8")
     scripts = Path(shutil.copytree(SCRIPTS, tmp_path / "scripts"))
-    (scripts / "_gate/conftest.py").write_text(WORKER, "utf-8")
+    (scripts / "_gate/strength/conftest.py").write_text(WORKER, "utf-8")
     expected = {}
     for case in load_cases(cases):
         env = (*case.env, ("PYTHONPATH", str(mutated)))
@@ -415,7 +416,7 @@ def cassette_tests(
     recording = tally["confined" if confined else "by-hand"]
     env.update(ORACLE_STRENGTH_RECORDING=str(recording))
     env.update(ORACLE_STRENGTH_MUTATED=str(tally["mutated"]))
-    test = tally["scripts"] / "_gate/strength_cassettes.py"
+    test = tally["scripts"] / "_gate/strength/strength_cassettes.py"
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *options, str(test)]
     if confined:  # what the recording names, seen as strength.py's mutmut runs see it
         reach = Reach(see=(str(recording.parent),))
@@ -480,7 +481,7 @@ def test_a_mutant_runs_first_the_cases_that_killed_its_function_before(
 ) -> None:
     """mutmut stops a mutant at its first failing test (`-x`); the strength plugin runs first
     the cases that killed a mutant of the same function earlier in the run (one TMPDIR)."""
-    mutmut = ("-x", "-p", "_gate.strength_plugin")
+    mutmut = ("-x", "-p", "_gate.strength.strength_plugin")
     scratch = tmp_path / "run"
     first = cassette_tests(tally, "tally.x_style__mutmut_1", scratch, options=mutmut)
     assert (first["reach"], first["styled"]) == ("PASSED", "FAILED")  # in mutmut's order
@@ -530,4 +531,4 @@ def test_a_failing_property_fails_as_before_without_shrinking_under_the_strength
         assert "1 failed" in proc.stdout, proc.stdout + proc.stderr
         return len((tmp_path / "calls").read_text("utf-8"))
 
-    assert examples("-p", "_gate.strength_plugin") < examples()
+    assert examples("-p", "_gate.strength.strength_plugin") < examples()

@@ -1,4 +1,4 @@
-"""The launcher's watch of a job's system calls (scripts/_gate/syscall_watch.py, issue 48).
+"""The launcher's watch of a job's system calls (scripts/_gate/plugin/syscall_watch.py, issue 48).
 
 Real jobs through the real launcher (sandbox.run_confined with `watch`), at the namespaces
 level: where a job tried to reach (the network its namespace does not have, a machine's
@@ -15,10 +15,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from _gate.confine import Reach
-from _gate.patch_env import gate_env
-from _gate.process import Completed
-from _gate.sandbox import run_confined
+from _gate.plugin.confine import Reach
+from _gate.plugin.patch_env import gate_env
+from _gate.runs.process import Completed
+from _gate.runs.sandbox import run_confined
 
 pytestmark = pytest.mark.fast  # real jobs of the launcher: no build, no nox
 

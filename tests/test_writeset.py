@@ -171,7 +171,7 @@ def test_edit_inside_a_merge_of_the_patchs_own_branches(repo: Path, tmp_path: Pa
     assert "src/side_more.py" in paths(report, "source")
 
 
-# --- the build configuration (_gate/build_config.py) ---------------------------------------
+# --- the build configuration (_gate/runs/build_config.py) ---------------------------------------
 
 BUILD = "build configuration"
 

@@ -17,8 +17,8 @@ import count_asserts
 import pytest
 import record_cassettes
 import write_set
-from _gate.config import load_config, load_yaml
-from _gate.protocol import FailClosed
+from _gate.core.config import load_config, load_yaml
+from _gate.core.protocol import FailClosed
 
 pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
 

@@ -61,11 +61,11 @@ from tools.bakery import OFFLINE, TEMPLATE, bake, judge_script, load_hook
 
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 sys.path.insert(0, str(SCRIPTS))
-from _gate import test_deps  # noqa: E402
-from _gate.envs import build_env, error_line  # noqa: E402
-from _gate.patterns import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
-from _gate.protocol import FailClosed  # noqa: E402
-from _gate.pyproject import REQUIREMENT  # noqa: E402
+from _gate.core.patterns import PLACEHOLDER_OWNER as PLACEHOLDER  # noqa: E402
+from _gate.core.protocol import FailClosed  # noqa: E402
+from _gate.core.pyproject import REQUIREMENT  # noqa: E402
+from _gate.runs import test_deps  # noqa: E402
+from _gate.runs.envs import build_env, error_line  # noqa: E402
 
 BRANCH = "oracle-gate"
 GATE_NOXFILE = "noxfile_oracle.py"
@@ -237,7 +237,7 @@ def pick_command(project: Project, wanted: str | None) -> str:
 
 def test_dependencies(source: Path) -> tuple[str, tuple[str, ...]]:
     """The tests' own dependencies and where the project declares them (judge.yaml's
-    test_extra): scripts/_gate/test_deps.py, the reader the judge uses too."""
+    test_extra): scripts/_gate/runs/test_deps.py, the reader the judge uses too."""
     where, rows = test_deps.declared(source)
     return where, tuple(rows)
 
@@ -538,7 +538,7 @@ def add_manual(bake_dir: Path, repo: Path) -> list[str]:
 def commit(repo: Path, branch: str, paths: Sequence[str]) -> None:
     """On a new branch, for review: the base branch itself is left as it was. Each of the
     gate's files is added even where a rule of the project's .gitignore matches it (Flask's
-    `env*` matches scripts/_gate/envs.py); tracked, it stays tracked."""
+    `env*` matches scripts/_gate/runs/envs.py); tracked, it stays tracked."""
     git(repo, "checkout", "--quiet", "-b", branch)
     git(repo, "add", "--force", "--", *paths)
     git(repo, "commit", "--quiet", "--no-verify", "-m", "Adopt the oracle gate")

@@ -22,7 +22,7 @@ per commit: verdict, seconds the judgment took, then the first step that did not
 summary counts the verdicts. With --commit, only the commits named are judged; the others
 land on the base unjudged, in their order, so each judged one still has its upstream parent.
 The --json rows also say which patches built as their parent did (`same_build`: their runs
-were the parent's, scripts/_gate/reuse.py).
+were the parent's, scripts/_gate/runs/reuse.py).
 
 Exit codes: 0 the run completed (whatever the verdicts), 2 the project could not be adopted or
 a case could not be added (one line says why).

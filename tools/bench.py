@@ -96,16 +96,15 @@ from tools.slices import FLASK, MARKDOWN, STRUCTLOG, YAMLLINT, Slice
 SCRIPTS = TEMPLATE / "{{cookiecutter.project_slug}}" / "scripts"
 ROUNDS = 5  # of the judge benchmark
 sys.path.insert(0, str(SCRIPTS))
-from _gate.bytecode import write_bytecode  # noqa: E402
-from _gate.cases import Case, load_cases  # noqa: E402
-from _gate.cassettes import record  # noqa: E402
-from _gate.collect import collect  # noqa: E402
-from _gate.confine import LEVEL_VARIABLE  # noqa: E402
-from _gate.envs import bin_dir, build_env, tools_env  # noqa: E402
-from _gate.perturb import Perturbation, clock_env, shifted_clock, tests_scene  # noqa: E402
-from _gate.provenance import compare, project_info, provenance  # noqa: E402
-from _gate.pytest_run import PytestOptions, Subject, run_pytest  # noqa: E402
-from replay_cassettes import replay  # noqa: E402
+from _gate.plugin.confine import LEVEL_VARIABLE  # noqa: E402
+from _gate.runs.bytecode import write_bytecode  # noqa: E402
+from _gate.runs.cases import Case, load_cases  # noqa: E402
+from _gate.runs.cassettes import record, replay  # noqa: E402
+from _gate.runs.collect import collect  # noqa: E402
+from _gate.runs.envs import bin_dir, build_env, tools_env  # noqa: E402
+from _gate.runs.perturb import Perturbation, clock_env, shifted_clock, tests_scene  # noqa: E402
+from _gate.runs.provenance import compare, project_info, provenance  # noqa: E402
+from _gate.runs.pytest_run import PytestOptions, Subject, run_pytest  # noqa: E402
 
 
 def timed(run: Callable[[], object]) -> float:

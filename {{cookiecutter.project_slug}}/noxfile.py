@@ -35,7 +35,7 @@ from nox.command import CommandFailed
 
 # What asks for help: the one rule, stdlib only, that the scripts passing to pytest share.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "scripts"))
-from _gate.pytest_args import asks_help
+from _gate.runs.pytest_args import asks_help
 
 # The first nox with the uv backend and `|` fallbacks; CI pins a newer one (.github/).
 nox.needs_version = ">=2024.3.2"

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 if TYPE_CHECKING:
-    from _gate.subject import Subject
+    from _gate.plugin.subject import Subject
 
 ORACLE = settings(max_examples=150, derandomize=True, deadline=None, database=None)
 

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 if TYPE_CHECKING:
-    from _gate.subject import Subject
+    from _gate.plugin.subject import Subject
 
 LINE = {"sku": "MUG", "qty": 1, "price_cents": 999}
 

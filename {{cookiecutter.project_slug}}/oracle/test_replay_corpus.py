@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from _gate.subject import Subject
+    from _gate.plugin.subject import Subject
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "carts.jsonl"
 

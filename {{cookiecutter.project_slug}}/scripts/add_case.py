@@ -29,14 +29,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _gate.cases import Case, Run, built_cli, load_cases, observe, parse_case, run_many
-from _gate.cassettes import RUNS, traceback_line
-from _gate.config import committed_config
-from _gate.entry import run_main
-from _gate.envs import WHEELHOUSE, dist_infos
-from _gate.git import repo_root, resolve_commit
-from _gate.protocol import PASS, FailClosed, Outcome, add_report_arg, say
-from _gate.sandbox import require_sandbox
+from _gate.core.protocol import PASS, FailClosed, Outcome, add_report_arg, say
+from _gate.runs.case_runs import Run, built_cli, observe, run_many
+from _gate.runs.cases import Case, load_cases, parse_case
+from _gate.runs.cassettes import RUNS, traceback_line
+from _gate.runs.entry import run_main
+from _gate.runs.envs import WHEELHOUSE, dist_infos
+from _gate.runs.git import committed_config, repo_root, resolve_commit
+from _gate.runs.sandbox import require_sandbox
 
 NOT_SAVED = 1
 USAGE = re.compile(rb"^(usage|error):", re.IGNORECASE | re.MULTILINE)

@@ -24,13 +24,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from _gate.allowlist import ALLOW_FIELDS, CROSSRUN, INVENTORY, Row, load_allowlist
-from _gate.cases import load_cases
-from _gate.config import load_config
-from _gate.entry import run_main
-from _gate.git import default_base, repo_root, resolve_commit
-from _gate.perturb import TOUCHED
-from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
+from _gate.core.allowlist import ALLOW_FIELDS, CROSSRUN, INVENTORY, Row, load_allowlist
+from _gate.core.config import load_config
+from _gate.core.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
+from _gate.runs.cases import load_cases
+from _gate.runs.entry import run_main
+from _gate.runs.git import default_base, repo_root, resolve_commit
+from _gate.runs.perturb import TOUCHED
 
 # --- the command -------------------------------------------------------------------------------
 

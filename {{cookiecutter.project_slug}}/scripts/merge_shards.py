@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate.git import repo_root, show_file
-from _gate.protocol import CODE, ERROR, SEVERITY, FailClosed
-from _gate.reports import write_report
-from _gate.steps import report_file
-from _gate.verdict import EXIT_CODES, MERGE_STEP, brief, full_evidence, write_reports
+from _gate.core.protocol import CODE, ERROR, SEVERITY, FailClosed
+from _gate.core.reports import write_report
+from _gate.core.steps import report_file
+from _gate.runs.git import repo_root, show_file
+from _gate.verdict.verdict import EXIT_CODES, MERGE_STEP, brief, full_evidence, write_reports
 
 
 def severity(status: str) -> int:

@@ -20,8 +20,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from _gate.git import git, repo_root, rev_exists
-from _gate.protocol import EXIT_CODES_HELP, FAIL_CLOSED, PASS, STATUS, FailClosed, say
+from _gate.core.protocol import EXIT_CODES_HELP, FAIL_CLOSED, PASS, STATUS, FailClosed, say
+from _gate.runs.git import git, repo_root, rev_exists
 
 
 def export(repo: Path, tree: str, dest: Path, index: Path) -> Path:

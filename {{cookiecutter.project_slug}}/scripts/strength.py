@@ -17,7 +17,7 @@ it: the score is the same, and each column of the report counts the mutants its 
 that the kinds before it missed, so the columns add up to the mutants):
 
 - properties: the tests of oracle/, calling the adapter in process (`--subject-inprocess`);
-- cassettes: a test per case of oracle/cases.yaml (scripts/_gate/strength_cassettes.py) that runs
+- cassettes: a test per case of oracle/cases.yaml (_gate/strength/strength_cassettes.py) that runs
   the console script's entry point against the mutant, in a child forked from mutmut's worker
   (out of process where the fork does not answer as a new interpreter), and compares the
   case's fields with a recording of the unmutated build made first. Second: a mutant costs
@@ -28,12 +28,12 @@ that the kinds before it missed, so the columns add up to the mutants):
 
 Writes reports/strength.json (score, counts per file and function, every mutant the oracle
 misses with its file, line and mutated code), reports/strength.md, and
-reports/proposed-cases.yaml: cases that tell missed mutants apart (scripts/_gate/proposals.py), for
+reports/proposed-cases.yaml: cases that tell missed mutants apart (_gate/strength/proposals.py), for
 a maintainer to review. The score is the share of mutants the cassettes or the properties
 kill; --update-ref (or --store) commits it to the oracle ref as strength.json, where the
 judge's summary shows it and `strength_min` reads it. A run narrowed by --only, --mutants or
 --kinds is never stored. --shard I/N measures the mutants of the functions shard I owns (by a
-hash of each function's name, scripts/_gate/shard.py), so N runners split the work; --merge joins
+hash of each function's name, _gate/plugin/shard.py), so N runners split the work; --merge joins
 their reports, every shard 1..N once, into the report one run would have written.
 Exit codes: 0 measured, 2 fail closed (no mutmut here, nothing to mutate, evidence that fails
 on the unmutated code, a mutmut run that broke, a partial measurement to store).
@@ -49,25 +49,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from fnmatch import fnmatch
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
-from _gate.cases import Case, load_cases
-from _gate.cassettes import record
-from _gate.config import Config, load_config
-from _gate.confine import Reach
-from _gate.entry import run_main
-from _gate.envs import bin_dir
-from _gate.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
-from _gate.mutants import function_keys, located
-from _gate.oracle_run import has_tests
-from _gate.patch_env import gate_env
-from _gate.proposals import Search, as_yaml, propose
-from _gate.protocol import (
+from _gate.core.config import Config, load_config
+from _gate.core.protocol import (
     EXIT_CODES_HELP,
     PASS,
     FailClosed,
@@ -75,14 +64,21 @@ from _gate.protocol import (
     add_report_arg,
     read_report,
 )
-from _gate.sandbox import at_home, probe_sandbox, require_sandbox, run_confined
-from _gate.shard import add_shard_arg
+from _gate.plugin.confine import Reach
+from _gate.plugin.patch_env import gate_env
+from _gate.plugin.shard import add_shard_arg
+from _gate.runs.cases import Case, load_cases
+from _gate.runs.cassettes import record
+from _gate.runs.entry import run_main
+from _gate.runs.envs import bin_dir
+from _gate.runs.git import SCORE_FILE, commit_file, git, resolve_oracle_ref
+from _gate.runs.oracle_run import has_tests
+from _gate.runs.sandbox import at_home, probe_sandbox, require_sandbox, run_confined
+from _gate.strength.mutants import function_keys, located
+from _gate.strength.proposals import Search, as_yaml, propose
+from _gate.strength.score import markdown, merged, missed_by_oracle, tally
 
 KINDS = ("cassettes", "properties", "tests")
-# mutmut's exit codes for a mutant (mutmut/stats.py): its tests passed, or none reached it; or
-# mutmut did not judge it. Every other code is a kill: a failure, a timeout, a crash.
-SURVIVED = frozenset({0, 5, 33})  # 33: no test reached it
-NOT_JUDGED = frozenset({None, 2, 34, 35, 37})
 NO_TESTS = 33
 # How mutmut 3 stops when the selected tests reach no mutated function: for strength, a kind of
 # evidence that kills nothing there, not a broken run.
@@ -139,7 +135,7 @@ def recording(tree: Path, config: Config, command: Path, cases: Sequence[Case], 
     """The cases recorded on the unmutated build, as the record step records them (only the
     fields stable over its runs), for the cassette tests; and the level the launcher confines
     the mutmut runs at here: the cassette tests fork a case from mutmut's worker only inside
-    that confinement (scripts/_gate/strength_cassettes.py)."""
+    that confinement (scripts/_gate/strength/strength_cassettes.py)."""
     fixtures = tree / "fixtures"
     cassette = record(command, cases, fixtures, "")["cases"]
     level = probe_sandbox().level
@@ -236,7 +232,7 @@ def evidence_runs(
     """(kind, test selection, pytest options, environment) of each kind of evidence there is."""
     runs: list[tuple[str, list[str], list[str], dict[str, str]]] = []
     if has_tests(tree / "oracle"):
-        options = ["-c", "oracle/pytest.ini", "-p", "_gate.subject", "--subject-inprocess"]
+        options = ["-c", "oracle/pytest.ini", "-p", "_gate.plugin.subject", "--subject-inprocess"]
         options += ["--subject-adapter", "oracle/adapter.py", *OWN_PLUGINS_OFF]
         runs.append(("properties", ["oracle"], options, dict(OWN_PYTEST)))
     if recording is not None:
@@ -244,7 +240,7 @@ def evidence_runs(
         # The cassette tests make their own folders: no tmp_path, whose plugin numbers and
         # prunes a folder per session, a session per mutant.
         options = [*OWN_PLUGINS_OFF, "-p", "no:tmpdir"]
-        runs.append(("cassettes", ["scripts/_gate/strength_cassettes.py"], options, env))
+        runs.append(("cassettes", ["scripts/_gate/strength/strength_cassettes.py"], options, env))
     runs.append(("tests", list(config.tests), [], {}))
     return runs
 
@@ -254,81 +250,6 @@ def shard_patterns(args: argparse.Namespace, tree: Path, config: Config) -> list
     together, so mutmut still runs only the tests that reach it)."""
     owned = args.shard.pick(function_keys(tree, config.strength_paths, args.only), str)
     return [f"{key}__mutmut_*" for key in owned]
-
-
-def verdict(codes: dict[str, int | None]) -> tuple[str, list[str]]:
-    """What became of one mutant, and the kinds of evidence that killed it."""
-    killed = [kind for kind, code in codes.items() if code not in SURVIVED | NOT_JUDGED]
-    if set(killed) - {"tests"}:
-        return "oracle", killed
-    if killed:
-        return "only_tests", killed
-    if any(code in NOT_JUDGED for code in codes.values()):
-        return "not_judged", killed
-    return "survived", killed
-
-
-def missed_by_oracle(
-    results: dict[str, dict[str, int | None]], patterns: Sequence[str]
-) -> list[str]:
-    """The mutants `patterns` name (none: all) that no kind of the oracle's evidence in
-    `results` killed: the only ones whose verdict a kind after them can change."""
-    every = sorted(set().union(*results.values()))
-    named = [m for m in every if not patterns or any(fnmatch(m, p) for p in patterns)]
-    return [m for m in named if verdict({k: c.get(m) for k, c in results.items()})[0] != "oracle"]
-
-
-def tally(
-    results: dict[str, dict[str, int | None]], where: dict[str, dict[str, Any]]
-) -> dict[str, Any]:
-    """Per file and function, how many mutants each kind of evidence kills; and every mutant
-    the oracle (cassettes and properties) does not."""
-    per: dict[str, dict[str, Counter[str]]] = {}
-    missed: list[dict[str, Any]] = []
-    for mutant, info in where.items():
-        found, killed = verdict({kind: codes.get(mutant) for kind, codes in results.items()})
-        bucket = per.setdefault(info["file"], {}).setdefault(info["function"], Counter())
-        bucket.update(["mutants", found, *(kind for kind in killed if kind != "tests")])
-        if found != "oracle":
-            missed.append({"mutant": mutant, "verdict": found, **info})
-    return scored(per, missed)
-
-
-def scored(per: dict[str, dict[str, Counter[str]]], missed: list[dict[str, Any]]) -> dict[str, Any]:
-    """The counts per file and function, their totals and the score, and the missed mutants in
-    the order of the source."""
-    totals: Counter[str] = sum((c for fns in per.values() for c in fns.values()), Counter())
-    score = totals["oracle"] / totals["mutants"] if totals["mutants"] else 0.0
-    files = {f: {fn: dict(c) for fn, c in sorted(fns.items())} for f, fns in sorted(per.items())}
-    missed = sorted(missed, key=lambda row: (row["file"], row["line"], row["mutant"]))
-    return {"score": round(score, 4), "totals": dict(totals), "files": files, "missed": missed}
-
-
-def markdown(report: dict[str, Any]) -> str:
-    totals = report["totals"]
-    lines = [
-        f"## Oracle strength: {report['score']:.1%} of {totals.get('mutants', 0)} mutants killed",
-        "",
-        f"The properties kill {totals.get('properties', 0)}, the cassettes "
-        f"{totals.get('cassettes', 0)} more; {totals.get('only_tests', 0)} only the project's "
-        f"tests kill (the oracle is blind there), {totals.get('survived', 0)} survive everything.",
-        "",
-        "| File | Function | Mutants | Properties | Cassettes | Only tests | Survived |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for file, fns in report["files"].items():
-        for fn, c in fns.items():
-            counts = [c.get(k, 0) for k in ("mutants", "properties", "cassettes", "only_tests")]
-            lines.append(
-                f"| {file} | `{fn}` | "
-                + " | ".join(map(str, counts))
-                + f" | {c.get('survived', 0)} |"
-            )
-    lines += ["", "### Mutants the oracle misses", ""]
-    for row in report["missed"]:
-        kill = " (the project's tests kill it)" if row["verdict"] == "only_tests" else ""
-        lines.append(f"- `{row['file']}:{row['line']}` `{row['function']}`: `{row['code']}`{kill}")
-    return "\n".join(lines) + "\n"
 
 
 def checked(args: argparse.Namespace) -> tuple[Path, Config, Path]:
@@ -388,7 +309,7 @@ def measure(
                     results[kind] = {}
                     continue
             constant = timeout_constant(kind, cases, config)
-            plugin = ["-p", "_gate.strength_plugin", *options]
+            plugin = ["-p", "_gate.strength.strength_plugin", *options]
             table = mutmut_table(config, args.only, selection, plugin, constant)
             copy = copy_tree(tree, tmp / kind, table)
             # Bytecode on: each mutant starts the console script again, and compiling the
@@ -497,42 +418,6 @@ def written(args: argparse.Namespace, report: dict[str, Any], how: str) -> Outco
     if shard.get("count", 1) > 1:
         summary = f"shard {shard['index']}/{shard['count']}: {summary}"
     return Outcome(PASS, f"{how}: {summary}", report)
-
-
-def merged(files: Sequence[Path]) -> dict[str, Any]:
-    """The shard reports of one measurement as one: every shard 1..N once, none narrowed."""
-    reports: list[dict[str, Any]] = []
-    shards: list[tuple[int, int]] = []
-    for path in files:
-        try:
-            reports.append(read_report(path).evidence)
-            shards.append((int(reports[-1]["shard"]["index"]), int(reports[-1]["shard"]["count"])))
-        except (FailClosed, KeyError, TypeError, ValueError):
-            raise FailClosed(f"{path}: not a strength report of a shard; rerun it") from None
-    shards.sort()
-    count = shards[0][1] if shards else 0
-    if (
-        shards != [(i, count) for i in range(1, count + 1)]
-        or len({r["base"] for r in reports}) != 1
-    ):
-        raise FailClosed(
-            f"the shards {[f'{i}/{n}' for i, n in shards]} are not 1..N of one measurement of one "
-            "base; pass every shard's report once"
-        )
-    per: dict[str, dict[str, Counter[str]]] = {}
-    for report in reports:
-        for file, fns in report["files"].items():
-            for fn, counts in fns.items():
-                per.setdefault(file, {}).setdefault(fn, Counter()).update(counts)
-    return {
-        **scored(per, [row for report in reports for row in report["missed"]]),
-        "kinds": sorted({kind for r in reports for kind in r["kinds"]}),
-        "proposals": [p for r in reports for p in r["proposals"]],
-        "seconds": {str(r["shard"]["index"]): r["seconds"] for r in reports},
-        "partial": any(r["partial"] for r in reports),
-        "shard": {"index": 1, "count": 1, "merged": count},
-        "base": reports[0]["base"],
-    }
 
 
 def parser() -> argparse.ArgumentParser:

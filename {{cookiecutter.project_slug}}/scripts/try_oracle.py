@@ -8,7 +8,7 @@ ignore included; the index, the branch and the files stay as they are) is checke
 and built as the judge builds a commit: offline from the wheelhouse, not editable. The tests of
 its oracle/ then run in this interpreter's environment (the `oracle` session's: the judge's
 tools, never the project), each call crossing to the subject worker on that build, through the
-judge's own oracle run (scripts/_gate/oracle_run.py): same pytest settings, same hypothesis
+judge's own oracle run (scripts/_gate/runs/oracle_run.py): same pytest settings, same hypothesis
 profile, same worker and confinement. PYTEST_ARG go to pytest: options (`-k NAME`, `-x`) and
 tests named as `oracle/test_x.py::test_y`.
 The judge needs more than a pass: every oracle must pass on the base and reach an assertion
@@ -29,18 +29,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from _gate.config import Config, load_config
-from _gate.envs import WHEELHOUSE
-from _gate.git import add_worktree, git, remove_worktree, repo_root
-from _gate.kept_envs import base_build, made
-from _gate.oracle_run import PREFIX, RETRYABLE, has_tests
-from _gate.oracle_run import run as run_oracle
-from _gate.protocol import BLOCK, PASS, FailClosed, Outcome, concluded, say
-from _gate.pytest_args import add_pytest_args, passed_through
-from _gate.pytest_run import PytestRun, Subject
-from _gate.reports import write_report
-from _gate.sandbox import require_sandbox
-from _gate.seal import TrustedEnv
+from _gate.core.config import Config, load_config
+from _gate.core.protocol import BLOCK, PASS, FailClosed, Outcome, concluded, say
+from _gate.core.reports import write_report
+from _gate.core.seal import TrustedEnv
+from _gate.runs.envs import WHEELHOUSE
+from _gate.runs.git import add_worktree, git, remove_worktree, repo_root
+from _gate.runs.kept_envs import base_build, made
+from _gate.runs.oracle_run import PREFIX, RETRYABLE, has_tests
+from _gate.runs.oracle_run import run as run_oracle
+from _gate.runs.pytest_args import add_pytest_args, passed_through
+from _gate.runs.pytest_run import PytestRun, Subject
+from _gate.runs.sandbox import require_sandbox
 
 NAME = "oracle"
 REPORT = Path("reports") / "try-oracle.json"
@@ -56,7 +56,7 @@ SNAPSHOT = {
     "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
 }
 SHOWN = 3  # failing oracles named in the last line
-CUT = 500  # a test's message is its last 500 characters (_gate/pytest_evidence.py)
+CUT = 500  # a test's message is its last 500 characters (_gate/plugin/pytest_evidence.py)
 EXIT_CODES = (
     "exit codes: 0 every oracle that ran passed and reached an assertion, 1 one failed, "
     "errored or reached no assertion, 2 fail closed (not a git repository, the tree does not "

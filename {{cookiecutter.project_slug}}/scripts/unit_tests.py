@@ -17,9 +17,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from _gate.config import tree_tests
-from _gate.protocol import FAIL_CLOSED, FailClosed, say
-from _gate.pytest_args import add_pytest_args, passed_through
+from _gate.core.config import tree_tests
+from _gate.core.protocol import FAIL_CLOSED, FailClosed, say
+from _gate.runs.pytest_args import add_pytest_args, passed_through
 
 
 def parser() -> argparse.ArgumentParser:

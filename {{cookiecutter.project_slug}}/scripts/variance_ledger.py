@@ -5,7 +5,7 @@ freeze the tests that disagree with themselves.
     python scripts/variance_ledger.py merge reports/variance-run-*.json --update-ref
 
 `run` executes the oracle (oracle/ of this tree) k times with this interpreter and records each
-test's outcome and duration and the machine the runs ran on (scripts/_gate/machine.py: the CI
+test's outcome and duration and the machine the runs ran on (scripts/_gate/core/machine.py: the CI
 runner, or the host outside CI). `merge` pools run files, one or more per machine. A test is
 unstable when its outcome changes between the runs of one machine or between machines that ran
 it (a skip on one image is the image's), or when the coefficient of variation of its duration
@@ -33,17 +33,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _gate.config import Config, load_config
-from _gate.entry import run_main
-from _gate.git import commit_file, git, resolve_oracle_ref
-from _gate.ledger import LEDGER, Ledger, live, parse_ledger
-from _gate.machine import identity
-from _gate.oracle_run import run
-from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
-from _gate.pytest_run import Subject
-from _gate.reports import write_report
-from _gate.sandbox import require_sandbox
-from _gate.seal import TrustedEnv
+from _gate.core.config import Config, load_config
+from _gate.core.ledger import LEDGER, Ledger, live, parse_ledger
+from _gate.core.machine import identity
+from _gate.core.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
+from _gate.core.reports import write_report
+from _gate.core.seal import TrustedEnv
+from _gate.runs.entry import run_main
+from _gate.runs.git import commit_file, git, resolve_oracle_ref
+from _gate.runs.oracle_run import run
+from _gate.runs.pytest_run import Subject
+from _gate.runs.sandbox import require_sandbox
 
 DURATION_FLOOR = 0.05  # seconds of mean duration before the duration spread is judged
 EVENTS = ("frozen", "extended", "cleared", "expired")  # what a measurement does to a row

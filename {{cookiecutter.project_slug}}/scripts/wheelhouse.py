@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from subprocess import DEVNULL
 
-from _gate.entry import run_main
-from _gate.envs import WHEELHOUSE, bin_dir
-from _gate.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, say
+from _gate.core.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, say
+from _gate.runs.entry import run_main
+from _gate.runs.envs import WHEELHOUSE, bin_dir
 
 DEFAULT = Path("scripts/requirements-judge.txt")
 MARKER = ".complete-{}"  # one per set of files: the judge's, the strength session's

@@ -1,36 +1,23 @@
 """The gate's private package: everything the entry scripts of scripts/ share.
 
 Entry scripts (one per step of the judge, named like the step, and the sessions' tools) import
-this package only, never each other. Its modules, by job:
+this package only, never each other. Its folders are floors: a module imports the standard
+library, PyYAML, its own folder and the floors below it, never one above
+(tests/test_layering.py holds it).
 
-- steps: the judge's step table, the one place that says the order
-- protocol: a step's outcome and report, exit codes; entry: `Contract`, a step's typed
-  inputs and decision, and its script's entry (`run_main` for the tools that are not steps);
-  reports: JSON reports and path names
-- context: the judgment every step gets (refs, trees, the diff, judge.yaml, the builds)
-- config: judge.yaml and the gate's YAML files; patterns: protected-path rules
-- git: refs, diffs, worktrees, the oracle ref; envs: offline builds and tool environments;
-  seal: the oracle environment's digest, checked before and after each trusted run
-- provenance: each build's wheel against its tree; build_config: what decides the build
-  (protected by the write-set); pyproject: pyproject.toml read as TOML; bytecode, manifest:
-  a built environment's bytecode and its exact contents; markers, test_deps: the tests' own
-  dependencies; reuse, kept_envs: what a judgment keeps for the next one
-- process: process groups and capped capture; sandbox: `run_confined`, the one way to run
-  the patch's code, through the launcher confine.py, and syscall_watch what a confined job
-  reaches for; pytest_run: pytest runs read from the plugin; perturb, perturbed_tests: runs
-  in a user's environment and under the shifted clock
-- cases, cassettes: the CLI cases and their recordings; allowlist: reviewed contract changes
-- inventory, sites, collect, probes, run_checks, run_evidence, changed_tests: the assert
-  inventory, its assertion probes and its run-time evidence; oracle_run, crossrun_run,
-  canaries, coupling, quarantine, ledger, machine: the oracle, the crossrun (its canaries, the
-  tests coupled to moved internals) and flake control
-- mutants, proposals, strength_cassettes, strength_plugin: oracle strength (mutmut)
-- pytest_args: what a session passes through to pytest
-- verdict, sarif: the verdict, the summary and the findings
-- pytest_evidence, shard, subject, tamper, worker, worker_scene, and confine and patch_env
-  which they start the worker with: pytest plugins (tamper: what changed in pytest's machinery
-  during a run) and the subject worker, copied as a package of their own next to each pytest
-  run (pytest_run.PLUGIN_FILES; they import nothing else of this package)
+- plugin/: the files copied next to every trusted pytest run (the gate's pytest plugin, the
+  subject worker, the launcher client they start it with, the shard rule they select by);
+  standard library only, since they run in the project's environment
+- core/: values and files, no process: a step's outcome and report, the judgment every step
+  gets, judge.yaml, the step table (the one place that says the order), the allowlist,
+  quarantine and ledger files, digests (seal)
+- runs/: what starts processes: git, builds and kept environments, the sandbox, pytest runs,
+  the CLI cases and their recordings, perturbation, and a step script's entry (`Contract`)
+- inventory/: the assert inventory, its assertion probes and its run-time evidence
+- strength/: oracle strength (mutmut's mutants, the cases that tell them apart)
+- verdict/: the verdict, the summary and the SARIF findings
+- judge/: one run of the table (its lanes), the runner of its steps, the build step, and what
+  it checks of the base; only scripts/judge.py imports it
 
 Nothing here runs on import, so the plugins' copy of this file is this file.
 """

@@ -1,0 +1,226 @@
+"""The step protocol: what a step concludes (`Outcome`) and reports (`Report`), the exit codes
+and their words, and `concluded`, which turns every failure of a step's body into an outcome
+(a step's entry, `Contract.main` in entry.py, writes it as a report and one line).
+
+Exit codes used by every script: 0 pass, 1 block, 2 fail closed (bad input, broken precondition,
+or an internal error; the message names the file, the field and the fix). A report's status
+tells the two causes of exit 2 apart: `needs-review` (a protected path a code owner must look
+at first) and `error` (the gate could not judge).
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from _gate.core.reports import named
+
+
+class ExitCode(enum.IntEnum):
+    """Every script's exit codes, and the judge's verdict word for each (exit 2 has two: see
+    NEEDS_REVIEW; the verdict tells which)."""
+
+    PASS = 0
+    BLOCK = 1
+    FAIL_CLOSED = 2
+
+    @property
+    def verdict(self) -> str:
+        return ("merge", "block", ERROR)[self]
+
+
+PASS, BLOCK, FAIL_CLOSED = ExitCode.PASS, ExitCode.BLOCK, ExitCode.FAIL_CLOSED
+# Exit 2 has two causes: a protected path that waits for a code owner (ORACLE_REVIEW=1 once
+# reviewed), and an error: bad input, a build that fails, a crash, a timeout, missing evidence.
+NEEDS_REVIEW, ERROR = "needs-review", "error"
+ADVISORY = "advisory"  # the status of a step that never decides (steps.Step.decides)
+STATUS: dict[int, str] = {PASS: "pass", BLOCK: "block", FAIL_CLOSED: ERROR}
+# Each status a report may hold, and the exit code it stands for. "deferred": the step's
+# failures are decided by the later step its evidence names (`deferred_to`).
+CODE: dict[str, int] = {
+    "pass": PASS,
+    ADVISORY: PASS,
+    "deferred": PASS,
+    "block": BLOCK,
+    NEEDS_REVIEW: FAIL_CLOSED,
+    ERROR: FAIL_CLOSED,
+}
+# The statuses from least to most severe, as the verdict orders them (_gate/verdict/verdict.py): a
+# proof blocks whatever else could not judge; an error outranks a review, since evidence
+# that was never produced cannot be reviewed. A step's status over its shards is the worst.
+SEVERITY: dict[str, int] = {
+    "pass": 0,
+    ADVISORY: 0,
+    "deferred": 1,
+    NEEDS_REVIEW: 2,
+    ERROR: 3,
+    "block": 4,
+}
+
+
+class FailClosed(Exception):
+    """Input the gate cannot judge: reported as one line, exit 2."""
+
+
+class Tampered(Exception):
+    """Evidence that the patch's code acted against the run that judges it (a canary with the
+    wrong outcome, pytest's machinery replaced, an evidence file rewritten): the step blocks,
+    naming what it did, in every mode. Raised with the side and run it concerns."""
+
+
+TAMPERED = "tampered"  # the evidence key of a step that blocks for a Tampered run
+
+
+class NotInWheelhouse(FailClosed):
+    """A build needs a dependency the hash-pinned wheelhouse does not provide."""
+
+
+@dataclass
+class Outcome:
+    """What a step concluded: exit code, one-line summary, and its evidence."""
+
+    code: int
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    # "deferred": a later step named in the evidence decides (judge/lanes.py), exit code 1 alone;
+    # NEEDS_REVIEW: exit code 2 that a code owner's review resolves, not an error.
+    status: str | None = None
+
+    def noted(self, note: str, **evidence: Any) -> Outcome:
+        """The same conclusion, its summary followed by `note`, with more evidence."""
+        return replace(self, summary=self.summary + note, evidence={**self.evidence, **evidence})
+
+
+Listener = Callable[[str, bool], None]
+
+
+# Where this thread's step lines go, when not to stdout and stderr: the judge's listener while
+# it decides a step in one of its own threads (judge/runner.py, `inline`).
+_step = threading.local()
+
+
+def say(text: str, error: bool = False) -> None:
+    """One line of a step: progress and failures to stderr (`error`), the rest to stdout."""
+    listener: Listener | None = getattr(_step, "listener", None)
+    if listener is not None:
+        listener(text, error)
+    else:
+        print(text, file=sys.stderr if error else sys.stdout, flush=True)
+
+
+@contextmanager
+def listening(listener: Listener) -> Iterator[None]:
+    """The lines this thread says meanwhile go to `listener`."""
+    _step.listener = listener
+    try:
+        yield
+    finally:
+        _step.listener = None
+
+
+class Progress:
+    """`label: done/total unit, N s` on stderr for a long run: first after `every` seconds, then
+    at most every `every` seconds. The judge passes these lines through as they come."""
+
+    def __init__(self, label: str, total: int, unit: str, every: float = 5.0) -> None:
+        self.label, self.total, self.unit, self.every = label, total, unit, every
+        self.done = 0
+        self.start = self.shown = time.monotonic()
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        now = time.monotonic()
+        if now - self.shown >= self.every:
+            self.shown = now
+            line = f"{self.label}: {self.done}/{self.total} {self.unit}, {now - self.start:.0f} s"
+            say(line, error=True)
+
+
+PROGRESS_LINE = r"^[a-z-]+: \d+/\d+ "  # what the judge forwards from a step's stderr
+
+
+def add_report_arg(parser: argparse.ArgumentParser, name: str) -> None:
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=Path("reports") / f"{name}.json",
+        help=f"JSON report to write (default: reports/{name}.json)",
+    )
+
+
+EXIT_CODES_HELP = "exit codes: 0 pass, 1 block, 2 fail closed (bad input or internal error)"
+
+
+@dataclass(frozen=True)
+class Report:
+    """A step's report: what its process wrote, or what its `run` returned inline, as the
+    judge keeps it in memory (one reader, `read_report`, for every step's file)."""
+
+    step: str
+    status: str
+    exit_code: int
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def code(self) -> int:
+        return CODE[self.status]
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "summary": self.summary,
+            "evidence": self.evidence,
+        }
+
+
+def read_report(path: Path) -> Report:
+    """A step's report file, read once; one line naming the file when it is not one. Its
+    status decides: a report without its step's name or exit code reads as the file's step
+    and the status's code."""
+    try:
+        data = json.loads(path.read_bytes())
+        status, evidence = str(data["status"]), data.get("evidence") or {}
+        if not isinstance(evidence, dict) or status not in CODE:
+            raise ValueError(f"status {status!r}")
+        step = str(data.get("step") or path.stem.removesuffix("-report"))
+        code = int(data.get("exit_code", CODE[status]))
+        return Report(step, status, code, str(data.get("summary", "")), evidence)
+    except FileNotFoundError:
+        raise FailClosed(f"{path}: the step left no report") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FailClosed(f"{path}: not a step report ({exc}); run the step again") from None
+
+
+def concluded(name: str, body: Callable[[], Outcome]) -> Report:
+    """Run a step's body; every failure becomes an outcome, never a traceback. Paths of the
+    judgment's folders are written by their names, here at the source."""
+    try:
+        outcome = body()
+    except FailClosed as exc:
+        outcome = Outcome(FAIL_CLOSED, str(exc))
+    except Tampered as exc:
+        outcome = Outcome(BLOCK, str(exc), {TAMPERED: True})
+    except Exception as exc:  # the contract is one line and exit 2, whatever broke
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        outcome = Outcome(
+            FAIL_CLOSED,
+            f"internal error {type(exc).__name__}: {exc} "
+            f"({Path(where.filename).name}:{where.lineno})",
+            {"traceback": traceback.format_exc()},
+        )
+    status = outcome.status or STATUS[outcome.code]
+    summary, evidence = named(outcome.summary), named(outcome.evidence)
+    return Report(name, status, outcome.code, summary, evidence)

@@ -1,0 +1,101 @@
+"""A step's contract and its entry: a step module gives `Contract(name, parser, from_args,
+inputs, decide)`; `Contract.main` parses, decides, reports, whether the judge started the step
+with its judgment (`--judgment FILE`) or a person with the step's own flags. Both build the
+same typed `Inputs` (a frozen dataclass of the step's module) and call the same `decide`, so a
+line of a step's body never sees where a value came from. The judge calls
+`decide(inputs(judgment), earlier)` in its own process, or starts the script with the
+judgment in a file; no step builds argv for its own parser. `run_main` is the entry of the
+tools that are not steps (they take their flags only)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from _gate.core.context import Judgment, load_judgment
+from _gate.core.protocol import (
+    EXIT_CODES_HELP,
+    PASS,
+    Outcome,
+    Report,
+    add_report_arg,
+    concluded,
+    say,
+)
+from _gate.core.reports import write_report
+from _gate.runs.sandbox import require_sandbox
+
+InputsT = TypeVar("InputsT")  # a step's Inputs
+Earlier = Mapping[str, Report]  # the outcomes of the earlier steps a step reads, by step name
+
+
+def nothing_earlier(args: argparse.Namespace) -> Earlier:
+    return {}
+
+
+@dataclass(frozen=True)
+class Contract(Generic[InputsT]):
+    """A step: its flags, the two ways to its typed inputs, and its decision."""
+
+    name: str  # as the step table names it
+    parser: Callable[[], argparse.ArgumentParser]
+    from_args: Callable[[argparse.Namespace], InputsT]  # a hand run: the step's flags
+    inputs: Callable[[Judgment], InputsT]  # a judge run: judge.yaml, the builds, the trees
+    decide: Callable[[InputsT, Earlier], Outcome]
+    # By hand, the earlier outcomes a step reads come from the report files its flags name.
+    reported: Callable[[argparse.Namespace], Earlier] = nothing_earlier
+
+    def judged(self, j: Judgment, earlier: Earlier) -> Outcome:
+        """The step on a judgment: what the judge calls, in its process or in the step's."""
+        return self.decide(self.inputs(j), earlier)
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """`--judgment FILE --report R` (how the judge starts a step as a process) decides on
+        the judgment the judge wrote, with the earlier outcomes it holds; any other argv is a
+        hand run on the step's own flags. Every failure ends as one line and a report."""
+        args = sys.argv[1:] if argv is None else list(argv)
+        if args[:1] == ["--judgment"]:
+            given = judgment_parser(self.name).parse_args(args)
+
+            def body() -> Outcome:
+                j, earlier = load_judgment(given.judgment)
+                require_sandbox(j.config.sandbox == "required")
+                return self.judged(j, earlier)
+
+            return reported(self.name, given.report, concluded(self.name, body))
+        parsed = self.parser().parse_args(args)
+
+        def by_hand() -> Outcome:
+            return self.decide(self.from_args(parsed), self.reported(parsed))
+
+        return reported(self.name, parsed.report, concluded(self.name, by_hand))
+
+
+def run_main(
+    name: str,
+    parser: argparse.ArgumentParser,
+    body: Callable[[argparse.Namespace], Outcome],
+    argv: Sequence[str] | None,
+) -> int:
+    """A tool's entry (not a step): parse, run, report. Every failure ends as one line and a
+    report, never a traceback."""
+    parsed = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    return reported(name, parsed.report, concluded(name, lambda: body(parsed)))
+
+
+def reported(name: str, path: Path, report: Report) -> int:
+    """Write the report, say its line; the exit code."""
+    write_report(path, report.payload())
+    say(f"{name}: {report.status}: {report.summary}", error=report.exit_code != PASS)
+    return report.exit_code
+
+
+def judgment_parser(name: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{name} --judgment", epilog=EXIT_CODES_HELP)
+    p.add_argument("--judgment", type=Path, required=True, help="the judge's judgment file")
+    add_report_arg(p, name)
+    return p

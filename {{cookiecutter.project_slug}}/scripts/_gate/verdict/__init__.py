@@ -1,0 +1,1 @@
+"""The verdict from the steps' outcomes, its summary, and the SARIF findings."""
