@@ -88,7 +88,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tools import adopted_history
+from tools import adopt, adopted_history
 from tools.bakery import TEMPLATE, bake, edit
 from tools.slices import FLASK, MARKDOWN, STRUCTLOG, YAMLLINT, Slice
 
@@ -586,15 +586,17 @@ AGAINST_ROUNDS = 3  # of the yamllint half of `against`: a judgment there takes 
 
 
 def older_scripts(ref: str, dest: Path) -> Path:
-    """The gate's scripts/ as the template held them at `ref` (plain Python: no answer of the
-    bake is in them), in `dest`."""
+    """The gate's scripts/ as the template held them at `ref`, with the noxfile beside them
+    that imports from them (plain Python: no answer of the bake is in either), in `dest`."""
     dest.mkdir(parents=True)
-    folder = "{{cookiecutter.project_slug}}/scripts"
+    slug = "{{cookiecutter.project_slug}}"
     archive = subprocess.run(
-        ["git", "-C", str(TEMPLATE), "archive", ref, folder], capture_output=True, check=True
+        ["git", "-C", str(TEMPLATE), "archive", ref, f"{slug}/scripts", f"{slug}/noxfile.py"],
+        capture_output=True,
+        check=True,
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    return dest / folder
+    return dest / slug / "scripts"
 
 
 def judged_by(repo: Path, scripts: Path, base: str, name: str) -> str:
@@ -608,7 +610,12 @@ def judged_by(repo: Path, scripts: Path, base: str, name: str) -> str:
     for path in scripts.glob("*.py"):
         shutil.copy(path, repo / "scripts" / path.name)
     shutil.copytree(scripts / "_gate", repo / "scripts" / "_gate")
-    git(repo, "add", "-A", "scripts")
+    # The gate's sessions import from its scripts: they go together (an adopted repository
+    # with a noxfile of its own has the gate's in noxfile_oracle.py).
+    own = repo / adopt.GATE_NOXFILE
+    noxfile = own if own.exists() else repo / "noxfile.py"
+    shutil.copy(scripts.parent / "noxfile.py", noxfile)
+    git(repo, "add", "-A", "scripts", noxfile.name)
     git(repo, "commit", "-q", "--no-verify", "-m", f"the gate's scripts of {name}")
     git(repo, "checkout", "-q", base)
     return name
@@ -671,12 +678,16 @@ def against_project(work: Path, older: Path) -> tuple[float, float]:
             out.write(f"\n# judged {side} {n}\n")  # a build of its own each round
         git(repo, "commit", "-q", "--no-verify", "-am", head)
         git(repo, "checkout", "-q", bases[side])
+        report = repo / "reports/judge-report.json"
+        report.unlink(missing_ok=True)  # the verdict read after is this judgment's or none
         start = time.perf_counter()
         judge = ["-s", "judge", "--", "--base", bases[side], "--head", head]
         adopted_history.nox(repo, wheelhouse, *judge, check=False)
         seconds = time.perf_counter() - start
         git(repo, "checkout", "-q", base)
-        verdict = json.loads((repo / "reports/judge-report.json").read_text("utf-8"))["verdict"]
+        if not report.is_file():
+            raise SystemExit(f"the {side} gate left no report on yamllint's commit")
+        verdict = json.loads(report.read_text("utf-8"))["verdict"]
         if verdict != "merge":
             raise SystemExit(f"the {side} gate did not merge yamllint's commit: {verdict}")
         return seconds
