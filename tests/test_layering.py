@@ -39,19 +39,23 @@ PYTEST_RUN = {"pytest", "_pytest", "hypothesis"}
 
 def imports(module: Path) -> set[str]:
     """Every module a file imports, as a dotted name (`from _gate.core import x` names
-    _gate.core.x, which is a module or a name of _gate.core: either is of that folder)."""
+    _gate.core.x, which is a module or a name of _gate.core: either is of that folder). A
+    relative import is named as written (`.x`), which no floor allows."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(module.read_bytes())):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            where = "." * node.level + (node.module or "")
+            names |= {f"{where}.{alias.name}" for alias in node.names}
     return names
 
 
 def folder_of(name: str) -> str:
     """The folder of the package a dotted import name lies in, "" for one outside it (the
     package's root is no folder: a module never imports a name from it)."""
+    if name.startswith("."):
+        return "a relative import"
     parts = name.split(".")
     if parts[0] != "_gate":
         return ""
@@ -125,9 +129,13 @@ def test_what_a_trusted_pytest_run_gets_is_exactly_the_plugin_folder(tmp_path: P
 
 
 def scripts_copy(tmp_path: Path, name: str) -> Path:
-    return Path(
-        shutil.copytree(SCRIPTS, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    )
+    """The gate's code as a bake ships it (no caches a run here left beside it)."""
+    dest = tmp_path / name
+    for path in code_files(SCRIPTS):
+        target = dest / path.relative_to(SCRIPTS)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    return dest
 
 
 def test_a_base_whose_module_in_a_floor_differs_is_not_the_judges_own(tmp_path: Path) -> None:
