@@ -10,12 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import (
-    PYPROJECT,
-    TALLY,
-    committed,
-    flit_project,
-)
+from tests.helpers import PYPROJECT, TALLY, committed, flit_project
 from tools import adopt, adopted_history
 from tools.bakery import git
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from _gate.core.config import Config
 from _gate.core.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
-from _gate.core.protocol import FailClosed, Report
+from _gate.core.protocol import BLOCK, PASS, FailClosed, Outcome, Report, concluded, read_report
+from _gate.core.reports import write_report
 from _gate.core.seal import Seal
 from _gate.core.steps import STEPS
 from _gate.plugin.shard import Shard
@@ -161,9 +162,27 @@ def a_judgment(tmp_path: Path) -> Judgment:
     )
 
 
+def test_a_deferral_is_a_field_of_the_outcome_that_its_report_keeps(tmp_path: Path) -> None:
+    """A step's failures that a later step decides: the status is told from the field once,
+    the report file holds it where every reader of JSON looks (its evidence), and reading the
+    file gives the field back, never a key left in the evidence."""
+    outcome = Outcome(BLOCK, "2 of 9 lost", {"failures": []}, deferred_to="flake-budget")
+    report = concluded("oracle", lambda: outcome)
+    assert (report.status, report.code, report.exit_code) == ("deferred", PASS, BLOCK)
+    assert report.deferred_to == "flake-budget"
+    write_report(tmp_path / "oracle.json", report.payload())
+    assert json.loads((tmp_path / "oracle.json").read_text())["evidence"]["deferred_to"] == (
+        "flake-budget"
+    )
+    again = read_report(tmp_path / "oracle.json")
+    assert again == report
+    assert "deferred_to" not in again.evidence
+    assert concluded("oracle", lambda: Outcome(BLOCK, "lost")).status == "block"
+
+
 def test_a_judgment_file_gives_a_step_process_the_same_judgment(tmp_path: Path) -> None:
     judgment = a_judgment(tmp_path)
-    earlier = {"oracle": Report("oracle", "deferred", 0, "2 of 9", {"deferred_to": "flake-budget"})}
+    earlier = {"oracle": Report("oracle", "deferred", 0, "2 of 9", {}, deferred_to="flake-budget")}
     write_judgment(tmp_path / "judgment.json", judgment, earlier)
     assert load_judgment(tmp_path / "judgment.json") == (judgment, earlier)
 

@@ -47,11 +47,7 @@ from typing import Any
 
 from _gate.core.config import load_config
 from _gate.core.context import Judgment, review_requested
-from _gate.core.protocol import (
-    FAIL_CLOSED,
-    PASS,
-    FailClosed,
-)
+from _gate.core.protocol import FAIL_CLOSED, PASS, FailClosed
 from _gate.core.reports import PATH_NAMES
 from _gate.core.steps import LANES, SETUP
 from _gate.judge.base import base_commit, confinable, note_uncommitted, oracle_ref, same_files
@@ -150,7 +146,7 @@ def publish(run: Judge, matrix: str) -> int:
 
     def evidence(step: dict[str, Any]) -> dict[str, Any]:
         kept = run.outcomes.get(step["name"])
-        return dict(kept.evidence) if kept else dict(step["evidence"])
+        return dict(kept.payload()["evidence"]) if kept else dict(step["evidence"])
 
     return write_reports(run.reports, report, matrix, "judge", repo=run.repo, evidence=evidence)
 

@@ -2,5 +2,6 @@
 (context), judge.yaml (config), the step table (steps), protected-path rules (patterns),
 pyproject.toml, the reviewed files (allowlist, quarantine, ledger, machine) and digests (seal).
 
-The ground floor of the gate: it imports nothing else of it but the plugin's shard rule.
+It stands on the plugin alone (the shard rule and the call timeout, which the judge and the
+plugin must agree on, are written once, there) and imports nothing else of the gate.
 """

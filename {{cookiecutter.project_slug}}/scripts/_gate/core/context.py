@@ -180,7 +180,7 @@ def from_json(data: dict[str, Any]) -> tuple[Judgment, dict[str, Report]]:
             unreadable=str(ref["unreadable"]),
         ),
     )
-    earlier = {name: Report(**row) for name, row in data["earlier"].items()}
+    earlier = {name: Report.from_payload(row) for name, row in data["earlier"].items()}
     return judgment, earlier
 
 

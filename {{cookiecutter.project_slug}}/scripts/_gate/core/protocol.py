@@ -45,12 +45,13 @@ PASS, BLOCK, FAIL_CLOSED = ExitCode.PASS, ExitCode.BLOCK, ExitCode.FAIL_CLOSED
 NEEDS_REVIEW, ERROR = "needs-review", "error"
 ADVISORY = "advisory"  # the status of a step that never decides (steps.Step.decides)
 STATUS: dict[int, str] = {PASS: "pass", BLOCK: "block", FAIL_CLOSED: ERROR}
-# Each status a report may hold, and the exit code it stands for. "deferred": the step's
-# failures are decided by the later step its evidence names (`deferred_to`).
+# A step whose failures a later step of the table decides (Outcome.deferred_to).
+DEFERRED = "deferred"
+# Each status a report may hold, and the exit code it stands for.
 CODE: dict[str, int] = {
     "pass": PASS,
     ADVISORY: PASS,
-    "deferred": PASS,
+    DEFERRED: PASS,
     "block": BLOCK,
     NEEDS_REVIEW: FAIL_CLOSED,
     ERROR: FAIL_CLOSED,
@@ -61,7 +62,7 @@ CODE: dict[str, int] = {
 SEVERITY: dict[str, int] = {
     "pass": 0,
     ADVISORY: 0,
-    "deferred": 1,
+    DEFERRED: 1,
     NEEDS_REVIEW: 2,
     ERROR: 3,
     "block": 4,
@@ -92,9 +93,16 @@ class Outcome:
     code: int
     summary: str
     evidence: dict[str, Any] = field(default_factory=dict)
-    # "deferred": a later step named in the evidence decides (judge/lanes.py), exit code 1 alone;
     # NEEDS_REVIEW: exit code 2 that a code owner's review resolves, not an error.
     status: str | None = None
+    # The later step of the table that decides this step's failures (flake-budget): the status
+    # is then DEFERRED, its exit code 1 alone; "" when the step decides them itself.
+    deferred_to: str = ""
+
+    @property
+    def decided(self) -> str:
+        """The status the report holds: the one place it is told from the outcome."""
+        return self.status or (DEFERRED if self.deferred_to else STATUS[self.code])
 
     def noted(self, note: str, **evidence: Any) -> Outcome:
         """The same conclusion, its summary followed by `note`, with more evidence."""
@@ -171,19 +179,34 @@ class Report:
     exit_code: int
     summary: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    deferred_to: str = ""  # Outcome.deferred_to
 
     @property
     def code(self) -> int:
         return CODE[self.status]
 
     def payload(self) -> dict[str, Any]:
+        """The report as JSON holds it: a deferral is its evidence's `deferred_to`."""
+        deferral = {"deferred_to": self.deferred_to} if self.deferred_to else {}
         return {
             "step": self.step,
             "status": self.status,
             "exit_code": self.exit_code,
             "summary": self.summary,
-            "evidence": self.evidence,
+            "evidence": {**self.evidence, **deferral},
         }
+
+    @classmethod
+    def from_payload(cls, data: dict[str, Any], step: str = "") -> Report:
+        """A report from its JSON (`payload`). Its status decides: a report without its step's
+        name or exit code reads as `step` and the status's code."""
+        status, evidence = str(data["status"]), dict(data.get("evidence") or {})
+        if status not in CODE:
+            raise ValueError(f"status {status!r}")
+        deferred_to = str(evidence.pop("deferred_to", "") or "")
+        name = str(data.get("step") or step)
+        code = int(data.get("exit_code", CODE[status]))
+        return cls(name, status, code, str(data.get("summary", "")), evidence, deferred_to)
 
 
 def read_report(path: Path) -> Report:
@@ -192,12 +215,9 @@ def read_report(path: Path) -> Report:
     and the status's code."""
     try:
         data = json.loads(path.read_bytes())
-        status, evidence = str(data["status"]), data.get("evidence") or {}
-        if not isinstance(evidence, dict) or status not in CODE:
-            raise ValueError(f"status {status!r}")
-        step = str(data.get("step") or path.stem.removesuffix("-report"))
-        code = int(data.get("exit_code", CODE[status]))
-        return Report(step, status, code, str(data.get("summary", "")), evidence)
+        if not isinstance(data.get("evidence") or {}, dict):
+            raise ValueError("evidence is not a mapping")
+        return Report.from_payload(data, path.stem.removesuffix("-report"))
     except FileNotFoundError:
         raise FailClosed(f"{path}: the step left no report") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -221,6 +241,5 @@ def concluded(name: str, body: Callable[[], Outcome]) -> Report:
             f"({Path(where.filename).name}:{where.lineno})",
             {"traceback": traceback.format_exc()},
         )
-    status = outcome.status or STATUS[outcome.code]
     summary, evidence = named(outcome.summary), named(outcome.evidence)
-    return Report(name, status, outcome.code, summary, evidence)
+    return Report(name, outcome.decided, outcome.code, summary, evidence, outcome.deferred_to)

@@ -14,9 +14,7 @@ import _gate.core.config
 import _gate.inventory.inventory
 import _gate.runs.collect
 import _gate.runs.test_deps
-from _gate.core.protocol import (
-    FailClosed,
-)
+from _gate.core.protocol import FailClosed
 from _gate.inventory.comparison import Comparison, finding
 from _gate.inventory.trees import Cache, Tree
 

@@ -7,10 +7,7 @@ import tempfile
 from pathlib import Path
 
 from _gate.core.context import OracleRef
-from _gate.core.protocol import (
-    FAIL_CLOSED,
-    FailClosed,
-)
+from _gate.core.protocol import FAIL_CLOSED, FailClosed
 from _gate.core.steps import SCRIPTS
 from _gate.judge.lanes import Judge
 from _gate.plugin.confine import SHM

@@ -16,13 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate.core.context import Judgment, write_judgment
-from _gate.core.protocol import (
-    ADVISORY,
-    PASS,
-    STATUS,
-    TAMPERED,
-    Report,
-)
+from _gate.core.protocol import ADVISORY, PASS, STATUS, TAMPERED, Report
 from _gate.core.reports import PATH_NAMES, named, write_report
 from _gate.core.steps import STEPS, Step, report_file
 from _gate.judge.runner import finished, has_report, inline, run_step
@@ -66,7 +60,7 @@ class Judge:
     def append(self, report: Report, seconds: float) -> int:
         """Keep a step's outcome: whole in memory, in brief for judge-report.json."""
         self.outcomes[report.step] = report
-        evidence = report.evidence
+        evidence = report.payload()["evidence"]  # as JSON holds it: a deferral too
         if has_report(report.step):
             evidence = brief(self.reports / report_file(report.step), evidence)
         step = {"name": report.step, "status": report.status, "summary": report.summary}

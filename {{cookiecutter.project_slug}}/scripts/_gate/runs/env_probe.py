@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from _gate.core.protocol import (
-    FailClosed,
-)
+from _gate.core.protocol import FailClosed
 from _gate.plugin.patch_env import gate_env
 from _gate.runs.pytest_run import PytestRun
 from _gate.runs.sandbox import run_confined

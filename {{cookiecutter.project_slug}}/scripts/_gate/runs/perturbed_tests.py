@@ -144,7 +144,7 @@ def applied(
     note = "".join(f"; {n}" for n in notes)
     evidence = (found or Found("")).evidence(why)
     # A deferred outcome would let flake control excuse what it retries today, unperturbed.
-    deciding = not advisory and (outcome.code == PASS or outcome.status == "deferred")
+    deciding = not advisory and (outcome.code == PASS or bool(outcome.deferred_to))
     if found is None or not found.lost or not deciding:
         return outcome.noted(note, perturbations=evidence)
     first = found.lost[0]
@@ -153,6 +153,4 @@ def applied(
         f"(first: {first['id']} {first['outcome']} under the {first['perturbation']} "
         "perturbation)"
     )
-    evidence = {**outcome.evidence, "perturbations": evidence}
-    evidence.pop("deferred_to", None)
-    return Outcome(BLOCK, summary + note, evidence)
+    return Outcome(BLOCK, summary + note, {**outcome.evidence, "perturbations": evidence})

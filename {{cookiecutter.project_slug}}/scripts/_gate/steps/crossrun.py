@@ -184,8 +184,7 @@ def judged(
             f"{head}, {len(counted)} pass on the parent and fail on the patch (first: "
             f"{first['id']}: {last_line(first['message'])}); flake-budget decides{note}"
         )
-        evidence["deferred_to"] = "flake-budget"
-        return graded(given, BLOCK, summary, evidence, status="deferred")
+        return graded(given, BLOCK, summary, evidence, deferred_to="flake-budget")
     return graded(given, PASS, f"{head}, every test passing on the parent passes{note}", evidence)
 
 
@@ -212,12 +211,13 @@ def graded(
     code: int,
     summary: str,
     evidence: dict[str, Any],
+    *,
     status: str | None = None,
+    deferred_to: str = "",
 ) -> Outcome:
     if given.mode == "advisory":
-        evidence.pop("deferred_to", None)
         return Outcome(PASS, f"{summary} (advisory: never part of the verdict)", evidence)
-    return Outcome(code, summary, evidence, status=status)
+    return Outcome(code, summary, evidence, status=status, deferred_to=deferred_to)
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _gate.core.context import Judgment
-from _gate.core.protocol import (
-    BLOCK,
-    EXIT_CODES_HELP,
-    PASS,
-    FailClosed,
-    Outcome,
-    add_report_arg,
-)
+from _gate.core.protocol import BLOCK, EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 from _gate.runs.entry import Contract, Earlier
 
 CHUNK = 1 << 20

@@ -169,7 +169,7 @@ def deferred(earlier: Mapping[str, Report]) -> list[tuple[str, dict[str, Any], R
     found = []
     for step, again in RERUN.items():
         report = earlier.get(step)
-        if report is not None and report.evidence.get("deferred_to") == "flake-budget":
+        if report is not None and report.deferred_to == "flake-budget":
             found.append((step, report.evidence, again))
     return found
 

@@ -41,14 +41,7 @@ from typing import Any
 
 from _gate.core.config import Config
 from _gate.core.context import Judgment, Kept
-from _gate.core.protocol import (
-    BLOCK,
-    EXIT_CODES_HELP,
-    PASS,
-    FailClosed,
-    Outcome,
-    add_report_arg,
-)
+from _gate.core.protocol import BLOCK, EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 from _gate.core.seal import Seal, TrustedEnv, add_seal_args, seal_of
 from _gate.plugin.patch_env import gate_env
 from _gate.plugin.shard import WHOLE, Shard, add_shard_arg
@@ -149,8 +142,8 @@ def judged(parent: dict[str, str], patch: PytestRun, evidence: dict[str, Any]) -
             BLOCK,
             f"{len(rows)} of {len(parent)} oracles failed on the patch after passing on the "
             f"parent (first: {first['id']} {first['outcome']}); flake-budget decides",
-            {**evidence, "deferred_to": "flake-budget"},
-            status="deferred",
+            evidence,
+            deferred_to="flake-budget",
         )
     if patch.exit_code != 0:
         return Outcome(

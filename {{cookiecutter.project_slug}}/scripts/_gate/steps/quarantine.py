@@ -18,14 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _gate.core.context import Judgment
-from _gate.core.protocol import (
-    BLOCK,
-    EXIT_CODES_HELP,
-    PASS,
-    FailClosed,
-    Outcome,
-    add_report_arg,
-)
+from _gate.core.protocol import BLOCK, EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
 from _gate.core.quarantine import active_ids, load_quarantine
 from _gate.inventory.inventory import analyze
 from _gate.runs.entry import Contract, Earlier

@@ -10,10 +10,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from _gate.core.protocol import (
-    FailClosed,
-    read_report,
-)
+from _gate.core.protocol import FailClosed, read_report
 
 # mutmut's exit codes for a mutant (mutmut/stats.py): its tests passed, or none reached it; or
 # mutmut did not judge it. Every other code is a kill: a failure, a timeout, a crash.

@@ -13,6 +13,7 @@ from typing import Any
 from _gate.core.protocol import (
     BLOCK,
     CODE,
+    DEFERRED,
     ERROR,
     FAIL_CLOSED,
     NEEDS_REVIEW,
@@ -76,7 +77,7 @@ def unjudged(steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     found = [s for s in steps if s["status"] == ERROR]
     for index, step in enumerate(steps):
         decider = step["evidence"].get("deferred_to")
-        if step["status"] == "deferred" and all(s["name"] != decider for s in steps[index:]):
+        if step["status"] == DEFERRED and all(s["name"] != decider for s in steps[index:]):
             found.append(step)
     return found
 
@@ -317,7 +318,7 @@ def full_evidence(folder: Path, step: dict[str, Any]) -> dict[str, Any]:
     """A step's evidence from its own report in `folder` (all of it: a shard's, read by the
     merge), else what the judge report kept (`brief`)."""
     try:
-        return read_report(folder / report_file(step["name"])).evidence
+        return dict(read_report(folder / report_file(step["name"])).payload()["evidence"])
     except FailClosed:
         return dict(step["evidence"])
 
