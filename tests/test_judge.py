@@ -167,6 +167,38 @@ def test_the_steps_that_run_are_the_bases_inline_or_not(
     )
 
 
+@pytest.mark.e2e
+def test_a_step_process_runs_the_bases_scripts_never_the_patchs(shop: Path, tmp_path: Path) -> None:
+    """Where the base's scripts are not the judge's own, each step is the base's script started
+    as a process (judge/runner.run_step, the one unconfined start of a step): none of the
+    patch's files is on its path, so a patch that plants code in the gate's scripts, or modules
+    that would shadow them, runs none of it there; its write to the scripts is for review."""
+    repo = tmp_path / "clone"
+    git(shop, "clone", "-q", str(shop), str(repo))
+    base = git(repo, "rev-parse", "HEAD").strip()
+    marker = tmp_path / "imported"
+    plant = f"\nopen({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+
+    def forge(tree: Path) -> None:
+        for rel in ("scripts/_gate/core/protocol.py", "scripts/oracle.py"):
+            with (tree / rel).open("a", encoding="utf-8") as out:
+                out.write(plant)
+        for rel in ("sitecustomize.py", "_gate/__init__.py", "_gate/core/__init__.py"):
+            (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tree / rel).write_text(plant, "utf-8")
+
+    head = branch(repo, "forge-the-scripts", forge)
+    git(repo, "checkout", "-q", "main")
+    edit(repo / "scripts/_gate/steps/preconditions.py", "unset it for the judge", "unset it, judge")
+    git(repo, "commit", "-q", "-am", "the checkout's judge is not the base's")
+    verdict = judge_script(repo, "--base", base, "--head", head)
+    assert verdict.report["steps_inline"] is False
+    assert verdict.statuses["write-set"] == "needs-review", verdict.output
+    assert verdict.statuses["oracle"] == "pass", verdict.output
+    assert verdict.statuses["crossrun"] == "pass", verdict.output
+    assert not marker.exists(), marker.read_text("utf-8")
+
+
 def test_editing_cases_needs_review(shop: Path, tmp_path: Path) -> None:
     """A protected path is no error: the write-set names it and its rule for a code owner, and
     how to judge again once they approved it; the exit is still 2."""
