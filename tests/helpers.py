@@ -7,7 +7,7 @@ The gate's scripts (`{{cookiecutter.project_slug}}/scripts`) and the repository 
 
 from __future__ import annotations
 
-import dataclasses
+import ast
 import io
 import json
 import os
@@ -152,19 +152,23 @@ def report_file(reports: Path, name: str) -> Path:
     return reports / report_name(name)
 
 
-def as_judged(
-    reports: Path, name: str, code: int, stdout: bytes = b"", advisory: bool = False
-) -> Step:
-    """Step `name` as the judge records it from its report in `reports`: status (advisory for
-    an advisory step), summary, the evidence the judge report keeps; the `::error` lines of the
-    step's `stdout` are forwarded to the judge's output. `exit_code` is the script's own."""
-    step = finish(Judge(repo=reports, reports=reports), name, Ran(code, stdout, [], 0.0), advisory)
+def as_judged(reports: Path, name: str, code: int, stdout: bytes = b"") -> Step:
+    """Step `name` as the judge records it from its report in `reports`: status, summary, the
+    evidence the judge report keeps; the `::error` lines of the step's `stdout` are forwarded
+    to the judge's output. `exit_code` is the script's own."""
+    step = finish(Judge(repo=reports, reports=reports), name, Ran(code, stdout, [], 0.0))
     return {**step, "exit_code": code}
+
+
+def verdict_of(steps: Sequence[Step]) -> tuple[int, str]:
+    """The judge's exit code and verdict over these rows of judge-report.json, each read as
+    the step's report (as the judge holds it)."""
+    return worst([Report.from_payload(step, step["name"]) for step in steps])
 
 
 def decided(steps: Sequence[Step]) -> str:
     """The judge's verdict over these steps: merge, block, needs-review or error."""
-    return worst(steps)[1]
+    return verdict_of(steps)[1]
 
 
 def sha(repo: Path, ref: str) -> str:
@@ -207,14 +211,13 @@ def judged_step(
     name: str,
     main: Main,
     earlier: Mapping[str, Report] | None = None,
-    advisory: bool = False,
 ) -> Step:
     """Step `name` given the judgment as the judge gives it to a step's process (`--judgment
     FILE`, with the earlier outcomes it reads), its report where the judge reads it."""
     given = j.reports / f"{name}.judgment.json"
     write_judgment(given, j, earlier or {})
     code = main(["--judgment", str(given), "--report", str(report_file(j.reports, name))])
-    return as_judged(j.reports, name, code, advisory=advisory)
+    return as_judged(j.reports, name, code)
 
 
 def run_crossrun(
@@ -388,12 +391,9 @@ def collected_by(python: Path) -> tuple[str, ...]:
     return ("--parent-python", str(python), "--patch-python", str(python))
 
 
-def finish(judge: Judge, name: str, ran: Ran, advisory: bool = False) -> Step:
+def finish(judge: Judge, name: str, ran: Ran) -> Step:
     """The step `name` of a process that ended, as the judge records it in judge-report.json."""
-    report = finished(judge.reports / report_name(name), name, ran)
-    judge.append(
-        dataclasses.replace(report, status="advisory") if advisory else report, ran.seconds
-    )
+    judge.append(finished(judge.reports / report_name(name), name, ran), ran.seconds)
     return judge.steps[-1]
 
 
@@ -537,3 +537,20 @@ def tiny(root: Path, src: bool = False, backend: str = "") -> Path:
     text = TINY_PYPROJECT.format(backend=named, backend_path=path)
     (root / "pyproject.toml").write_text(text, "utf-8")
     return root
+
+
+# --- the gate's sources ---------------------------------------------------------------------
+
+
+def imports(module: Path) -> set[str]:
+    """Every module a file imports, as a dotted name (`from _gate.core import x` names
+    _gate.core.x, which is a module or a name of _gate.core: either is of that folder). A
+    relative import is named as written (`.x`), which no floor allows."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_bytes())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            where = "." * node.level + (node.module or "")
+            names |= {f"{where}.{alias.name}" for alias in node.names}
+    return names

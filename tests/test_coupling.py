@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _gate.core.protocol import Report
 from _gate.runs.coupling import moved_name
-from _gate.verdict.verdict import review, verdict
+from _gate.verdict.verdict import review
 
 from tests.helpers import Built, Change, edits, run_crossrun
+from tests.helpers import verdict_of as verdict
 from tools.bakery import branch, git, judge
 
 DISCOUNTS = "src/shop/discounts.py"
@@ -214,7 +216,7 @@ def test_a_block_beside_coupled_tests_is_a_block_and_the_review_lists_them() -> 
     assert verdict([coupled, blocked]) == (1, "block")
     assert verdict([coupled, step_row("replay", "pass")]) == (2, "needs-review")
     report = {"base": "b", "head": "h", "steps": [coupled, blocked]}
-    found = review(report, lambda step: step["evidence"])
+    found = review(report, [Report.from_payload(row, row["name"]) for row in (coupled, blocked)])
     assert found["coupled"] == [{"id": IMPORT_TEST, "moved": "m._cut"}]
     assert found["protected"] == []
 

@@ -11,7 +11,6 @@ where the judge writes what it reads from the oracle ref. The variance session r
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
 import shutil
 import subprocess
@@ -231,9 +230,9 @@ def test_an_excused_failure_reads_the_same_on_the_console_in_the_report_and_summ
     matrix = (flaky_repo / "oracles/MATRIX.md").read_text("utf-8")
     capsys.readouterr()
     report = {"base": "a" * 40, "head": "b" * 40, "steps": steps}
-    whole = functools.partial(_gate.verdict.verdict.full_evidence, flaky_dir)
+    outcomes = [judgment.outcomes[step["name"]] for step in steps]
     code = _gate.verdict.verdict.write_reports(
-        flaky_dir, report, matrix, "judge", repo=flaky_repo, evidence=whole
+        flaky_dir, report, outcomes, matrix, "judge", repo=flaky_repo
     )
     said = capsys.readouterr().out
     written = json.loads((flaky_dir / "judge-report.json").read_text("utf-8"))

@@ -490,7 +490,7 @@ def test_os_exit_in_the_suite_shows_as_suspicious_results(
     argv += ["--timeout", str(config.advisory_timeout)]
     argv += ["--inventory-report", str(report_file(reports, "assert-inventory"))]
     code = advisory_tests.main([*argv, "--report", str(report_file(reports, "tests"))])
-    tests = as_judged(reports, "tests", code, advisory=True)
+    tests = as_judged(reports, "tests", code)
     assert tests["status"] == "advisory"
     assert tests["evidence"]["suspicious"][0].startswith("no result report (exit 0)")
     assert "suspicious" in tests["summary"]

@@ -22,9 +22,9 @@ from _gate.core.context import Judgment
 from _gate.core.steps import JUDGE_STEPS
 from _gate.runs.git import changes
 from _gate.steps import tests as tests_step
-from _gate.verdict.verdict import verdict as worst
 
 from tests.helpers import Built, Step, decided, inventory_step, static_steps
+from tests.helpers import verdict_of as worst
 from tools.bakery import Verdict, branch, edit, git, judge, judge_script
 from tools.demo import clean_refactor
 

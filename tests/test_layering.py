@@ -14,7 +14,7 @@ from _gate.judge.base import same_files
 from _gate.runs.pytest_run import copied_plugins
 from _gate.runs.reuse import code_files
 
-from tests.helpers import SCRIPTS
+from tests.helpers import SCRIPTS, imports
 
 pytestmark = pytest.mark.fast
 
@@ -35,20 +35,6 @@ FLOORS: dict[str, set[str]] = {
 }
 # What pytest brings into the runs the plugin is copied into.
 PYTEST_RUN = {"pytest", "_pytest", "hypothesis"}
-
-
-def imports(module: Path) -> set[str]:
-    """Every module a file imports, as a dotted name (`from _gate.core import x` names
-    _gate.core.x, which is a module or a name of _gate.core: either is of that folder). A
-    relative import is named as written (`.x`), which no floor allows."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(module.read_bytes())):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            where = "." * node.level + (node.module or "")
-            names |= {f"{where}.{alias.name}" for alias in node.names}
-    return names
 
 
 def folder_of(name: str) -> str:

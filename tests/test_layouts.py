@@ -118,7 +118,7 @@ def judged_run(repo: Path, envs: Built, head: str, tmp: Path) -> dict[str, Step]
     return {
         "assert-inventory": inventory,
         "crossrun": judged_step(j, "crossrun", crossrun.main),
-        "tests": judged_step(j, "tests", advisory_tests.main, earlier, advisory=True),
+        "tests": judged_step(j, "tests", advisory_tests.main, earlier),
     }
 
 

@@ -4,7 +4,9 @@ earlier step's result into a merge."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
 import importlib
 import inspect
 import json
@@ -17,8 +19,18 @@ from pathlib import Path
 import pytest
 from _gate.core.config import Config
 from _gate.core.context import Builds, Judgment, OracleRef, load_judgment, write_judgment
-from _gate.core.protocol import BLOCK, PASS, FailClosed, Outcome, Report, concluded, read_report
-from _gate.core.reports import write_report
+from _gate.core.protocol import (
+    BLOCK,
+    FAIL_CLOSED,
+    PASS,
+    TAMPERED,
+    FailClosed,
+    Outcome,
+    Report,
+    concluded,
+    read_report,
+)
+from _gate.core.reports import Names, write_report
 from _gate.core.seal import Seal
 from _gate.core.steps import STEPS
 from _gate.plugin.shard import Shard
@@ -157,9 +169,74 @@ def a_judgment(tmp_path: Path) -> Judgment:
             tmp_path / "q/python",
             tmp_path / "o/python",
             Seal(tmp_path / "envs/oracle.digest.json", "c" * 64),
+            beside={"replay": Seal(tmp_path / "replay-beside-build.json", "d" * 64)},
         ),
         oracle_ref=OracleRef(quarantine=tmp_path / "quarantine.yaml", unreadable=""),
+        names=Names().adding(tmp_path / "parent", "base:").adding(tmp_path, "tmp:"),
     )
+
+
+def a_contract(name: str, outcome: Callable[[Judgment], Outcome]) -> Contract[Judgment]:
+    """A step `name` whose inputs are the judgment itself."""
+    return Contract(
+        name,
+        argparse.ArgumentParser,
+        lambda args: pytest.fail("a judge run parses no flags"),
+        lambda j: j,
+        lambda j, earlier: outcome(j),
+        advisory=lambda j: j.config.crossrun == "advisory",
+    )
+
+
+def test_a_step_names_the_judgments_folders_from_its_judgment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The names travel in the judgment (to a step's process too, in its file), the longest
+    path first; nothing of the environment plays a part."""
+    monkeypatch.setenv("ORACLE_PATH_NAMES", json.dumps({str(tmp_path): "forged:"}))
+    judgment = a_judgment(tmp_path)
+    step = a_contract(
+        "oracle", lambda j: Outcome(BLOCK, f"lost in {j.parent}/t.py", {"at": [str(j.repo)]})
+    )
+    report = step.judged(judgment, {})
+    assert (report.summary, report.evidence) == ("lost in base:t.py", {"at": ["tmp:"]})
+    write_judgment(tmp_path / "judgment.json", judgment, {})
+    code = step.main(
+        ["--judgment", str(tmp_path / "judgment.json"), "--report", str(tmp_path / "r.json")]
+    )
+    assert code == BLOCK
+    assert read_report(tmp_path / "r.json").summary == "lost in base:t.py"
+
+
+@pytest.mark.parametrize(
+    ("name", "crossrun", "advisory"),
+    [("oracle", "block", False), ("crossrun", "advisory", True), ("tests", "block", True)],
+)
+def test_a_steps_status_is_told_once_advisory_where_the_table_or_its_inputs_say(
+    tmp_path: Path, name: str, crossrun: str, advisory: bool
+) -> None:
+    """Advisory where the step never decides (the table) or its inputs say so; a forged run
+    blocks in every mode, and an error still exits 2 (a person running it learns so)."""
+    config = dataclasses.replace(a_judgment(tmp_path).config, crossrun=crossrun)
+    judgment = a_judgment(tmp_path).evolve(config=config)
+    lost = a_contract(name, lambda j: Outcome(BLOCK, "lost", deferred_to="flake-budget")).judged(
+        judgment, {}
+    )
+    assert (lost.status, lost.exit_code) == (
+        ("advisory", PASS) if advisory else ("deferred", BLOCK)
+    )
+    assert lost.deferred_to == ("" if advisory else "flake-budget")
+    assert lost.summary.endswith(" (deferred, advisory: never part of the verdict)") == advisory
+    forged = a_contract(name, lambda j: Outcome(BLOCK, "forged", {TAMPERED: True})).judged(
+        judgment, {}
+    )
+    assert (forged.status, forged.exit_code) == ("block", BLOCK)
+
+    def broken(j: Judgment) -> Outcome:
+        raise FailClosed("no tree")
+
+    failed = a_contract(name, broken).judged(judgment, {})
+    assert (failed.status, failed.exit_code) == ("advisory" if advisory else "error", FAIL_CLOSED)
 
 
 def test_a_deferral_is_a_field_of_the_outcome_that_its_report_keeps(tmp_path: Path) -> None:
@@ -210,12 +287,14 @@ def test_every_step_of_the_table_is_a_contract_that_parses_no_flags_of_its_own()
     or from flags, one decide), and none turns values into flags for its own parser: only
     Contract.main parses, and only a person's flags."""
     for step in STEPS:
-        if step.script is None:  # the build: the judge's own work
+        if step.script is None:  # setup and build: the judge's own work
             continue
         module = importlib.import_module(step.module)
         contract = module.STEP
         assert isinstance(contract, Contract), step.module
         assert contract.name == step.name, step.module
+        # What the table runs beside the builds is the step's to give, and only there.
+        assert (contract.beside_build is not None) == step.beside_build, step.module
         assert "parse_args(" not in inspect.getsource(module), step.module
         script = importlib.import_module(step.script.removesuffix(".py"))
         assert script.STEP is contract, step.script  # the entry runs the step's own contract

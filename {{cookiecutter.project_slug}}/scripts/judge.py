@@ -19,7 +19,8 @@ memory: a step that reads an earlier one gets it from the judge, and reports/ (e
 report, then the judge's) is written last, from them.
 Writes reports/judge-report.json and reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY
 when set), and the verdict word to $ORACLE_VERDICT_FILE when set. Reports name the worktrees
-`base:` and `head:` ($ORACLE_PATH_NAMES, read by every step), never by their temporary folders.
+`base:` and `head:` (the judgment's names, carried to every step), never by their temporary
+folders.
 
 With `--shard I/N` (one CI runner of N) record, replay, oracle and crossrun judge only the cases
 and tests of shard I (_gate/plugin/shard.py); preconditions, build and flake budget run on every
@@ -37,18 +38,14 @@ judge runs again with ORACLE_REVIEW=1), `error` when the gate could not judge.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from _gate.core.config import load_config
 from _gate.core.context import Judgment, review_requested
 from _gate.core.protocol import FAIL_CLOSED, PASS, FailClosed
-from _gate.core.reports import PATH_NAMES
 from _gate.core.steps import LANES, SETUP
 from _gate.judge.base import base_commit, confinable, note_uncommitted, oracle_ref, same_files
 from _gate.judge.build import build_all
@@ -94,6 +91,7 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
             config = load_config(parent / "oracle" / "judge.yaml")
             share_cores(config.jobs)
             require_sandbox(config.sandbox == "required")
+            ref = oracle_ref(run, repo, config.oracle_ref, tmp)  # names its worktree
             run.judgment = Judgment(
                 repo=repo,
                 reports=run.reports,
@@ -105,7 +103,8 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
                 review=review_requested(),
                 changes=changes(repo, base, head),
                 shard=run.shard,
-                oracle_ref=oracle_ref(run, repo, config.oracle_ref, tmp),
+                oracle_ref=ref,
+                names=run.names,
             )
             judged(run, args.wheelhouse.resolve())
         finally:
@@ -143,12 +142,8 @@ def publish(run: Judge, matrix: str) -> int:
         "run": run_id(),
         "steps": run.steps,
     }
-
-    def evidence(step: dict[str, Any]) -> dict[str, Any]:
-        kept = run.outcomes.get(step["name"])
-        return dict(kept.payload()["evidence"]) if kept else dict(step["evidence"])
-
-    return write_reports(run.reports, report, matrix, "judge", repo=run.repo, evidence=evidence)
+    outcomes = [run.outcomes[row["name"]] for row in run.steps]  # in the table's order
+    return write_reports(run.reports, report, outcomes, matrix, "judge", repo=run.repo)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -172,29 +167,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = Judge(repo=args.repo, reports=args.reports.resolve(), shard=args.shard, fresh=args.fresh)
     run.reports.mkdir(parents=True, exist_ok=True)
     matrix = b""
-    with kept(PATH_NAMES):  # the names of this judgment's folders stay with it
-        try:
-            run.repo = repo_root(args.repo)
-            judge(run, args)
-            matrix = show_file(run.repo, run.base, "oracles/MATRIX.md") or b""
-        except FailClosed as exc:
-            run.record("setup" if not run.steps else "judge", FAIL_CLOSED, str(exc))
-        except Exception as exc:  # one line and a report, never a traceback
-            run.record("judge", FAIL_CLOSED, f"internal error {type(exc).__name__}: {exc}")
-    return publish(run, matrix.decode("utf-8", "replace"))
-
-
-@contextmanager
-def kept(variable: str) -> Iterator[None]:
-    """The environment variable as it was before, whatever the block sets it to."""
-    before = os.environ.get(variable)
     try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = before
+        run.repo = repo_root(args.repo)
+        judge(run, args)
+        matrix = show_file(run.repo, run.base, "oracles/MATRIX.md") or b""
+    except FailClosed as exc:
+        run.record("setup" if not run.steps else "judge", FAIL_CLOSED, str(exc))
+    except Exception as exc:  # one line and a report, never a traceback
+        run.record("judge", FAIL_CLOSED, f"internal error {type(exc).__name__}: {exc}")
+    return publish(run, matrix.decode("utf-8", "replace"))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _gate.core.protocol import CODE, ERROR, SEVERITY, FailClosed
+from _gate.core.protocol import CODE, ERROR, FAIL_CLOSED, SEVERITY, FailClosed, Report
 from _gate.core.reports import write_report
 from _gate.core.steps import report_file
 from _gate.runs.git import repo_root, show_file
@@ -143,8 +143,21 @@ class Merge:
     count: int
     out: Path
     problems: list[str] = field(default_factory=list)  # what keeps the shards from adding up
+    seconds: dict[str, float] = field(default_factory=dict)  # each step's, on its slowest shard
 
-    def step(self, name: str) -> dict[str, Any]:
+    def row(self, step: Report) -> dict[str, Any]:
+        """The merged step as judge-report.json lists it."""
+        evidence = brief(self.out / report_file(step.step), step.payload()["evidence"])
+        seconds = self.seconds.get(step.step, 0.0)
+        return {
+            "name": step.step,
+            "status": step.status,
+            "summary": step.summary,
+            "evidence": evidence,
+            "seconds": seconds,
+        }
+
+    def step(self, name: str) -> Report:
         ran = [(s, step) for s in self.shards for step in s.report["steps"] if step["name"] == name]
         parts = [shard.step_report(step) for shard, step in ran]
         at = max(range(len(ran)), key=lambda i: severity(ran[i][1]["status"]))
@@ -158,25 +171,10 @@ class Merge:
             tally = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
             summary = f"{summary} (shard {worst_shard.index}/{self.count}; shards: {tally})"
         status = worst["status"] if worst["status"] in CODE else ERROR
-        path = self.out / report_file(name)
-        write_report(
-            path,
-            {
-                "step": name,
-                "status": status,
-                "exit_code": CODE[status],
-                "summary": summary,
-                "evidence": evidence,
-            },
-        )
-        seconds = max(float(step.get("seconds", 0.0)) for _, step in ran)
-        return {
-            "name": name,
-            "status": status,
-            "summary": summary,
-            "evidence": brief(path, evidence),
-            "seconds": seconds,
-        }
+        merged = {"step": name, "status": status, "summary": summary, "evidence": evidence}
+        write_report(self.out / report_file(name), {**merged, "exit_code": CODE[status]})
+        self.seconds[name] = max(float(step.get("seconds", 0.0)) for _, step in ran)
+        return Report.from_payload(merged)
 
     def check(self, name: str, evidence: dict[str, Any], ran: int) -> None:
         """A split step must account for every id, in every shard."""
@@ -209,7 +207,8 @@ def matrix_text(repo: Path, base: str) -> str:
         return ""
 
 
-def merged_report(args: argparse.Namespace) -> dict[str, Any]:
+def merged_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[Report]]:
+    """The merged judge report, and each merged step whole, in the shards' order."""
     shards = [read_shard(folder) for folder in args.folders]
     shards.sort(key=lambda shard: shard.index)
     merge = Merge(shards, check_set(shards), args.out)
@@ -217,15 +216,16 @@ def merged_report(args: argparse.Namespace) -> dict[str, Any]:
     steps = [merge.step(name) for name in names]
     steps += [failed(problem) for problem in merge.problems]
     first = shards[0].report
-    return {
+    report = {
         **{key: first.get(key, "") for key in (*SAME, "scripts_from")},
         "shard": {"count": merge.count, "merged": [str(s.folder) for s in shards]},
-        "steps": steps,
+        "steps": [merge.row(step) for step in steps],
     }
+    return report, steps
 
 
-def failed(why: str) -> dict[str, Any]:
-    return {"name": MERGE_STEP, "status": ERROR, "summary": why, "evidence": {}, "seconds": 0}
+def failed(why: str) -> Report:
+    return Report(MERGE_STEP, ERROR, FAIL_CLOSED, why)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -240,19 +240,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     try:
-        report = merged_report(args)
+        report, steps = merged_report(args)
     except Exception as exc:  # one line and a report, never a traceback
         why = str(exc) if isinstance(exc, FailClosed) else f"internal error {exc!r}"
-        report = {"base": "", "head": "", "steps": [failed(why)]}
+        steps = [failed(why)]
+        row = {"name": MERGE_STEP, "status": ERROR, "summary": why, "evidence": {}, "seconds": 0}
+        report = {"base": "", "head": "", "steps": [row]}
     matrix = matrix_text(args.repo, report["base"])
-    return write_reports(
-        args.out,
-        report,
-        matrix,
-        "merge",
-        repo=args.repo,
-        evidence=lambda step: full_evidence(args.out, step),
-    )
+    return write_reports(args.out, report, steps, matrix, "merge", repo=args.repo)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,13 @@ import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from _gate.core.config import Config
 from _gate.core.protocol import FailClosed, Report
-from _gate.core.reports import write_json
+from _gate.core.reports import Names, write_json
 from _gate.core.seal import Seal
 from _gate.plugin.shard import WHOLE, Shard
 
@@ -79,7 +79,8 @@ class Builds:
     parent_build: str = ""  # the parent build's digest, which keys its kept runs
     patch_build: str = ""  # the patch's: its runs are kept for a judgment whose base it becomes
     cache: Path | None = None  # where those are kept; None when the patch ran unconfined
-    parent_now: Seal | None = None  # replay's parent-now runs, taken beside the patch's build
+    # What a step took beside the patch's build (its contract's `beside_build`), sealed.
+    beside: Mapping[str, Seal] = field(default_factory=dict)
 
     @property
     def kept(self) -> Kept:
@@ -114,6 +115,7 @@ class Judgment:
     shard: Shard = WHOLE
     builds: Builds | None = None
     oracle_ref: OracleRef = OracleRef()
+    names: Names = field(default_factory=Names)  # its folders, as reports name them
 
     @property
     def leads(self) -> bool:
@@ -179,6 +181,7 @@ def from_json(data: dict[str, Any]) -> tuple[Judgment, dict[str, Report]]:
             strength=optional_path(ref["strength"]),
             unreadable=str(ref["unreadable"]),
         ),
+        names=Names(tuple((str(path), str(name)) for path, name in data["names"]["paths"])),
     )
     earlier = {name: Report.from_payload(row) for name, row in data["earlier"].items()}
     return judgment, earlier
@@ -194,7 +197,9 @@ def builds_from(built: dict[str, Any]) -> Builds:
         parent_build=str(built["parent_build"]),
         patch_build=str(built["patch_build"]),
         cache=optional_path(built["cache"]),
-        parent_now=sealed_file(built.get("parent_now")),
+        beside={
+            name: Seal(Path(s["file"]), str(s["sha256"])) for name, s in built["beside"].items()
+        },
     )
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from _gate.core.reports import named
+from _gate.core.reports import Names
 
 
 class ExitCode(enum.IntEnum):
@@ -196,6 +196,23 @@ class Report:
             "evidence": {**self.evidence, **deferral},
         }
 
+    def renamed(self, names: Names) -> Report:
+        """The report with the judgment's folders written by their names (`Names`)."""
+        return replace(self, summary=names(self.summary), evidence=names(self.evidence))
+
+    def advisory(self) -> Report:
+        """The report of a step whose findings leave the verdict alone (the step table's
+        `decides`, or the step's own inputs: `Contract.advisory`), whatever it found. Not a
+        run the patch's code forged: that blocks in every mode. A step that could not run
+        still exits 2 (a person running it by hand learns so), its status advisory all
+        the same."""
+        if self.evidence.get(TAMPERED):
+            return self
+        found = "" if self.status == STATUS[PASS] else f"{self.status}, "
+        summary = f"{self.summary} ({found}advisory: never part of the verdict)"
+        code = FAIL_CLOSED if self.status == ERROR else PASS
+        return replace(self, status=ADVISORY, exit_code=code, summary=summary, deferred_to="")
+
     @classmethod
     def from_payload(cls, data: dict[str, Any], step: str = "") -> Report:
         """A report from its JSON (`payload`). Its status decides: a report without its step's
@@ -225,8 +242,7 @@ def read_report(path: Path) -> Report:
 
 
 def concluded(name: str, body: Callable[[], Outcome]) -> Report:
-    """Run a step's body; every failure becomes an outcome, never a traceback. Paths of the
-    judgment's folders are written by their names, here at the source."""
+    """Run a step's body; every failure becomes an outcome, never a traceback."""
     try:
         outcome = body()
     except FailClosed as exc:
@@ -241,5 +257,6 @@ def concluded(name: str, body: Callable[[], Outcome]) -> Report:
             f"({Path(where.filename).name}:{where.lineno})",
             {"traceback": traceback.format_exc()},
         )
-    summary, evidence = named(outcome.summary), named(outcome.evidence)
-    return Report(name, outcome.decided, outcome.code, summary, evidence, outcome.deferred_to)
+    return Report(
+        name, outcome.decided, outcome.code, outcome.summary, outcome.evidence, outcome.deferred_to
+    )

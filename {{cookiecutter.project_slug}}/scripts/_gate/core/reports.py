@@ -5,18 +5,13 @@ temporary folders written by their names (`base:`, `head:`).
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 2  # of every JSON report: raised when a field changes meaning or goes away
-
-
-# JSON {absolute path: name}, set by the judge: reports write its worktrees as `base:PATH` and
-# `head:PATH`, never as the temporary folders they are (see `named`).
-PATH_NAMES = "ORACLE_PATH_NAMES"
 
 
 def write_json(path: Path, payload: object) -> None:
@@ -42,40 +37,49 @@ def write_report(path: Path, payload: dict[str, Any]) -> None:
     write_json(path, {"schema_version": SCHEMA_VERSION, **payload})
 
 
-def path_names() -> list[tuple[str, str]]:
-    """The names the judge gave its folders ($ORACLE_PATH_NAMES)."""
-    try:
-        names = json.loads(os.environ.get(PATH_NAMES) or "{}")
-    except ValueError:
-        return []
-    return [(str(k), str(v)) for k, v in names.items()] if isinstance(names, dict) else []
+@dataclass(frozen=True)
+class Names:
+    """The names the judge gave its folders ({absolute path: name}): reports write its
+    worktrees as `base:PATH` and `head:PATH`, never as the temporary folders they are. The
+    judgment carries them to every step, inline or a process; a hand run has none."""
 
+    paths: tuple[tuple[str, str], ...] = ()
 
-def named(value: Any, names: Sequence[tuple[str, str]] | None = None) -> Any:
-    """`value` (strings, and lists and mappings of them) with every path under a named folder
-    written from its name: `PATH/x` as `NAME` + `x` (`base:` + `oracle/cases.yaml`), `PATH`
-    alone as `NAME` (or `.` for the empty name, the repository's own)."""
-    pairs = sorted(path_names() if names is None else names, key=lambda p: -len(p[0]))
-    if not pairs:
-        return value
-    # The longest path first, so a folder's own name wins over its parent's. A path ends at a
-    # slash, or where no name continues it (a full stop does when a letter follows it).
-    ends = r"(?:/|(?![\w-]|\.\w))"
-    pattern = re.compile("|".join(re.escape(path) + ends for path, _ in pairs))
-    lookup = dict(pairs)
+    def adding(self, path: Path | str, name: str) -> Names:
+        return Names((*((p, n) for p, n in self.paths if p != str(path)), (str(path), name)))
 
-    def name(match: re.Match[str]) -> str:
-        text = match.group()
-        label = lookup[text.removesuffix("/")]
-        return label if text.endswith("/") else label or "."
+    @cached_property
+    def pattern(self) -> re.Pattern[str] | None:
+        """Every named path, the longest first, so a folder's own name wins over its
+        parent's. A path ends at a slash, or where no name continues it (a full stop does
+        when a letter follows it)."""
+        if not self.paths:
+            return None
+        ends = r"(?:/|(?![\w-]|\.\w))"
+        longest = sorted(self.paths, key=lambda pair: -len(pair[0]))
+        return re.compile("|".join(re.escape(path) + ends for path, _ in longest))
 
-    def walk(item: Any) -> Any:
-        if isinstance(item, str):
-            return pattern.sub(name, item) if "/" in item else item
-        if isinstance(item, dict):
-            return {walk(k): walk(v) for k, v in item.items()}
-        if isinstance(item, (list, tuple)):
-            return [walk(v) for v in item]
-        return item
+    def __call__(self, value: Any) -> Any:
+        """`value` (strings, and lists and mappings of them) with every path under a named
+        folder written from its name: `PATH/x` as `NAME` + `x` (`base:` + `oracle/cases.yaml`),
+        `PATH` alone as `NAME` (or `.` for the empty name, the repository's own)."""
+        pattern = self.pattern
+        if pattern is None:
+            return value
+        lookup = dict(self.paths)
 
-    return walk(value)
+        def name(match: re.Match[str]) -> str:
+            text = match.group()
+            label = lookup[text.removesuffix("/")]
+            return label if text.endswith("/") else label or "."
+
+        def walk(item: Any) -> Any:
+            if isinstance(item, str):
+                return pattern.sub(name, item) if "/" in item else item
+            if isinstance(item, dict):
+                return {walk(k): walk(v) for k, v in item.items()}
+            if isinstance(item, (list, tuple)):
+                return [walk(v) for v in item]
+            return item
+
+        return walk(value)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from _gate.core.config import Config
 from _gate.plugin.shard import Shard
 
 EVERY, LEAD, SPLIT = "every", "lead", "split"  # how a step shards (`judge --shard I/N`)
@@ -26,19 +24,19 @@ class Step:
     script: str | None
     lane: str
     reads: tuple[str, ...] = ()  # earlier steps whose outcomes it is given; it waits for them
-    decides: bool = True  # False: advisory, its status is `advisory` whatever it found
+    # False: advisory, its status is `advisory` whatever it found (entry.Contract.concluded).
+    decides: bool = True
     shards: str = LEAD  # EVERY shard runs it, the LEAD shard (1/N) only, or each its SPLIT
     needs: str = ""  # an earlier step of its lane that must pass for it to run at all
-    # When judge.yaml makes a step that decides advisory (None: never).
-    advisory_when: Callable[[Config], bool] | None = None
     # A process of its own even where the judge decides steps in its own process (inline):
     # the inventory's AST work, in a process pool when cold, would hold the judge's GIL (and
     # fork it) while the other lanes wait on their cases.
     own_process: bool = False
-
-    def advisory(self, config: Config) -> bool:
-        """Whether the step's findings leave the verdict alone: the one place that says so."""
-        return not self.decides or bool(self.advisory_when and self.advisory_when(config))
+    # Its contract's `beside_build` runs once the parent is built, beside the patch's build,
+    # where a core idles; what it takes reaches the step sealed (`Builds.beside`).
+    beside_build: bool = False
+    # oracles/MATRIX.md names it, and every judgment that resolves reports it.
+    in_matrix: bool = True
 
     @property
     def module(self) -> str:
@@ -53,22 +51,28 @@ class Step:
 # judge runs this table, the summary and judge-report.json list steps in its order, and the
 # preconditions check that MATRIX.md names exactly these steps.
 STEPS: tuple[Step, ...] = (
+    # The judge's own: the judgment resolved (worktrees, judge.yaml, the diff, the oracle
+    # ref; judge.py `judge`), reported only when that fails. "judge" names a failure after it.
+    Step("setup", None, SETUP, shards=EVERY, in_matrix=False),
     Step("preconditions", "preconditions.py", SETUP, shards=EVERY),
     Step("write-set", "write_set.py", TREES),
     Step("fixtures-lock", "fixtures_lock.py", TREES),
     Step("build", None, BUILD, shards=EVERY),
     Step("record", "record_cassettes.py", "cassettes", shards=SPLIT),
-    Step("replay", "replay_cassettes.py", "cassettes", shards=SPLIT, needs="record"),
+    # Its parent-now runs (the drift check's) need the parent's build alone.
+    Step(
+        "replay",
+        "replay_cassettes.py",
+        "cassettes",
+        shards=SPLIT,
+        needs="record",
+        beside_build=True,
+    ),
     # After the crossrun: the checks the parent's tests ran on the patch build are its own.
     Step("assert-inventory", "count_asserts.py", "inventory", ("crossrun",), own_process=True),
     Step("oracle", "oracle.py", "oracle", shards=SPLIT),
-    Step(
-        "crossrun",
-        "crossrun.py",
-        "crossrun",
-        shards=SPLIT,
-        advisory_when=lambda config: config.crossrun == "advisory",
-    ),
+    # Advisory under judge.yaml `crossrun: advisory` (its contract's `advisory`).
+    Step("crossrun", "crossrun.py", "crossrun", shards=SPLIT),
     Step("quarantine", "check_quarantine.py", "quarantine"),
     Step("flake-budget", "flake_budget.py", "flake", ("oracle", "crossrun"), shards=EVERY),
     # The crossrun's patch run is the advisory tests' own when the patch left the tests as
@@ -87,7 +91,7 @@ def report_file(name: str) -> str:
     return REPORT_FILES.get(name, f"{name}.json")
 
 
-JUDGE_STEPS = tuple(BY_NAME)  # the names, in order
+JUDGE_STEPS = tuple(step.name for step in STEPS if step.in_matrix)  # the names, in order
 SCRIPTS = tuple(step.script for step in STEPS if step.script)
 
 

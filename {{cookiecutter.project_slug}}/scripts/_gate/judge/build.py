@@ -4,6 +4,7 @@ the `trees` lane's steps beside them."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,12 +25,11 @@ from _gate.core.protocol import (
     Report,
 )
 from _gate.core.seal import Seal, build_digest, seal, write_sealed
-from _gate.core.steps import BY_NAME, TREES
+from _gate.core.steps import STEPS, TREES
 from _gate.judge.lanes import Judge, table
 from _gate.runs.bytecode import write_bytecode
-from _gate.runs.cases import load_cases
-from _gate.runs.cassettes import parent_now
-from _gate.runs.envs import bin_dir, tools_env
+from _gate.runs.entry import Contract
+from _gate.runs.envs import tools_env
 from _gate.runs.kept_envs import (
     CHANGED,
     KEPT,
@@ -80,7 +80,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
         # parent's is not built yet).
         jobs["parent"] = pool.submit(b.side, "parent", j.parent, lambda: env_of(oracle))
         jobs["patch"] = pool.submit(patch_build)
-        early = pool.submit(parent_now_beside, judge, jobs["parent"], jobs["patch"])
+        early = pool.submit(taken_beside, judge, jobs["parent"], jobs["patch"])
     for done in beside.result():
         judge.append(*done)
     if room is not None:
@@ -89,7 +89,7 @@ def build_all(judge: Judge, envs: Path, wheelhouse: Path) -> Builds | None:
     if built is None:
         return None
     seconds = time.monotonic() - start
-    return checked_builds(judge, built, seconds, b.came, cache=cache, parent_now=early.result())
+    return checked_builds(judge, built, seconds, b.came, cache=cache, beside=early.result())
 
 
 @dataclass
@@ -173,7 +173,7 @@ def checked_builds(
     came: Mapping[str, str],
     *,
     cache: Path | None,
-    parent_now: Seal | None,
+    beside: dict[str, Seal],
 ) -> Builds | None:
     """The builds once each wheel is found to install its tree (the build step's outcome)."""
     try:
@@ -195,27 +195,32 @@ def checked_builds(
         parent_build=evidence["parent_build"],
         patch_build=evidence["patch_build"],
         cache=cache,
-        parent_now=parent_now,
+        beside=beside,
     )
 
 
-def parent_now_beside(judge: Judge, parent: Future[Any], patch: Future[Any]) -> Seal | None:
-    """The replay's parent-now runs (the drift check's), taken once the parent is built and
-    until the patch is, where a core idles: they need the parent's build alone. None where
-    the replay would not read them (a step of the base's own scripts, a shard without it) or
-    the parent did not build; a case that cannot run here is the replay's to report. One at a
+def taken_beside(judge: Judge, parent: Future[Any], patch: Future[Any]) -> dict[str, Seal]:
+    """What the steps the table marks `beside_build` take once the parent is built and until
+    the patch is, where a core idles (the replay's parent-now runs), each sealed. Nothing
+    where the step would not read it (a step of the base's own scripts, a shard without it)
+    or the parent did not build; what cannot be taken here is the step's to report. One at a
     time: the patch's build has the other core."""
-    j, env = judge.j, env_of(parent)
-    if not judge.inline or not BY_NAME["replay"].runs_on(j.shard) or env is None:
-        return None
-    try:
-        every = load_cases(j.parent / "oracle" / "cases.yaml", j.config.case_timeout)
-        cases = j.shard.pick(every, lambda case: case.id)
-        command = bin_dir(env) / j.config.command
-        taken = parent_now(command, cases, j.parent / "fixtures", patch.done)
-    except FailClosed:
-        return None
-    return write_sealed(judge.tmp / "parent-now.json", json.dumps(taken).encode("utf-8"))
+    env = env_of(parent)
+    if not judge.inline or env is None:
+        return {}
+    taken: dict[str, Seal] = {}
+    for step in STEPS:
+        if not (step.beside_build and step.runs_on(judge.j.shard)):
+            continue
+        contract: Contract[Any] = importlib.import_module(step.module).STEP
+        assert contract.beside_build is not None, f"{step.name}: no beside_build"
+        try:
+            found = contract.beside_build(judge.j, env, patch.done)
+        except FailClosed:
+            continue
+        file = judge.tmp / f"{step.name}-beside-build.json"
+        taken[step.name] = write_sealed(file, json.dumps(found).encode("utf-8"))
+    return taken
 
 
 def env_of(job: Future[Any] | None) -> Path | None:

@@ -3,8 +3,6 @@ the table's lanes run side by side."""
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import threading
 import time
@@ -16,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from _gate.core.context import Judgment, write_judgment
-from _gate.core.protocol import ADVISORY, PASS, STATUS, TAMPERED, Report
-from _gate.core.reports import PATH_NAMES, named, write_report
+from _gate.core.protocol import PASS, STATUS, Report
+from _gate.core.reports import Names, write_report
 from _gate.core.steps import STEPS, Step, report_file
 from _gate.judge.runner import finished, has_report, inline, run_step
 from _gate.plugin.shard import WHOLE, Shard
@@ -45,7 +43,7 @@ class Judge:
     fresh: bool = False  # --fresh: nothing kept or reused between judgments, no run skipped
     steps: list[dict[str, Any]] = field(default_factory=list)
     outcomes: dict[str, Report] = field(default_factory=dict)  # name -> all its evidence
-    names: dict[str, str] = field(default_factory=dict)  # folder -> its name in reports
+    names: Names = field(default_factory=Names)  # this judgment's folders, as reports name them
     # The locks that hold the kept environments this judgment uses (kept_envs.py), until it ends.
     held: ExitStack = field(default_factory=ExitStack)
 
@@ -70,17 +68,16 @@ class Judge:
 
     def shorten(self, text: str) -> str:
         """Name files the way git does (base:path, head:path), not by temporary worktree."""
-        return str(named(text, list(self.names.items())))
+        return str(self.names(text))
 
     def name(self, path: Path, label: str) -> None:
-        """Reports write `path` as `label` (`reports.named`): the judge's own and every
-        step's, inline or a process, which read the names from the environment."""
-        self.names[str(path)] = label
-        os.environ[PATH_NAMES] = json.dumps(self.names)
+        """Reports write `path` as `label`: the judge's own, and every step's, whose judgment
+        carries the names (`Judgment.names`)."""
+        self.names = self.names.adding(path, label)
 
     def conclude(self, step: Step) -> tuple[Report, float]:
-        """Run one step of the table on the judgment, with the outcomes it reads; its status as
-        the table says (`advisory` for a step that does not decide)."""
+        """Run one step of the table on the judgment, with the outcomes it reads; its status
+        as the step's contract told it, once (`Contract.concluded`), never rewritten here."""
         assert step.script is not None
         earlier = {name: self.outcomes[name] for name in step.reads if name in self.outcomes}
         start = time.monotonic()
@@ -88,8 +85,6 @@ class Judge:
             report = inline(step, self.j, earlier)
         else:
             report = self.run_process(step, earlier)
-        if step.advisory(self.j.config) and not report.evidence.get(TAMPERED):
-            report = replace(report, status=ADVISORY)  # a forged run blocks in every mode
         return replace(report, summary=self.shorten(report.summary)), time.monotonic() - start
 
     def run_process(self, step: Step, earlier: Mapping[str, Report]) -> Report:
@@ -143,5 +138,6 @@ class Judge:
 
 
 def table(judge: Judge, lane: str) -> list[Step]:
-    """The steps of one lane that this shard runs, in the order of the table."""
-    return [s for s in STEPS if s.lane == lane and s.runs_on(judge.shard)]
+    """The steps of one lane that this shard runs, in the order of the table; the judge's own
+    (setup, build) are its code's, not a script's."""
+    return [s for s in STEPS if s.lane == lane and s.script and s.runs_on(judge.shard)]

@@ -22,7 +22,6 @@ from _gate.core.protocol import (
     PROGRESS_LINE,
     FailClosed,
     Report,
-    concluded,
     listening,
     read_report,
 )
@@ -90,7 +89,7 @@ def inline(step: Step, j: Judgment, earlier: Mapping[str, Report]) -> Report:
     kept: list[Report] = []
 
     def body() -> int:
-        kept.append(concluded(step.name, lambda: contract.judged(j, earlier)))
+        kept.append(contract.judged(j, earlier))
         return kept[-1].exit_code
 
     ran = run_inline(step.name, body)

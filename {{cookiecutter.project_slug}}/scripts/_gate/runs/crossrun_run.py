@@ -11,7 +11,7 @@ from typing import Any
 
 from _gate.core.context import test_input
 from _gate.core.protocol import FailClosed, Tampered
-from _gate.core.reports import named
+from _gate.core.reports import Names
 from _gate.plugin.shard import WHOLE, Shard
 from _gate.runs.canaries import check, plant
 from _gate.runs.env_probe import shadowing
@@ -75,7 +75,7 @@ def run(python: Path, tree: Path, targets: Sequence[str], setup: Setup) -> Pytes
         if planted is not None and result.outcomes is not None:
             check(planted, result.outcomes)
     # Messages name the private copy, gone by now: they name the tree it copies instead.
-    return result.renamed(lambda text: named(text, [(str(root), f"{tree.resolve()}/")]))
+    return result.renamed(lambda text: Names(((str(root), f"{tree.resolve()}/"),))(text))
 
 
 USAGE, NO_TESTS = 4, 5  # pytest's exit codes: its arguments refused; nothing collected

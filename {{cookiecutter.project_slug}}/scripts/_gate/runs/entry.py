@@ -26,15 +26,22 @@ from _gate.core.protocol import (
     concluded,
     say,
 )
-from _gate.core.reports import write_report
+from _gate.core.reports import Names, write_report
+from _gate.core.steps import BY_NAME
 from _gate.runs.sandbox import require_sandbox
 
 InputsT = TypeVar("InputsT")  # a step's Inputs
 Earlier = Mapping[str, Report]  # the outcomes of the earlier steps a step reads, by step name
+# What a step decides on: its inputs, the earlier outcomes it reads, its folders' names.
+Given = tuple[InputsT, Earlier, Names]
 
 
 def nothing_earlier(args: argparse.Namespace) -> Earlier:
     return {}
+
+
+def never(given: object) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,16 @@ class Contract(Generic[InputsT]):
     decide: Callable[[InputsT, Earlier], Outcome]
     # By hand, the earlier outcomes a step reads come from the report files its flags name.
     reported: Callable[[argparse.Namespace], Earlier] = nothing_earlier
+    # Whether these inputs leave the verdict alone (the crossrun's `crossrun: advisory`); a
+    # step the table says never decides is advisory whatever its inputs.
+    advisory: Callable[[InputsT], bool] = never
+    # Where the table says `beside_build`: what the step takes on the judgment once the parent
+    # is built (its environment), before the patch's build is (`stop()` says it is), as JSON.
+    beside_build: Callable[[Judgment, Path, Callable[[], bool]], object] | None = None
 
-    def judged(self, j: Judgment, earlier: Earlier) -> Outcome:
+    def judged(self, j: Judgment, earlier: Earlier) -> Report:
         """The step on a judgment: what the judge calls, in its process or in the step's."""
-        return self.decide(self.inputs(j), earlier)
+        return self.concluded(lambda: (self.inputs(j), earlier, j.names))
 
     def main(self, argv: Sequence[str] | None = None) -> int:
         """`--judgment FILE --report R` (how the judge starts a step as a process) decides on
@@ -61,18 +74,34 @@ class Contract(Generic[InputsT]):
         if args[:1] == ["--judgment"]:
             given = judgment_parser(self.name).parse_args(args)
 
-            def body() -> Outcome:
+            def judgment() -> Given[InputsT]:
                 j, earlier = load_judgment(given.judgment)
                 require_sandbox(j.config.sandbox == "required")
-                return self.judged(j, earlier)
+                return self.inputs(j), earlier, j.names
 
-            return reported(self.name, given.report, concluded(self.name, body))
+            return reported(self.name, given.report, self.concluded(judgment))
         parsed = self.parser().parse_args(args)
 
-        def by_hand() -> Outcome:
-            return self.decide(self.from_args(parsed), self.reported(parsed))
+        def by_hand() -> Given[InputsT]:
+            return self.from_args(parsed), self.reported(parsed), Names()
 
-        return reported(self.name, parsed.report, concluded(self.name, by_hand))
+        return reported(self.name, parsed.report, self.concluded(by_hand))
+
+    def concluded(self, given: Callable[[], Given[InputsT]]) -> Report:
+        """Decide on what `given` makes; any failure, of the inputs too, is the step's outcome
+        (`protocol.concluded`). The status is told here, once: advisory where the step table
+        or the inputs say so (`Report.advisory`); paths by the judgment's names."""
+        advisory = not BY_NAME[self.name].decides
+        names = Names()
+
+        def body() -> Outcome:
+            nonlocal advisory, names
+            inputs, earlier, names = given()
+            advisory = advisory or self.advisory(inputs)
+            return self.decide(inputs, earlier)
+
+        report = concluded(self.name, body).renamed(names)
+        return report.advisory() if advisory else report
 
 
 def run_main(

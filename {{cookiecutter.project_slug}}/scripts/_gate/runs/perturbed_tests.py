@@ -27,6 +27,7 @@ from typing import Any
 from _gate.core.protocol import BLOCK, PASS, Outcome
 from _gate.runs.perturb import Perturbation, runnable, shifted_clock
 from _gate.runs.pytest_run import PytestRun
+from _gate.runs.run_settings import RunSettings
 
 PARENT, PATCH = "parent", "patch"
 # (side, perturbation, node ids or None for every test) -> that build's run under it.
@@ -41,12 +42,13 @@ def outcome_in(run: PytestRun, node: str) -> str:
 
 
 def planned(
-    applies: Sequence[str], wanted: Sequence[str], required: Sequence[str], same_build: bool
+    applies: Sequence[str], runs: RunSettings
 ) -> tuple[Perturbation | None, dict[str, str]]:
     """The one perturbed run a step makes: the perturbations of `applies` judge.yaml wants and
-    this machine can run (None: no run), and why each other one wanted cannot run."""
-    ran, why = runnable([name for name in wanted if name in applies], required)
-    if same_build or not ran:
+    this machine can run (None: no run, as on a build that is the parent's), and why each
+    other one wanted cannot run."""
+    ran, why = runnable([name for name in runs.perturb if name in applies], runs.perturb_required)
+    if runs.same_build or not ran:
         return None, why
     clock = shifted_clock(date.today()) if "clock" in ran else ""
     return Perturbation(tuple(ran), clock), why

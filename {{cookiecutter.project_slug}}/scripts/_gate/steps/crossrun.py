@@ -75,7 +75,7 @@ from _gate.core.allowlist import (
 )
 from _gate.core.allowlist import CROSSRUN as FIELD
 from _gate.core.config import Config, tree_tests
-from _gate.core.context import Judgment, Kept, test_input
+from _gate.core.context import Judgment, test_input
 from _gate.core.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -87,7 +87,7 @@ from _gate.core.protocol import (
     Tampered,
     add_report_arg,
 )
-from _gate.plugin.shard import WHOLE, Shard, add_shard_arg
+from _gate.plugin.shard import WHOLE
 from _gate.runs.coupling import changed_file, moved_name
 from _gate.runs.crossrun_run import (
     Setup,
@@ -104,19 +104,18 @@ from _gate.runs.crossrun_run import (
 from _gate.runs.crossrun_run import run as run_tests
 from _gate.runs.entry import Contract, Earlier
 from _gate.runs.env_probe import environments, own_modules, shadowing
-from _gate.runs.perturb import Perturbation, add_perturb_args
+from _gate.runs.perturb import Perturbation
 from _gate.runs.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
 from _gate.runs.pytest_run import PytestRun
 from _gate.runs.reuse import (
     REUSED,
-    add_cache_args,
-    add_same_build_arg,
     cache_key,
     files_digest,
     keep_run,
     kept_run,
     noted,
 )
+from _gate.runs.run_settings import RunSettings, add_run_args
 
 PERTURBED = ("env", "clock")  # the perturbed run of the parent's tests (docs/perturbation.md)
 
@@ -127,7 +126,9 @@ def allowed_ids(given: Inputs) -> tuple[set[str], list[Row], list[Row]]:
     )
     if rows and not given.base:
         raise FailClosed(f"{given.allowlist}: a row applies only to the base it names; pass --base")
-    current, other = split_by_base(given.shard.pick(rows, lambda row: row.id), given.base or "")
+    current, other = split_by_base(
+        given.runs.shard.pick(rows, lambda row: row.id), given.base or ""
+    )
     return {r.id for r in current}, current, other
 
 
@@ -168,12 +169,12 @@ def judged(
         note += f"; {len(current)} allowed by the allowlist"
     if patch.outcomes is None:
         why = "timed out" if patch.timed_out else f"exit {patch.exit_code}"
-        return graded(given, BLOCK, f"{head}, no result on the patch ({why}){note}", evidence)
+        return Outcome(BLOCK, f"{head}, no result on the patch ({why}){note}", evidence)
     final = [row for row in counted if not row["retryable"]]
     if final:
         first = final[0]
         summary = f"{head}, {len(final)} passing on the parent are {first['outcome']} on the patch"
-        return graded(given, BLOCK, f"{summary} (first: {first['id']}){note}", evidence)
+        return Outcome(BLOCK, f"{summary} (first: {first['id']}){note}", evidence)
     if counted and all(row["id"] in moved for row in counted):
         return coupled(
             given, head, note, evidence, {row["id"]: moved[row["id"]] for row in counted}
@@ -184,8 +185,8 @@ def judged(
             f"{head}, {len(counted)} pass on the parent and fail on the patch (first: "
             f"{first['id']}: {last_line(first['message'])}); flake-budget decides{note}"
         )
-        return graded(given, BLOCK, summary, evidence, deferred_to="flake-budget")
-    return graded(given, PASS, f"{head}, every test passing on the parent passes{note}", evidence)
+        return Outcome(BLOCK, summary, evidence, deferred_to="flake-budget")
+    return Outcome(PASS, f"{head}, every test passing on the parent passes{note}", evidence)
 
 
 def coupled(
@@ -199,25 +200,9 @@ def coupled(
     more = f" and {len(moved) - 1} more" if len(moved) > 1 else ""
     found = f"{len(moved)} depend on internals the patch moved (first: {first}: {name}{more})"
     if given.reviewed:
-        return graded(
-            given, PASS, f"{head}, {found}, accepted under ORACLE_REVIEW=1{note}", evidence
-        )
+        return Outcome(PASS, f"{head}, {found}, accepted under ORACLE_REVIEW=1{note}", evidence)
     summary = f"{head}, {found}; the patch's versions of them pass: a code owner reviews them"
-    return graded(given, FAIL_CLOSED, f"{summary}{note}", evidence, status=NEEDS_REVIEW)
-
-
-def graded(
-    given: Inputs,
-    code: int,
-    summary: str,
-    evidence: dict[str, Any],
-    *,
-    status: str | None = None,
-    deferred_to: str = "",
-) -> Outcome:
-    if given.mode == "advisory":
-        return Outcome(PASS, f"{summary} (advisory: never part of the verdict)", evidence)
-    return Outcome(code, summary, evidence, status=status, deferred_to=deferred_to)
+    return Outcome(FAIL_CLOSED, f"{summary}{note}", evidence, status=NEEDS_REVIEW)
 
 
 @dataclass(frozen=True)
@@ -235,11 +220,7 @@ class Inputs:
     mode: str  # block, advisory, or off (judge.yaml `crossrun`)
     test_extra: str  # the tests' extra or dependency group
     timeout: float  # seconds per pytest run
-    shard: Shard
-    same_build: bool
-    kept: Kept
-    perturb: tuple[str, ...]
-    perturb_required: tuple[str, ...]
+    runs: RunSettings  # shard, same build, kept runs, perturbations
 
 
 def inputs(j: Judgment) -> Inputs:
@@ -256,11 +237,7 @@ def inputs(j: Judgment) -> Inputs:
         mode=settings.crossrun,
         test_extra=settings.test_extra,
         timeout=settings.crossrun_timeout,
-        shard=j.shard,
-        same_build=j.built.same,
-        kept=j.built.kept,
-        perturb=settings.perturb,
-        perturb_required=settings.perturb_required,
+        runs=RunSettings.of(j),
     )
 
 
@@ -277,34 +254,30 @@ def from_args(args: argparse.Namespace) -> Inputs:
         mode=args.mode,
         test_extra=args.test_extra,
         timeout=args.timeout,
-        shard=args.shard,
-        same_build=args.same_build,
-        kept=Kept.from_args(args),
-        perturb=tuple(args.perturb),
-        perturb_required=tuple(args.perturb_required),
+        runs=RunSettings.from_args(args),
     )
 
 
 def decide(given: Inputs, earlier: Earlier) -> Outcome:
     if given.mode == "off":
         return Outcome(PASS, "off in judge.yaml: the parent's tests did not run")
-    folders = list(given.tests)
+    folders, runs = list(given.tests), given.runs
     missing = [entry for entry in folders if not (given.tree / entry).exists()]
     if missing:  # the preconditions say so first, with the fix; a step that ran nothing fails
         raise FailClosed(f"tests entry {missing[0]!r} is not in the base tree: nothing to run")
-    reusing = given.same_build and given.kept.folder is not None and given.shard.whole
+    reusing = runs.same_build and runs.kept.folder is not None and runs.shard.whole
     if reusing and same_tests(given.tree, given.patch_tree, folders):
         return unchanged(given)
     pythons = {"parent": given.parent_python, "patch": given.patch_python}
-    if given.same_build:  # one build's code: the parent's run is the patch's (_gate/runs/reuse.py)
+    if runs.same_build:  # one build's code: the parent's run is the patch's (_gate/runs/reuse.py)
         pythons.pop("patch")
     setup = run_setup(given, folders, pythons)
-    key = parent_key(given, folders, setup, given.kept.parent_build)
-    kept_parent = kept_run(given.kept.folder, key, given.tree)
-    how, unrunnable = planned(PERTURBED, given.perturb, given.perturb_required, given.same_build)
+    key = parent_key(given, folders, setup, runs.kept.parent_build)
+    kept_parent = kept_run(runs.kept.folder, key, given.tree)
+    how, unrunnable = planned(PERTURBED, runs)
     under = perturbed_runner(given, folders, setup)
     with ThreadPoolExecutor(max_workers=3) as pool:
-        sharded = replace(setup, shard=given.shard)
+        sharded = replace(setup, shard=runs.shard)
         jobs = {
             side: pool.submit(run_tests, python, given.tree, folders, sharded)
             for side, python in pythons.items()
@@ -316,8 +289,8 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         results["parent"] = kept_parent
     keep_runs(given, folders, setup, results, key if not kept_parent else "")
     refuse_shadowing(pythons, results, folders)
-    parent = reference(results["parent"], given.shard)
-    refuse_empty(folders, parent, given.shard)
+    parent = reference(results["parent"], runs.shard)
+    refuse_empty(folders, parent, runs.shard)
     patch = results.get("patch", results["parent"])
     rows = lost_rows(parent, patch, allowed_ids(given)[0])
     if kept_parent and rows:
@@ -333,12 +306,12 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         found,
         unrunnable,
         "parent tests",
-        same_build=given.same_build,
+        same_build=runs.same_build,
         advisory=given.mode == "advisory",
     )
-    outcome = noted(outcome, given.same_build, bool(kept_parent))
+    outcome = noted(outcome, runs.same_build, bool(kept_parent))
     total = len(parent) + results["parent"].deselected
-    outcome.evidence["shard"] = given.shard.evidence(len(parent), total)
+    outcome.evidence["shard"] = runs.shard.evidence(len(parent), total)
     # The plugins loaded by name, and the modules left out of the copy the tests ran from.
     outcome.evidence.update(plugins=list(setup.plugins), hidden=list(setup.hidden))
     return outcome
@@ -362,10 +335,10 @@ def keep_runs(
     """Keep the parent's run under `key` ("": it was kept already), and the patch's as the
     parent's run of the next judgment, should the patch land."""
     if key:
-        keep_run(given.kept.folder, key, given.tree, results["parent"])
+        keep_run(given.runs.kept.folder, key, given.tree, results["parent"])
     if "patch" in results:
-        later = parent_key(given, folders, setup, given.kept.patch_build)
-        keep_run(given.kept.folder, later, given.tree, results["patch"])
+        later = parent_key(given, folders, setup, given.runs.kept.patch_build)
+        keep_run(given.runs.kept.folder, later, given.tree, results["patch"])
 
 
 def unchanged(given: Inputs) -> Outcome:
@@ -376,7 +349,7 @@ def unchanged(given: Inputs) -> Outcome:
         f"parent's, so no run of them can tell the two apart: {REUSED}"
     )
     evidence = {"mode": given.mode, "ran": False, "parent_run": REUSED, "patch_run": REUSED}
-    return graded(given, PASS, summary, evidence)
+    return Outcome(PASS, summary, evidence)
 
 
 def perturbed_runner(given: Inputs, folders: Sequence[str], setup: Setup) -> Runner:
@@ -385,7 +358,7 @@ def perturbed_runner(given: Inputs, folders: Sequence[str], setup: Setup) -> Run
     pythons = {PARENT: given.parent_python, PATCH: given.patch_python}
 
     def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
-        shard = given.shard if targets is None else WHOLE
+        shard = given.runs.shard if targets is None else WHOLE
         under = replace(setup, shard=shard, how=how)
         try:
             return run_tests(pythons[side], given.tree, targets or folders, under)
@@ -400,7 +373,7 @@ def parent_key(given: Inputs, folders: Sequence[str], setup: Setup, build: str) 
     the files `same_tests` compares (the tests and pytest's configuration; a README is not
     one); "" when nothing is kept. The patch's run is kept under its build's digest: the
     parent's run of a judgment whose base it becomes."""
-    if given.kept.folder is None or not build:
+    if given.runs.kept.folder is None or not build:
         return ""
     names = [rel for rel in copied(given.tree, setup.hidden) if test_input(rel, folders)]
     return cache_key(
@@ -410,7 +383,7 @@ def parent_key(given: Inputs, folders: Sequence[str], setup: Setup, build: str) 
         tests=list(folders),
         plugins=list(setup.plugins),
         hidden=list(setup.hidden),
-        shard=str(given.shard),
+        shard=str(given.runs.shard),
         timeout=given.timeout,
     )
 
@@ -478,12 +451,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout", type=float, default=Config.crossrun_timeout, help="seconds per pytest run"
     )
-    add_shard_arg(p)
-    add_same_build_arg(p)
-    add_cache_args(p)
-    add_perturb_args(p)
+    add_run_args(p)
     add_report_arg(p, FIELD)
     return p
 
 
-STEP = Contract(FIELD, parser, from_args, inputs, decide)
+STEP = Contract(
+    FIELD, parser, from_args, inputs, decide, advisory=lambda given: given.mode == "advisory"
+)

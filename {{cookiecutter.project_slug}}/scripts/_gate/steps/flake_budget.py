@@ -38,11 +38,11 @@ from _gate.core.protocol import (
     read_report,
 )
 from _gate.core.quarantine import active_ids, load_quarantine
-from _gate.core.seal import Seal, TrustedEnv, add_seal_args, seal_of
+from _gate.core.seal import Seal, TrustedEnv, seal_of
 from _gate.runs.crossrun_run import Setup
 from _gate.runs.crossrun_run import run as crossrun_run
 from _gate.runs.entry import Contract, Earlier
-from _gate.runs.oracle_run import PREFIX
+from _gate.runs.oracle_run import PREFIX, add_oracle_args
 from _gate.runs.oracle_run import run as run_oracle
 from _gate.runs.pytest_run import PytestRun, Subject
 
@@ -234,12 +234,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle-report", type=Path, default=Path("reports/oracle.json"))
     p.add_argument("--crossrun-report", type=Path, help="crossrun.json, when the step ran")
     p.add_argument("--tree", type=Path, help="the base tree the crossrun's tests come from")
-    p.add_argument("--oracle", type=Path, required=True, help="oracle/ of the base tree")
-    p.add_argument(
-        "--oracle-python", type=Path, help="oracle env's python (none: no property oracle)"
+    add_oracle_args(
+        p, oracle_python="oracle env's python (none: no property oracle)", timeout=TIMEOUT
     )
-    add_seal_args(p)
-    p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
     p.add_argument("--quarantine", type=Path, required=True, help="quarantine.yaml (oracle ref)")
     p.add_argument("--ledger", type=Path, required=True, help="variance-ledger.json (oracle ref)")
     p.add_argument(
@@ -249,10 +246,6 @@ def parser() -> argparse.ArgumentParser:
         help="retries per pre-existing test",
     )
     p.add_argument("--today", type=dt.date.fromisoformat, default=dt.date.today())
-    p.add_argument("--timeout", type=float, default=TIMEOUT)
-    p.add_argument(
-        "--call-timeout", type=float, default=Config.call_timeout, help="seconds per subject call"
-    )
     add_report_arg(p, "flake-budget")
     return p
 

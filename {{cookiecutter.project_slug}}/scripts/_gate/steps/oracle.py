@@ -39,29 +39,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _gate.core.config import Config
-from _gate.core.context import Judgment, Kept
+from _gate.core.context import Judgment
 from _gate.core.protocol import BLOCK, EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg
-from _gate.core.seal import Seal, TrustedEnv, add_seal_args, seal_of
+from _gate.core.seal import Seal, TrustedEnv, seal_of
 from _gate.plugin.patch_env import gate_env
-from _gate.plugin.shard import WHOLE, Shard, add_shard_arg
+from _gate.plugin.shard import WHOLE
 from _gate.plugin.worker_scene import WorkerScene
 from _gate.runs.entry import Contract, Earlier
 from _gate.runs.git import tracked
-from _gate.runs.oracle_run import PREFIX, RETRYABLE, has_tests
+from _gate.runs.oracle_run import PREFIX, RETRYABLE, add_oracle_args, has_tests
 from _gate.runs.oracle_run import run as run_oracle
-from _gate.runs.perturb import Perturbation, add_perturb_args, process_scene
+from _gate.runs.perturb import Perturbation, process_scene
 from _gate.runs.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
 from _gate.runs.pytest_run import PytestRun, Subject
 from _gate.runs.reuse import (
-    add_cache_args,
-    add_same_build_arg,
     cache_key,
     files_digest,
     keep_run,
     kept_run,
     noted,
 )
+from _gate.runs.run_settings import RunSettings, add_run_args
 
 TIMEOUT = 900.0  # seconds per pytest run
 NONE = {"tests": 0}  # the evidence of a base without property oracles
@@ -176,11 +174,7 @@ class Inputs:
     patch_python: Path
     timeout: float  # seconds per pytest run
     call_timeout: float  # seconds one call into a build may take
-    shard: Shard
-    same_build: bool  # the patch's build is the parent's, file for file
-    kept: Kept  # where the parent's run is kept between judgments
-    perturb: tuple[str, ...]
-    perturb_required: tuple[str, ...]
+    runs: RunSettings  # shard, same build, kept runs, perturbations
 
 
 def inputs(j: Judgment) -> Inputs:
@@ -192,11 +186,7 @@ def inputs(j: Judgment) -> Inputs:
         patch_python=j.built.patch,
         timeout=TIMEOUT,
         call_timeout=j.config.call_timeout,
-        shard=j.shard,
-        same_build=j.built.same,
-        kept=j.built.kept,
-        perturb=j.config.perturb,
-        perturb_required=j.config.perturb_required,
+        runs=RunSettings.of(j),
     )
 
 
@@ -209,27 +199,23 @@ def from_args(args: argparse.Namespace) -> Inputs:
         patch_python=args.patch_python,
         timeout=args.timeout,
         call_timeout=args.call_timeout,
-        shard=args.shard,
-        same_build=args.same_build,
-        kept=Kept.from_args(args),
-        perturb=tuple(args.perturb),
-        perturb_required=tuple(args.perturb_required),
+        runs=RunSettings.from_args(args),
     )
 
 
 def decide(given: Inputs, earlier: Earlier) -> Outcome:
     if given.oracle_python is None or not has_tests(given.oracle):
         return Outcome(PASS, f"no property oracles in {given.oracle} on the base", NONE)
-    runner = TrustedEnv(given.oracle_python, given.seal)
+    runner, runs = TrustedEnv(given.oracle_python, given.seal), given.runs
     key = parent_key(given)
-    kept_parent = kept_run(given.kept.folder, key, given.oracle)
+    kept_parent = kept_run(runs.kept.folder, key, given.oracle)
     # One build's code: the parent's run is the patch's (_gate/runs/reuse.py).
     sides = {"parent": given.parent_python, "patch": given.patch_python}
-    if given.same_build:
+    if runs.same_build:
         sides.pop("patch")
     if kept_parent:
         sides.pop("parent")
-    how, unrunnable = planned(PERTURBED, given.perturb, given.perturb_required, given.same_build)
+    how, unrunnable = planned(PERTURBED, runs)
     under = perturbed_runner(given, runner)
     with ThreadPoolExecutor(max_workers=3) as pool:
         jobs = {
@@ -239,7 +225,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
                 Subject(python, given.call_timeout),
                 given.oracle,
                 given.timeout,
-                shard=given.shard,
+                shard=runs.shard,
             )
             for side, python in sides.items()
         }
@@ -248,11 +234,11 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     parent_result = kept_parent or results["parent"]
     patch = results.get("patch", parent_result)
     if not kept_parent:
-        keep_run(given.kept.folder, key, given.oracle, parent_result)
+        keep_run(runs.kept.folder, key, given.oracle, parent_result)
     held = len(parent_result.outcomes or {})
-    owned = given.shard.evidence(held, held + parent_result.deselected)
+    owned = runs.shard.evidence(held, held + parent_result.deselected)
     if parent_result.outcomes == {} and parent_result.deselected:
-        summary = f"shard {given.shard} holds none of the {owned['total']} property oracles"
+        summary = f"shard {runs.shard} holds none of the {owned['total']} property oracles"
         return Outcome(PASS, summary, {"shard": owned})
     parent = parent_baseline(parent_result)
     evidence = oracle_evidence(parent, parent_result, patch)
@@ -266,9 +252,9 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         found,
         unrunnable,
         "oracles",
-        same_build=given.same_build,
+        same_build=runs.same_build,
     )
-    return noted(outcome, given.same_build, bool(kept_parent))
+    return noted(outcome, runs.same_build, bool(kept_parent))
 
 
 def oracle_evidence(
@@ -294,7 +280,7 @@ def perturbed_runner(given: Inputs, runner: TrustedEnv) -> Runner:
     def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
         python = pythons[side]
         ids = [node.removeprefix(PREFIX) for node in targets] if targets else ["."]
-        shard = given.shard if targets is None else WHOLE
+        shard = given.runs.shard if targets is None else WHOLE
         with worker_scene(how, python) as scene:
             subject = Subject(python, given.call_timeout, scene)
             return run_oracle(
@@ -326,15 +312,15 @@ def parent_key(given: Inputs) -> str:
     """What the parent's run depends on (_gate/runs/reuse.py): "" when nothing is kept. An oracle
     may read any file of its tree (a corpus under fixtures/), so the whole tree is an input;
     the oracle environment holds the pinned tools, which the gate's code digest covers."""
-    if given.kept.folder is None or not given.kept.parent_build:
+    if given.runs.kept.folder is None or not given.runs.kept.parent_build:
         return ""
     tree = given.oracle.parent
     return cache_key(
         "oracle",
         tree=files_digest(tree, tracked(tree)),
         oracle=given.oracle.name,
-        build=given.kept.parent_build,
-        shard=str(given.shard),
+        build=given.runs.kept.parent_build,
+        shard=str(given.runs.shard),
         timeout=given.timeout,
         call_timeout=given.call_timeout,
     )
@@ -342,24 +328,9 @@ def parent_key(given: Inputs) -> str:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
-    p.add_argument("--oracle", type=Path, required=True, help="oracle/ of the base tree")
-    p.add_argument(
-        "--oracle-python", type=Path, required=True, help="python of the oracle env (no build)"
-    )
-    add_seal_args(p)
+    add_oracle_args(p, oracle_python="", timeout=TIMEOUT)
     p.add_argument("--parent-python", type=Path, required=True, help="parent build's python")
-    p.add_argument("--patch-python", type=Path, required=True, help="patch build's python")
-    p.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds per pytest run")
-    p.add_argument(
-        "--call-timeout",
-        type=float,
-        default=Config.call_timeout,
-        help="seconds one call into the build may take",
-    )
-    add_shard_arg(p)
-    add_same_build_arg(p)
-    add_cache_args(p)
-    add_perturb_args(p)
+    add_run_args(p)
     add_report_arg(p, "oracle")
     return p
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,8 +55,9 @@ from _gate.core.protocol import (
 from _gate.core.seal import Seal, read_sealed
 from _gate.plugin.shard import Shard, add_shard_arg
 from _gate.runs.cases import CASES, Case, load_cases
-from _gate.runs.cassettes import Found, cassette_path, replay, taken_fields
+from _gate.runs.cassettes import Found, cassette_path, parent_now, replay, taken_fields
 from _gate.runs.entry import Contract, Earlier
+from _gate.runs.envs import bin_dir
 from _gate.runs.perturb import add_perturb_args, runnable
 from _gate.runs.reuse import add_same_build_arg, noted
 
@@ -175,7 +176,7 @@ class Inputs:
 
 
 def inputs(j: Judgment) -> Inputs:
-    now = j.built.parent_now
+    now = j.built.beside.get(STEP.name)
     return Inputs(
         cassette=cassette_path(j.repo, j.base, j.shard),
         base=j.base,
@@ -374,4 +375,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-STEP = Contract("replay", parser, from_args, inputs, decide)
+def parent_now_runs(j: Judgment, parent: Path, stop: Callable[[], bool]) -> object:
+    """The parent-now runs of this shard's cases on the parent's build (its environment
+    `parent`), taken before the replay starts (`Contract.beside_build`)."""
+    every = load_cases(j.parent / CASES, j.config.case_timeout)
+    command = bin_dir(parent) / j.config.command
+    return parent_now(
+        command, j.shard.pick(every, lambda case: case.id), j.parent / "fixtures", stop
+    )
+
+
+STEP = Contract("replay", parser, from_args, inputs, decide, beside_build=parent_now_runs)

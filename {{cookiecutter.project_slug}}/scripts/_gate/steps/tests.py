@@ -39,7 +39,7 @@ from _gate.core.protocol import (
     add_report_arg,
     read_report,
 )
-from _gate.core.reports import named
+from _gate.core.reports import Names
 from _gate.core.steps import report_file
 from _gate.runs.crossrun_run import copy_tree
 from _gate.runs.entry import Contract, Earlier
@@ -185,19 +185,14 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         "outcomes": outcomes,
         "output_tail": result.output_tail,
     }
-    return Outcome(
-        PASS, f"patch tests: {shown}{note} (advisory, never part of the verdict)", evidence
-    )
+    return Outcome(PASS, f"patch tests: {shown}{note}", evidence)
 
 
 def not_run(junit: Path) -> Outcome:
     """The crossrun ran nothing (the patch's build and tests are the parent's): neither do
     these tests, as a CI path filter skips them for a docs-only change."""
     write_junit(junit, {})
-    summary = (
-        f"patch tests: not run, {REUSED}: the patch's build and tests are the parent's "
-        "(advisory, never part of the verdict)"
-    )
+    summary = f"patch tests: not run, {REUSED}: the patch's build and tests are the parent's"
     evidence = {"junit": junit.name, "outcomes": {}, "run": REUSED, "suspicious": []}
     return Outcome(PASS, summary, evidence)
 
@@ -209,7 +204,7 @@ def patch_tests(python: Path, tree: Path, folders: Sequence[str], timeout: float
         copy = copy_tree(tree, Path(name) / "tree", hidden=()).resolve()
         how = PytestOptions(timeout=timeout, trusted=False, writable=(copy,))
         result = run_pytest(python, copy, folders, how)
-    return result.renamed(lambda text: named(text, [(str(copy), f"{tree.resolve()}/")]))
+    return result.renamed(lambda text: Names(((str(copy), f"{tree.resolve()}/"),))(text))
 
 
 def reuses(j: Judgment) -> bool:

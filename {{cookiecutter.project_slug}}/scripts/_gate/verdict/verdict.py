@@ -6,24 +6,24 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from _gate.core.protocol import (
     BLOCK,
-    CODE,
     DEFERRED,
     ERROR,
     FAIL_CLOSED,
     NEEDS_REVIEW,
     ExitCode,
     FailClosed,
+    Report,
     read_report,
 )
 from _gate.core.reports import write_json, write_report
 from _gate.core.steps import MATRIX_STEP, decision_rows, report_file
-from _gate.verdict.sarif import CASES, sarif_log
+from _gate.verdict.sarif import CASES, Evidence, sarif_log
 
 VERDICT_FILE = "ORACLE_VERDICT_FILE"  # where to write the verdict word: exit 2 has two
 
@@ -46,7 +46,7 @@ def brief(report: Path, evidence: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
+def verdict(steps: Sequence[Report]) -> tuple[int, str]:
     """The exit code and verdict word (the table atop docs/how-the-gate-decides.md):
 
     0. `error` when shard reports could not be merged as one judgment's (`MERGE_STEP`): a
@@ -61,8 +61,8 @@ def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
        cannot be reviewed, so the error is what to fix first.
     3. `needs-review` when every step that failed closed did so for a code owner's review.
     4. `merge` otherwise."""
-    codes = [CODE[s["status"]] for s in steps]
-    if any(s["name"] == MERGE_STEP and s["status"] == ERROR for s in steps):
+    codes = [s.code for s in steps]
+    if any(s.step == MERGE_STEP and s.status == ERROR for s in steps):
         return FAIL_CLOSED, ERROR  # shards not shown to be one judgment's: no proof of this patch
     if BLOCK in codes and not review_may_lift(steps):
         return BLOCK, ExitCode(BLOCK).verdict
@@ -72,12 +72,12 @@ def verdict(steps: Sequence[dict[str, Any]]) -> tuple[int, str]:
     return code, NEEDS_REVIEW if code == FAIL_CLOSED else ExitCode(code).verdict
 
 
-def unjudged(steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def unjudged(steps: Sequence[Report]) -> list[Report]:
     """The steps that could not judge: an error, or a deferral no later step decides."""
-    found = [s for s in steps if s["status"] == ERROR]
+    found = [s for s in steps if s.status == ERROR]
     for index, step in enumerate(steps):
-        decider = step["evidence"].get("deferred_to")
-        if step["status"] == DEFERRED and all(s["name"] != decider for s in steps[index:]):
+        decider = step.deferred_to
+        if step.status == DEFERRED and all(s.step != decider for s in steps[index:]):
             found.append(step)
     return found
 
@@ -87,13 +87,13 @@ def unjudged(steps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 REVIEWED_EVIDENCE = ("oracle/", "oracles/", "fixtures.lock")
 
 
-def review_may_lift(steps: Sequence[dict[str, Any]]) -> bool:
+def review_may_lift(steps: Sequence[Report]) -> bool:
     """Whether a protected path the patch touches is evidence a review replaces (a step whose
     list of paths was too long to keep counts as one)."""
     for step in steps:
-        if step["status"] != NEEDS_REVIEW or step["name"] != "write-set":
+        if step.status != NEEDS_REVIEW or step.step != "write-set":
             continue  # a crossrun's review of coupled tests replaces no evidence
-        rows = step["evidence"].get("protected")
+        rows = step.evidence.get("protected")
         if not isinstance(rows, list):
             return True
         if any(str(row.get("path", "")).startswith(REVIEWED_EVIDENCE) for row in rows):
@@ -151,7 +151,7 @@ def summary_markdown(report: dict[str, Any], matrix: str, evidence: Evidence | N
         f"## Oracle judge: **{report['verdict']}** (exit {report['exit_code']}){scope}",
         "",
         f"base `{report['base'][:12]}` head `{report['head'][:12]}`{confinement_note(report)}"
-        + unjudged_note(report["steps"], report["verdict"]),
+        + unjudged_note(report.get("unjudged") or [], report["verdict"]),
         "",
         strength_line(steps.get("preconditions", {}).get("evidence", {}).get("strength")),
         "",
@@ -278,14 +278,11 @@ def excused_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
-Evidence = Callable[[dict[str, Any]], dict[str, Any]]  # a step of the report -> all its evidence
-
-
-def review(report: dict[str, Any], evidence: Evidence) -> dict[str, Any]:
+def review(report: dict[str, Any], steps: Sequence[Report]) -> dict[str, Any]:
     """What a code owner looks at before the judge may run again with ORACLE_REVIEW=1: each
     protected path the patch touches, with the rule of judge.yaml `protected:` it falls under,
     and each parent test coupled to internals the patch moved, with the name it failed on."""
-    found = [evidence(step) for step in report["steps"] if step["status"] == NEEDS_REVIEW]
+    found = [step.evidence for step in steps if step.status == NEEDS_REVIEW]
     rerun = f"ORACLE_REVIEW=1 nox -s judge -- --base {report['base']} --head {report['head']}"
     return {
         "protected": [row for each in found for row in each.get("protected") or []],
@@ -351,21 +348,28 @@ UNCONFINED_NOTE = (
 def write_reports(
     reports: Path,
     report: dict[str, Any],
+    steps: Sequence[Report],
     matrix: str,
     label: str,
     *,
     repo: Path,
-    evidence: Evidence,
 ) -> int:
-    """Decide the verdict of `report`'s steps, then write the JSON report, its findings as
-    SARIF (judge.sarif: on the lines of `repo`'s checkout), the summary and the verdict word
-    ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2). `evidence` gives
-    each step's evidence whole: from memory, never read back from `reports`."""
-    code, word = verdict(report["steps"])
+    """Decide the verdict of `steps` (whole, in the table's order; `report["steps"]` is how
+    judge-report.json lists them), then write the JSON report, its findings as SARIF
+    (judge.sarif: on the lines of `repo`'s checkout), the summary and the verdict word
+    ($ORACLE_VERDICT_FILE: the exit code alone cannot tell the two of 2). Nothing is read
+    back from `reports`."""
+    code, word = verdict(steps)
+    whole = {step.step: step.payload()["evidence"] for step in steps}
+
+    def evidence(row: dict[str, Any]) -> dict[str, Any]:
+        return dict(whole.get(row["name"], row["evidence"]))
+
     report = {"verdict": word, "exit_code": code, **report}
-    report["excused"] = excused(report["steps"], evidence)
-    if any(step["status"] == NEEDS_REVIEW for step in report["steps"]):
-        report["review"] = review(report, evidence)
+    report["unjudged"] = [step.step for step in unjudged(steps)]
+    report["excused"] = excused(steps)
+    if any(step.status == NEEDS_REVIEW for step in steps):
+        report["review"] = review(report, steps)
     write_report(reports / "judge-report.json", report)
     sarif = sarif_log(report, evidence, repo / CASES)
     write_json(reports / "judge.sarif", sarif)
@@ -380,26 +384,25 @@ def write_reports(
         Path(verdict_file).write_text(f"{word}\n", "utf-8")
     where = reports / "judge-summary.md"  # the readable one; the JSON lies beside it
     notes = review_note(report.get("review"), word) + excused_note(report["excused"])
-    notes += unjudged_note(report["steps"], word)
+    notes += unjudged_note(report["unjudged"], word)
     notes += UNCONFINED_NOTE if report.get("confinement") == "unconfined" else ""
     print(f"{label}: verdict {word} (exit {code}){notes}; see {where}")
     return code
 
 
-def unjudged_note(steps: Sequence[dict[str, Any]], word: str) -> str:
+def unjudged_note(names: Sequence[str], word: str) -> str:
     """Beside a block, the steps that could not judge: the proof stands, they still failed."""
-    names = [step["name"] for step in unjudged(steps)] if word == "block" else []
-    if not names:
+    if word != "block" or not names:
         return ""
     return f"; besides, {len(names)} step(s) could not judge ({', '.join(names)}): see the table"
 
 
-def excused(steps: Sequence[dict[str, Any]], evidence: Evidence) -> list[dict[str, Any]]:
+def excused(steps: Sequence[Report]) -> list[dict[str, Any]]:
     """The failures flake control excused: a verdict that stands on them says so everywhere."""
-    budget = next((s for s in steps if s["name"] == "flake-budget"), None)
-    if budget is None or budget["status"] != "pass":
+    budget = next((s for s in steps if s.step == "flake-budget"), None)
+    if budget is None or budget.status != "pass":
         return []
-    found = evidence(budget)
+    found = budget.evidence
     retried = [
         {"id": row["id"], "step": row["step"], "by": f"passing on retry {row['passed_on_retry']}"}
         for row in found.get("flaky") or []
