@@ -29,8 +29,9 @@ FLOORS: dict[str, set[str]] = {
     "runs": {"core", "plugin"},
     "inventory": {"runs", "core", "plugin"},
     "strength": {"runs", "core", "plugin"},
+    "change": {"runs", "core", "plugin"},
     "verdict": {"core", "plugin"},
-    "steps": {"inventory", "runs", "core", "plugin"},
+    "steps": {"inventory", "change", "runs", "core", "plugin"},
     "judge": {"verdict", "runs", "core", "plugin"},
 }
 # What pytest brings into the runs the plugin is copied into.

@@ -10,6 +10,9 @@ not; the job's calls return what they return unwatched; the ways around the filt
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -19,6 +22,8 @@ from _gate.plugin.confine import Reach
 from _gate.plugin.patch_env import gate_env
 from _gate.runs.process import Completed
 from _gate.runs.sandbox import run_confined
+
+from tests.helpers import SCRIPTS
 
 pytestmark = pytest.mark.fast  # real jobs of the launcher: no build, no nox
 
@@ -132,3 +137,17 @@ def test_the_ways_around_the_filter_fail(tmp_path: Path) -> None:
     print(r, errno.errorcode[ctypes.get_errno()])
     """
     assert watched(code, tmp_path).stdout.head.split() == [b"-1", b"ENOSYS"]
+
+
+def test_the_watch_loads_without_writing_bytecode_beside_the_gates_scripts(tmp_path: Path) -> None:
+    """The launcher loads syscall_watch.py by its path: no __pycache__ lands in a base's
+    worktree or in the template a bake copies whole."""
+    plugin = tmp_path / "plugin"
+    shutil.copytree(
+        SCRIPTS / "_gate" / "plugin", plugin, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    load = "import confine; confine.watch_module()"
+    writes = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", load], cwd=plugin, env=writes, check=True)
+    cached = sorted(p.name for p in plugin.rglob("*.pyc"))  # bytecode is written here
+    assert [name for name in cached if name.startswith("syscall_watch")] == [], cached

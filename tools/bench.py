@@ -88,6 +88,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tools import adopt, adopted_history
 from tools.bakery import TEMPLATE, bake, edit
 from tools.slices import FLASK, MARKDOWN, STRUCTLOG, YAMLLINT, Slice
@@ -587,16 +589,20 @@ AGAINST_ROUNDS = 3  # of the yamllint half of `against`: a judgment there takes 
 
 def older_scripts(ref: str, dest: Path) -> Path:
     """The gate's scripts/ as the template held them at `ref`, with the noxfile beside them
-    that imports from them (plain Python: no answer of the bake is in either), in `dest`."""
+    that imports from them and the decision table its preconditions check (no answer of the
+    bake is in any of them), in `dest`."""
     dest.mkdir(parents=True)
     slug = "{{cookiecutter.project_slug}}"
     archive = subprocess.run(
-        ["git", "-C", str(TEMPLATE), "archive", ref, f"{slug}/scripts", f"{slug}/noxfile.py"],
+        ["git", "-C", str(TEMPLATE), "archive", ref, *(f"{slug}/{path}" for path in OLDER)],
         capture_output=True,
         check=True,
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest / slug / "scripts"
+
+
+OLDER = ("scripts", "noxfile.py", "oracles/MATRIX.md")  # what an older gate comes with
 
 
 def judged_by(repo: Path, scripts: Path, base: str, name: str) -> str:
@@ -615,10 +621,29 @@ def judged_by(repo: Path, scripts: Path, base: str, name: str) -> str:
     own = repo / adopt.GATE_NOXFILE
     noxfile = own if own.exists() else repo / "noxfile.py"
     shutil.copy(scripts.parent / "noxfile.py", noxfile)
-    git(repo, "add", "-A", "scripts", noxfile.name)
+    shutil.copy(scripts.parent / "oracles" / "MATRIX.md", repo / "oracles" / "MATRIX.md")
+    known_settings(repo / "oracle" / "judge.yaml", scripts)
+    git(repo, "add", "-A", "scripts", "oracle", "oracles", noxfile.name)
     git(repo, "commit", "-q", "--no-verify", "-m", f"the gate's scripts of {name}")
     git(repo, "checkout", "-q", base)
     return name
+
+
+def known_settings(config: Path, scripts: Path) -> None:
+    """judge.yaml without the settings the older gate in `scripts` does not know (it fails
+    closed on an unknown field): a newer bake's defaults, such as an empty `capabilities:`."""
+    ask = "from _gate.core.config import CONFIG_TYPES; print(*CONFIG_TYPES)"
+    known = subprocess.run(
+        [sys.executable, "-c", ask],
+        cwd=scripts,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    settings = yaml.safe_load(config.read_text("utf-8"))
+    if set(settings) - set(known):
+        kept = {key: value for key, value in settings.items() if key in known}
+        config.write_text(yaml.safe_dump(kept, sort_keys=False), "utf-8")
 
 
 def patched(repo: Path, base: str, name: str, change: Callable[[], None]) -> str:

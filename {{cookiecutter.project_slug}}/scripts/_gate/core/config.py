@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -16,6 +17,21 @@ from _gate.plugin.worker import CALL_TIMEOUT
 
 # The worlds a perturbed run is judged in (runs/perturb.py), in the order judge.yaml lists them.
 PERTURBATIONS = ("env", "clock", "terminal", "files")
+# What package code may reach for (change/capabilities.py reads them from its source), and
+# whether one new to its module needs a code owner's review (judge.yaml `capabilities:`).
+CAPABILITIES: dict[str, bool] = {
+    "env": False,
+    "clock": False,
+    "filesystem": False,
+    "network": True,
+    "process": True,
+    "terminal": False,
+    "ioctl": True,
+    "introspection": False,
+    "dynamic": True,
+    "native": True,
+}
+MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 MODEL_ENV_DEFAULT = ("MODEL_ENDPOINT", "MODEL_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 
 
@@ -147,6 +163,8 @@ class Config:
     # The environments replay runs cases in besides its own (docs/perturbation.md).
     perturb: tuple[str, ...] = PERTURBATIONS
     perturb_required: tuple[str, ...] = ()  # of those, the ones a machine lacking fails closed
+    # Reviewed capabilities new to a module that need no review again, as `module:capability`.
+    capabilities: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.jobs <= 0:
@@ -182,6 +200,7 @@ CONFIG_TYPES: dict[str, type | tuple[type, ...]] = {
     "sandbox": str,
     "perturb": list,
     "perturb_required": list,
+    "capabilities": dict,
 }
 
 
@@ -215,7 +234,8 @@ def load_config(path: Path, data: bytes | None = None) -> Config:
     for key, value in raw.items():
         if key in CONFIG_TYPES:
             try:
-                values[key] = setting(path, key, value)
+                read = reviewed_capabilities if key == "capabilities" else setting
+                values[key] = read(path, key, value)
             except FailClosed as exc:
                 problems.append(str(exc))
     if problems:
@@ -255,6 +275,28 @@ def setting(path: Path, key: str, value: Any) -> Any:
             )
         return tuple(tests_entry(path, entry) for entry in value)
     return tuple(value) if isinstance(value, list) else value
+
+
+def reviewed_capabilities(path: Path, key: str, value: Any) -> tuple[str, ...]:
+    """`capabilities:` a mapping of module (or package) to the capabilities a code owner
+    reviewed for it: `shop.cli: [process]`."""
+    fix = "list each module with the capabilities reviewed for it, as `shop.cli: [process]`"
+    if not isinstance(value, dict):
+        raise FailClosed(f"{path}: field 'capabilities' must be a mapping; {fix}")
+    rows = []
+    for module, names in value.items():
+        if not isinstance(module, str) or not MODULE_NAME.match(module):
+            raise FailClosed(f"{path}: field 'capabilities': {module!r} is no module name; {fix}")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise FailClosed(f"{path}: field 'capabilities' {module}: expected a list; {fix}")
+        unknown = [name for name in names if name not in CAPABILITIES]
+        if unknown:
+            raise FailClosed(
+                f"{path}: field 'capabilities' {module}: unknown capability {unknown[0]!r}; "
+                f"known: {', '.join(CAPABILITIES)}"
+            )
+        rows += [f"{module}:{name}" for name in names]
+    return tuple(sorted(rows))
 
 
 def tests_entry(config: Path, entry: str) -> str:

@@ -78,10 +78,13 @@ STEPS: tuple[Step, ...] = (
     # The crossrun's patch run is the advisory tests' own when the patch left the tests as
     # the base has them; the inventory's collected ids name what they cover.
     Step("tests", "advisory_tests.py", "inventory", ("assert-inventory", "crossrun"), False),
+    # What the changed package code newly reaches, from the files the build step found each
+    # wheel installs.
+    Step("change", "change.py", "change", ("build",)),
 )
 # The lanes after the builds, in the order they start: the longest first, and each after
 # every lane it reads from, so a lane never waits on one that has not started.
-LANES = ("oracle", "cassettes", "crossrun", "inventory", "quarantine", "flake")
+LANES = ("oracle", "cassettes", "crossrun", "inventory", "quarantine", "flake", "change")
 BY_NAME = {step.name: step for step in STEPS}
 REPORT_FILES = {"replay": "replay-report.json"}  # the name the design notes give it
 

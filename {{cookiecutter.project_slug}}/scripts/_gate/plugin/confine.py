@@ -486,7 +486,13 @@ def watch_module() -> ModuleType:
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        # No bytecode beside the gate's scripts: they are a base's worktree, or the template
+        # a bake copies whole.
+        writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.dont_write_bytecode = writes
         WATCH_MODULE = module
     return WATCH_MODULE
 

@@ -16,7 +16,8 @@ When the patch changed them, the assert inventory ran them on the patch build (t
 checks), and the judge takes their outcomes from that run.
 The outcomes are also written as JUnit XML beside the report (reports/tests.xml for
 reports/tests.json), for CI test reporters, whichever run they come from.
-Exit codes: 0 always once the run is reported (advisory), 2 fail closed (bad arguments).
+Exit codes: 0 once the run is reported (status `advisory`, whatever it found), 2 when it could
+not run (bad arguments, a tree it cannot read; the status stays `advisory`).
 """
 
 from __future__ import annotations

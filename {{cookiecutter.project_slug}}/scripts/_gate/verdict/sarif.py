@@ -64,15 +64,28 @@ def step_results(
             yield result(f"{name}/failed", level, text, row["id"].split("::")[0], 1)
 
 
+def capability_notes(step: dict[str, Any], evidence: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Each capability a function gains, on its line: a warning where it waits for a code
+    owner, else a note."""
+    for row in evidence.get("capabilities") or []:
+        waits = bool(row.get("review"))
+        text = f"{row['function']} newly reaches {row['capability']}"
+        text += ": a code owner reviews it (judge.yaml capabilities:)" if waits else ""
+        level = "warning" if waits else "note"
+        yield result(f"change/{row['capability']}", level, text, row["path"], row["line"])
+
+
 def sarif_log(report: dict[str, Any], evidence: Evidence, cases_file: Path) -> dict[str, Any]:
     """The findings of a judgment that did not merge (a merge has none: a failure the flake
-    budget excused is no finding); `evidence` gives a step's full evidence."""
+    budget excused is no finding), and on every judgment, notes on the lines where the
+    patch's code newly reaches for a capability; `evidence` gives a step's full evidence."""
     results: list[dict[str, Any]] = []
-    if report["verdict"] != "merge":
-        cases = case_lines(cases_file)
-        for step in report["steps"]:
-            if step["status"] not in ("pass", "advisory"):
-                results += step_results(step, evidence(step), cases)
+    cases = case_lines(cases_file)
+    for step in report["steps"]:
+        if step["name"] == "change":
+            results += capability_notes(step, evidence(step))
+        elif report["verdict"] != "merge" and step["status"] not in ("pass", "advisory"):
+            results += step_results(step, evidence(step), cases)
     rules = sorted({found["ruleId"] for found in results})
     driver = {"name": "oracle-gate", "rules": [{"id": rule} for rule in rules]}
     return {

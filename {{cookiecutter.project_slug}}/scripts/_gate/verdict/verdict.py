@@ -174,6 +174,7 @@ def summary_markdown(report: dict[str, Any], matrix: str, evidence: Evidence | N
         return evidence(step) if evidence and step else step.get("evidence", {})
 
     lines += replay_lines(whole("replay"))
+    lines += change_lines(whole("change"))
     lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
     for name in ("oracle", "crossrun"):
         lines += perturbed_test_lines(name, whole(name))
@@ -208,6 +209,23 @@ def replay_lines(evidence: dict[str, Any]) -> list[str]:
         added = [f"+ {line}" for line in row["added"]]
         lines += ["", f"`{row['id']}` `{row['field']}`", "```diff", *added, "```"]
     return lines + perturbation_lines(evidence.get("perturbations") or {})
+
+
+def change_lines(evidence: dict[str, Any]) -> list[str]:
+    """What the patch's changed code newly reaches for (step `change`), a review's first."""
+    rows = sorted(evidence.get("capabilities") or [], key=lambda row: not row.get("review"))
+    if not rows:
+        return []
+    lines = ["", "### What the patch's code newly reaches for (step `change`)"]
+    for row in rows[:CHANGE_ROWS]:
+        mark = " (**a code owner reviews it**)" if row.get("review") else ""
+        where = f"`{row['path']}:{row['line']}` in `{row['function']}`"
+        lines.append(f"- `{row['capability']}` at {where}{mark}")
+    more = len(rows) - CHANGE_ROWS
+    return lines + ([f"- and {more} more (reports/change.json)"] if more > 0 else [])
+
+
+CHANGE_ROWS = 10  # capabilities shown in the summary; the step's report has them all
 
 
 def perturbation_lines(ran: dict[str, Any]) -> list[str]:
@@ -288,6 +306,9 @@ def review(report: dict[str, Any], steps: Sequence[Report]) -> dict[str, Any]:
         "protected": [row for each in found for row in each.get("protected") or []],
         "coupled": [row for each in found for row in each.get("coupled") or []],
         "coverage": [row for each in found for row in each.get("coverage_removed") or []],
+        "capabilities": [
+            row for each in found for row in each.get("capabilities") or [] if row.get("review")
+        ],
         "rerun": rerun,
     }
 
@@ -308,6 +329,12 @@ def review_lines(found: dict[str, Any] | None) -> list[str]:
             "### Needs review: coverage removed (each parent version passes on the patch)",
         ]
         lines += [f"- `{row['id']}` ({row['rule']})" for row in found["coverage"]]
+    if found.get("capabilities"):
+        lines += ["", "### Needs review: capabilities new to their module"]
+        lines += [
+            f"- `{row['capability']}` at `{row['path']}:{row['line']}` in `{row['function']}`"
+            for row in found["capabilities"]
+        ]
     return [*lines, "", "Once a code owner approved them, judge again:", f"`{found['rerun']}`"]
 
 
@@ -429,8 +456,12 @@ def review_note(found: dict[str, Any] | None, word: str) -> str:
     if not found:
         return ""
     rows, tests = found["protected"], found.get("coupled") or []
-    removed = found.get("coverage") or []
+    removed, gained = found.get("coverage") or [], found.get("capabilities") or []
     what = "the protected paths the write-set step lists"
+    if gained:
+        more = f" and {len(gained) - 1} more" if len(gained) > 1 else ""
+        first = gained[0]
+        what = f"{first['capability']} at {first['path']}:{first['line']}{more}"
     if removed:
         more = f" and {len(removed) - 1} more" if len(removed) > 1 else ""
         what = f"the coverage the patch removed ({removed[0]['id']}{more})"

@@ -1,0 +1,225 @@
+"""What the patch's changed package code newly reaches for: the capability diff.
+
+    python scripts/change.py --parent-tree BASE --patch-tree HEAD --package src/shop [...]
+
+The package is what the patch's wheel installs (the build step's files; by hand, the folders
+`--package` names in both trees). For each package file the patch changed, the capabilities
+each function reaches directly are read from the base's and the patch's source
+(_gate/change/capabilities.py: no code runs), and every capability a function gains is listed
+with its file, line and function. Code that behaves only in the gate's world (a sandbox told by
+its user namespace, a clock told from its shift, a terminal of another width) must read that
+world first, and this lists where it began to.
+A network, process, ioctl, dynamic-code or native-code capability new to its module (to the
+whole package, for a module the base did not have) needs a code owner's review
+(`needs-review`) unless the base's judge.yaml `capabilities:` lists it for that module or a
+package above it (`shop.cli: [process]`); under ORACLE_REVIEW=1 it is accepted. Every other
+gain is reported, never a verdict by itself.
+Exit codes: 0 pass (gains reported), 2 fail closed: status `needs-review` for a reviewed
+capability the patch adds, `error` when a changed file cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from _gate.change.capabilities import Added, Reach, added, reaches
+from _gate.core.config import CAPABILITIES, load_config
+from _gate.core.context import Judgment, review_requested
+from _gate.core.protocol import (
+    EXIT_CODES_HELP,
+    FAIL_CLOSED,
+    NEEDS_REVIEW,
+    PASS,
+    FailClosed,
+    Outcome,
+    add_report_arg,
+)
+from _gate.runs.entry import Contract, Earlier
+
+SHOWN = 3  # gains named in the summary; the evidence lists them all
+Files = Mapping[str, str]  # a side's package: installed path -> its path in the tree
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the capability diff reads."""
+
+    parent_tree: Path
+    patch_tree: Path
+    # By hand, the package's folders or files in both trees; in a judge run (), and the
+    # build step's files say what each wheel installs from where.
+    package: tuple[str, ...]
+    allowed: tuple[str, ...]  # judge.yaml `capabilities:`, as `module:capability`
+    reviewed: bool  # ORACLE_REVIEW=1
+
+
+def inputs(j: Judgment) -> Inputs:
+    return Inputs(j.parent, j.patch, (), j.config.capabilities, j.review)
+
+
+def from_args(args: argparse.Namespace) -> Inputs:
+    allowed = load_config(args.config).capabilities if args.config else ()
+    return Inputs(args.parent_tree, args.patch_tree, tuple(args.package), allowed, args.reviewed)
+
+
+def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    parent, patch = package_files(given, earlier)
+    changed = [
+        path
+        for path, source in sorted(patch.items())
+        if path not in parent
+        or read(given.parent_tree, parent[path]) != read(given.patch_tree, source)
+    ]
+    base_reach: list[Reach] = []
+    patch_reach: list[Reach] = []
+    for path in changed:
+        module = module_name(path)
+        if path in parent:
+            base_reach += parsed(given.parent_tree, parent[path], module, "base:")
+        patch_reach += parsed(given.patch_tree, patch[path], module, "head:")
+    moved = [path for path in changed if path not in parent]
+    gains = added(
+        base_reach, patch_reach, package_reach(given.parent_tree, parent) if moved else ()
+    )
+    review = [gain for gain in gains if needs_review(gain, given.allowed)]
+    waits = [] if given.reviewed else review
+    # Each gain, and whether it waits for a code owner (the summary, SARIF and review read it).
+    rows = [{**gain.row(), "review": gain in waits} for gain in gains]
+    evidence = {"changed_files": len(changed), "capabilities": rows}
+    head = f"change: {len(changed)} package file(s) changed"
+    if not gains:
+        return Outcome(PASS, f"{head}; no function reaches anything it did not", evidence)
+    summary = (
+        f"{head}; {len(gains)} capabilit{'y' if len(gains) == 1 else 'ies'} gained ({shown(gains)})"
+    )
+    if not review:
+        return Outcome(PASS, summary, evidence)
+    first = review[0]
+    what = first.said
+    if not waits:
+        return Outcome(PASS, f"{summary}; {what} accepted under ORACLE_REVIEW=1", evidence)
+    return Outcome(
+        FAIL_CLOSED,
+        f"{summary}; new to its module: {what}: a code owner reviews it, then lists "
+        f"`{first.module}: [{first.capability}]` under judge.yaml `capabilities:` or judges "
+        "again with ORACLE_REVIEW=1",
+        evidence,
+        status=NEEDS_REVIEW,
+    )
+
+
+def package_reach(tree: Path, files: Files) -> set[str]:
+    """Everything any module of the base's package reaches: what a module the base did not
+    have (new, or moved there) is compared with."""
+    found: set[str] = set()
+    for path, source in files.items():
+        with contextlib.suppress(FailClosed):  # a module unread reaches nothing: gains look new
+            for reach in parsed(tree, source, module_name(path), "base:"):
+                found.update(reach.capabilities)
+    return found
+
+
+def shown(gains: Sequence[Added]) -> str:
+    more = f", and {len(gains) - SHOWN} more" if len(gains) > SHOWN else ""
+    return ", ".join(gain.said for gain in gains[:SHOWN]) + more
+
+
+def needs_review(gain: Added, allowed: Sequence[str]) -> bool:
+    """A reviewed kind of capability new to its module, which judge.yaml does not list for the
+    module or a package above it."""
+    if not (CAPABILITIES[gain.capability] and gain.new_to_module):
+        return False
+    parts = gain.module.split(".")
+    above = {".".join(parts[:end]) for end in range(1, len(parts) + 1)}
+    return not any(row == f"{module}:{gain.capability}" for module in above for row in allowed)
+
+
+def package_files(given: Inputs, earlier: Earlier) -> tuple[Files, Files]:
+    """Each side's Python files of the package, by the path the wheel installs them at."""
+    if given.package:
+        package = given.package
+        return named_files(given.parent_tree, package), named_files(given.patch_tree, package)
+    build = earlier.get("build")
+    if build is None or "patch" not in build.evidence:
+        raise FailClosed("the build step's list of the files each wheel installs is missing")
+    return installed(build.evidence["parent"]), installed(build.evidence["patch"])
+
+
+def installed(side: Mapping[str, object]) -> dict[str, str]:
+    """The wheel's Python files built from the tree (provenance rows with a source)."""
+    rows = side.get("files")
+    if not isinstance(rows, list):
+        raise FailClosed("the build step's evidence lists no installed files")
+    return {
+        str(row["path"]): str(row["source"])
+        for row in rows
+        if str(row["path"]).endswith(".py") and row.get("source")
+    }
+
+
+def named_files(tree: Path, package: Sequence[str]) -> dict[str, str]:
+    """By hand: every .py file under each named folder (or the named file), installed at its
+    path from the folder's parent (`src/shop/x.py` as `shop/x.py`)."""
+    found: dict[str, str] = {}
+    for entry in package:
+        root = PurePosixPath(entry.strip("/"))
+        folder = tree / root
+        paths = [folder] if folder.is_file() else sorted(folder.rglob("*.py"))
+        for path in paths:
+            source = PurePosixPath(path.relative_to(tree).as_posix())
+            found[source.relative_to(root.parent).as_posix()] = source.as_posix()
+    return found
+
+
+def module_name(path: str) -> str:
+    """`shop/cli.py` -> shop.cli, `shop/__init__.py` -> shop."""
+    parts = PurePosixPath(path).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def read(tree: Path, source: str) -> bytes:
+    try:
+        return (tree / source).read_bytes()
+    except OSError as exc:
+        raise FailClosed(
+            f"{source}: cannot be read ({exc.strerror}): the capability diff cannot see it"
+        ) from None
+
+
+def parsed(tree: Path, source: str, module: str, label: str) -> list[Reach]:
+    try:
+        return reaches(read(tree, source), module, source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        line = getattr(exc, "lineno", None) or 0
+        raise FailClosed(
+            f"{label}{source} line {line}: not Python this interpreter reads "
+            f"({type(exc).__name__}): the capability diff cannot see it"
+        ) from None
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=EXIT_CODES_HELP)
+    p.add_argument("--parent-tree", type=Path, required=True, help="the base tree")
+    p.add_argument("--patch-tree", type=Path, required=True, help="the head tree")
+    p.add_argument(
+        "--package",
+        nargs="+",
+        required=True,
+        help="the package's folders or files in both trees (src/shop)",
+    )
+    p.add_argument("--config", type=Path, help="judge.yaml whose `capabilities:` is reviewed")
+    p.add_argument(
+        "--reviewed",
+        action="store_true",
+        default=review_requested(),
+        help="a code owner reviewed the patch (ORACLE_REVIEW=1)",
+    )
+    add_report_arg(p, "change")
+    return p
+
+
+STEP = Contract("change", parser, from_args, inputs, decide)
