@@ -265,6 +265,39 @@ def test_a_changed_file_python_cannot_read_fails_closed_naming_it(
     assert str(report["summary"]).startswith(f"head:{D} line ")
 
 
+FUTURE = "from __future__ import annotations\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "hostile"),
+    [("parser-memory", "-" * 100_000 + "1"), ("recursion", " + ".join(["a"] * 20_000))],
+)
+def test_the_step_reads_the_patchs_code_and_never_runs_it(
+    shop: Path, tmp_path: Path, name: str, hostile: str
+) -> None:
+    """The capability diff parses the changed files in the judge's own process (no launcher:
+    nothing of the patch runs there). Module-level code that would plant a file and start a
+    process is read, never run, and listed; a source built to exhaust the parser fails the
+    step closed naming the file, never with an internal error."""
+    marker = tmp_path / "planted"
+    plant = (
+        f"import pathlib, subprocess\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        f"subprocess.run(['touch', {str(marker) + '.process'!r}], check=False)\n"
+    )
+    head = branch(shop, f"change/plant-{name}", edits((D, FUTURE, FUTURE + plant)))
+    code, report = judged_change(shop, head, tmp_path / "plant")
+    assert (code, report["status"]) == (2, "needs-review"), report["summary"]
+    rows = report["evidence"]["capabilities"]  # type: ignore[index]
+    found = {(r["capability"], r["function"]) for r in rows}
+    assert found == {("process", "<module>"), ("filesystem", "<module>")}  # a /tmp/ path
+    head = branch(shop, f"change/bomb-{name}", edits((D, FUTURE, f"{FUTURE}BOMB = {hostile}\n")))
+    code, report = judged_change(shop, head, tmp_path / "bomb")
+    assert (code, report["status"]) == (2, "error"), report["summary"]
+    assert str(report["summary"]).startswith(f"head:{D} line "), report["summary"]
+    assert "internal error" not in str(report["summary"])
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("planted")) == []
+
+
 DORMANT = ANCHOR + (
     "    if subtotal_cents < -1:  # never: checked above\n"
     "        import subprocess\n\n        subprocess.run(['true'], check=False)\n"

@@ -29,7 +29,13 @@ from _gate.core.protocol import CODE, ERROR, FAIL_CLOSED, SEVERITY, FailClosed, 
 from _gate.core.reports import write_report
 from _gate.core.steps import report_file
 from _gate.runs.git import repo_root, show_file
-from _gate.verdict.verdict import EXIT_CODES, MERGE_STEP, brief, full_evidence, write_reports
+from _gate.verdict.verdict import (
+    EXIT_CODES,
+    MERGE_STEP,
+    full_evidence,
+    step_row,
+    write_reports,
+)
 
 
 def severity(status: str) -> int:
@@ -143,21 +149,10 @@ class Merge:
     count: int
     out: Path
     problems: list[str] = field(default_factory=list)  # what keeps the shards from adding up
-    seconds: dict[str, float] = field(default_factory=dict)  # each step's, on its slowest shard
 
-    def row(self, step: Report) -> dict[str, Any]:
-        """The merged step as judge-report.json lists it."""
-        evidence = brief(self.out / report_file(step.step), step.payload()["evidence"])
-        seconds = self.seconds.get(step.step, 0.0)
-        return {
-            "name": step.step,
-            "status": step.status,
-            "summary": step.summary,
-            "evidence": evidence,
-            "seconds": seconds,
-        }
-
-    def step(self, name: str) -> Report:
+    def step(self, name: str) -> tuple[Report, float]:
+        """The step merged over the shards that ran it (its report written to `out`), and
+        its seconds on the slowest of them."""
         ran = [(s, step) for s in self.shards for step in s.report["steps"] if step["name"] == name]
         parts = [shard.step_report(step) for shard, step in ran]
         at = max(range(len(ran)), key=lambda i: severity(ran[i][1]["status"]))
@@ -173,8 +168,8 @@ class Merge:
         status = worst["status"] if worst["status"] in CODE else ERROR
         merged = {"step": name, "status": status, "summary": summary, "evidence": evidence}
         write_report(self.out / report_file(name), {**merged, "exit_code": CODE[status]})
-        self.seconds[name] = max(float(step.get("seconds", 0.0)) for _, step in ran)
-        return Report.from_payload(merged)
+        seconds = max(float(step.get("seconds", 0.0)) for _, step in ran)
+        return Report.from_payload(merged), seconds
 
     def check(self, name: str, evidence: dict[str, Any], ran: int) -> None:
         """A split step must account for every id, in every shard."""
@@ -213,15 +208,16 @@ def merged_report(args: argparse.Namespace) -> tuple[dict[str, Any], list[Report
     shards.sort(key=lambda shard: shard.index)
     merge = Merge(shards, check_set(shards), args.out)
     names = dict.fromkeys(step["name"] for s in shards for step in s.report["steps"])
-    steps = [merge.step(name) for name in names]
-    steps += [failed(problem) for problem in merge.problems]
+    merged = [merge.step(name) for name in names]
+    rows = [step_row(step, seconds, args.out) for step, seconds in merged]
+    problems = [failed(problem) for problem in merge.problems]
     first = shards[0].report
     report = {
         **{key: first.get(key, "") for key in (*SAME, "scripts_from")},
         "shard": {"count": merge.count, "merged": [str(s.folder) for s in shards]},
-        "steps": [merge.row(step) for step in steps],
+        "steps": rows + [step_row(problem, 0, None) for problem in problems],
     }
-    return report, steps
+    return report, [step for step, _ in merged] + problems
 
 
 def failed(why: str) -> Report:
@@ -244,8 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # one line and a report, never a traceback
         why = str(exc) if isinstance(exc, FailClosed) else f"internal error {exc!r}"
         steps = [failed(why)]
-        row = {"name": MERGE_STEP, "status": ERROR, "summary": why, "evidence": {}, "seconds": 0}
-        report = {"base": "", "head": "", "steps": [row]}
+        report = {"base": "", "head": "", "steps": [step_row(steps[0], 0, None)]}
     matrix = matrix_text(args.repo, report["base"])
     return write_reports(args.out, report, steps, matrix, "merge", repo=args.repo)
 

@@ -186,10 +186,9 @@ def imported(tree: ast.Module) -> dict[str, str]:
     names: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                names[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0]
-                )
+            for alias in node.names:  # `import a.b` binds a; `import a.b as c` binds c to a.b
+                root = alias.name.split(".")[0]
+                names[alias.asname or root] = alias.name if alias.asname else root
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
@@ -221,8 +220,8 @@ def qualified(node: ast.AST, names: Mapping[str, str]) -> str:
         elif isinstance(node, ast.Call) and getattr_name(node):
             parts.append(getattr_name(node))
             node = node.args[0]
-        elif isinstance(node, ast.Call) and literal_import(node, names):
-            return ".".join([literal_import(node, names), *reversed(parts)])
+        elif isinstance(node, ast.Call) and (module := literal_import(node, names)):
+            return ".".join([module, *reversed(parts)])
         else:
             break
     if not isinstance(node, ast.Name):
@@ -304,7 +303,7 @@ class Seen(ast.NodeVisitor):
             self.add("dynamic", node)  # a module named at run time
         elif callee == "getattr" and not getattr_name(node) and self.module_arg(node):
             self.add("dynamic", node)  # a module's attribute named at run time
-        elif getattr_name(node) and qualified(node, self.names):
+        elif getattr_name(node):  # `getattr(os, "environ")`, standing alone
             self.add(capability_of(qualified(node, self.names)), node)
         self.generic_visit(node)
 

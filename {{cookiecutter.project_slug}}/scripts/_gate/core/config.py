@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -114,9 +114,8 @@ def expected(kind: type | tuple[type, ...]) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if float in kinds:
         return "a number"
-    return {str: "a string", list: "a list of strings", int: "a whole number"}.get(
-        kinds[0], kinds[0].__name__
-    )
+    words = {str: "a string", list: "a list of strings", int: "a whole number", dict: "a mapping"}
+    return words.get(kinds[0], kinds[0].__name__)
 
 
 def load_rows(path: Path, key: str, fields: Sequence[str]) -> list[dict[str, Any]]:
@@ -234,8 +233,7 @@ def load_config(path: Path, data: bytes | None = None) -> Config:
     for key, value in raw.items():
         if key in CONFIG_TYPES:
             try:
-                read = reviewed_capabilities if key == "capabilities" else setting
-                values[key] = read(path, key, value)
+                values[key] = setting(path, key, value)
             except FailClosed as exc:
                 problems.append(str(exc))
     if problems:
@@ -244,7 +242,8 @@ def load_config(path: Path, data: bytes | None = None) -> Config:
 
 
 def setting(path: Path, key: str, value: Any) -> Any:
-    """One setting of judge.yaml, checked: its type, choices and range."""
+    """One setting of judge.yaml, checked: its type, choices and range, then what the setting
+    itself asks (`SHAPED`), which gives its value."""
     choices = CONFIG_CHOICES.get(key)
     if choices:
         value = "off" if value is False else value  # YAML 1.1 reads a bare `off` as false
@@ -258,31 +257,41 @@ def setting(path: Path, key: str, value: Any) -> Any:
         raise FailClosed(f"{path}: field {key!r} must be {expected(kind)}, not {value!r}")
     if isinstance(value, int) and value < CONFIG_MINIMUM.get(key, value):
         raise FailClosed(f"{path}: field {key!r} must be at least {CONFIG_MINIMUM[key]}")
-    if key == "strength_min" and not 0 <= value <= 1:
-        raise FailClosed(f"{path}: field {key!r} is a share of mutants, from 0 to 1 (0.9)")
-    if key in ("perturb", "perturb_required"):
-        unknown = [name for name in value if name not in PERTURBATIONS]
-        if unknown:
-            known = ", ".join(PERTURBATIONS)
-            raise FailClosed(
-                f"{path}: field {key!r}: unknown perturbation {unknown[0]!r}; known: {known}"
-            )
-    if key == "tests":
-        if not value:
-            raise FailClosed(
-                f"{path}: field 'tests' is empty; name the project's tests, folders or files "
-                "(such as tests or test.py)"
-            )
-        return tuple(tests_entry(path, entry) for entry in value)
+    shaped = SHAPED.get(key)
+    if shaped is not None:
+        return shaped(path, key, value)
     return tuple(value) if isinstance(value, list) else value
 
 
-def reviewed_capabilities(path: Path, key: str, value: Any) -> tuple[str, ...]:
+def share(path: Path, key: str, value: float) -> float:
+    if not 0 <= value <= 1:
+        raise FailClosed(f"{path}: field {key!r} is a share of mutants, from 0 to 1 (0.9)")
+    return value
+
+
+def perturbations(path: Path, key: str, value: list[str]) -> tuple[str, ...]:
+    unknown = [name for name in value if name not in PERTURBATIONS]
+    if unknown:
+        known = ", ".join(PERTURBATIONS)
+        raise FailClosed(
+            f"{path}: field {key!r}: unknown perturbation {unknown[0]!r}; known: {known}"
+        )
+    return tuple(value)
+
+
+def tests_entries(path: Path, key: str, value: list[str]) -> tuple[str, ...]:
+    if not value:
+        raise FailClosed(
+            f"{path}: field 'tests' is empty; name the project's tests, folders or files "
+            "(such as tests or test.py)"
+        )
+    return tuple(tests_entry(path, entry) for entry in value)
+
+
+def reviewed_capabilities(path: Path, key: str, value: dict[Any, Any]) -> tuple[str, ...]:
     """`capabilities:` a mapping of module (or package) to the capabilities a code owner
     reviewed for it: `shop.cli: [process]`."""
     fix = "list each module with the capabilities reviewed for it, as `shop.cli: [process]`"
-    if not isinstance(value, dict):
-        raise FailClosed(f"{path}: field 'capabilities' must be a mapping; {fix}")
     rows = []
     for module, names in value.items():
         if not isinstance(module, str) or not MODULE_NAME.match(module):
@@ -297,6 +306,17 @@ def reviewed_capabilities(path: Path, key: str, value: Any) -> tuple[str, ...]:
             )
         rows += [f"{module}:{name}" for name in names]
     return tuple(sorted(rows))
+
+
+# The settings whose value is more than its type says: each checked, and given its value, by
+# its own reader after the checks every setting has.
+SHAPED: dict[str, Callable[[Path, str, Any], Any]] = {
+    "strength_min": share,
+    "perturb": perturbations,
+    "perturb_required": perturbations,
+    "tests": tests_entries,
+    "capabilities": reviewed_capabilities,
+}
 
 
 def tests_entry(config: Path, entry: str) -> str:

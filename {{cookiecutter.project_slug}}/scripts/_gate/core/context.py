@@ -197,14 +197,17 @@ def builds_from(built: dict[str, Any]) -> Builds:
         parent_build=str(built["parent_build"]),
         patch_build=str(built["patch_build"]),
         cache=optional_path(built["cache"]),
-        beside={
-            name: Seal(Path(s["file"]), str(s["sha256"])) for name, s in built["beside"].items()
-        },
+        beside={name: sealed(row) for name, row in built["beside"].items()},
     )
 
 
-def sealed_file(sealed: dict[str, str] | None) -> Seal | None:
-    return Seal(Path(sealed["file"]), str(sealed["sha256"])) if sealed else None
+def sealed(row: dict[str, str]) -> Seal:
+    """A seal as the judgment file holds it."""
+    return Seal(Path(row["file"]), str(row["sha256"]))
+
+
+def sealed_file(row: dict[str, str] | None) -> Seal | None:
+    return sealed(row) if row else None
 
 
 def optional_path(value: str | None) -> Path | None:

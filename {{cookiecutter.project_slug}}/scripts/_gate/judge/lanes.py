@@ -19,7 +19,7 @@ from _gate.core.reports import Names, write_report
 from _gate.core.steps import STEPS, Step, report_file
 from _gate.judge.runner import finished, has_report, inline, run_step
 from _gate.plugin.shard import WHOLE, Shard
-from _gate.verdict.verdict import brief
+from _gate.verdict.verdict import step_row
 
 
 @dataclass
@@ -58,11 +58,8 @@ class Judge:
     def append(self, report: Report, seconds: float) -> int:
         """Keep a step's outcome: whole in memory, in brief for judge-report.json."""
         self.outcomes[report.step] = report
-        evidence = report.payload()["evidence"]  # as JSON holds it: a deferral too
-        if has_report(report.step):
-            evidence = brief(self.reports / report_file(report.step), evidence)
-        step = {"name": report.step, "status": report.status, "summary": report.summary}
-        self.steps.append({**step, "evidence": evidence, "seconds": round(seconds, 2)})
+        own = self.reports if has_report(report.step) else None
+        self.steps.append(step_row(report, seconds, own))
         print(f"judge: {report.step}: {report.status}: {report.summary}", flush=True)
         return report.code
 
@@ -85,6 +82,8 @@ class Judge:
             report = inline(step, self.j, earlier)
         else:
             report = self.run_process(step, earlier)
+        # Named again for an older base's script, which reads no names from its judgment, and
+        # for a step that left no report (its last line of stderr).
         return replace(report, summary=self.shorten(report.summary)), time.monotonic() - start
 
     def run_process(self, step: Step, earlier: Mapping[str, Report]) -> Report:

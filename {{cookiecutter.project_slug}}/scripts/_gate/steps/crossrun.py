@@ -307,7 +307,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         unrunnable,
         "parent tests",
         same_build=runs.same_build,
-        advisory=given.mode == "advisory",
+        advisory=advisory(given),
     )
     outcome = noted(outcome, runs.same_build, bool(kept_parent))
     total = len(parent) + results["parent"].deselected
@@ -456,6 +456,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-STEP = Contract(
-    FIELD, parser, from_args, inputs, decide, advisory=lambda given: given.mode == "advisory"
-)
+def advisory(given: Inputs) -> bool:
+    """`crossrun: advisory` (`--mode advisory`): reported, never part of the verdict."""
+    return given.mode == "advisory"
+
+
+STEP = Contract(FIELD, parser, from_args, inputs, decide, advisory=advisory)

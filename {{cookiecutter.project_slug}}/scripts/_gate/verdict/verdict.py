@@ -46,6 +46,17 @@ def brief(report: Path, evidence: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
+def step_row(step: Report, seconds: float, reports: Path | None) -> dict[str, Any]:
+    """A step as judge-report.json lists it: its evidence in brief where its own report lies
+    in `reports` (None: it has none of its own), else whole, as JSON holds it (a deferral
+    too)."""
+    evidence = step.payload()["evidence"]
+    if reports is not None:
+        evidence = brief(reports / report_file(step.step), evidence)
+    row = {"name": step.step, "status": step.status, "summary": step.summary}
+    return {**row, "evidence": evidence, "seconds": round(seconds, 2)}
+
+
 def verdict(steps: Sequence[Report]) -> tuple[int, str]:
     """The exit code and verdict word (the table atop docs/how-the-gate-decides.md):
 
