@@ -318,10 +318,13 @@ def test_the_judge_waits_for_a_review_of_a_dormant_process_and_shows_it(shop: Pa
     assert others == {"change"}, judged.output
     summary = (shop / "reports/judge-summary.md").read_text("utf-8")
     line = source_lines(shop, head).index("        subprocess.run(['true'], check=False)") + 1
-    assert (
-        f"- `process` at `{D}:{line}` in `stack_discounts` (**a code owner reviews it**)" in summary
-    )
+    process = f"- `process` at `{D}:{line}` in `stack_discounts` (**a code owner reviews it**: "
+    assert f"{process}no evidence ran line(s) {line - 2}, {line})" in summary, summary
     assert "### Needs review: capabilities new to their module" in summary
+    # What the evidence saw: the dormant branch's two lines of code, and no other, ran in no
+    # run (its `if` ran in every case).
+    assert "### What the evidence saw (step `change`)" in summary
+    assert f"- line(s) {line - 2}, {line}: **no evidence ran them**" in summary, summary
     assert f"a code owner reviews process at {D}:{line}, then: ORACLE_REVIEW=1" in judged.output
     sarif = json.loads((shop / "reports/judge.sarif").read_text("utf-8"))
     found = [
@@ -329,22 +332,26 @@ def test_the_judge_waits_for_a_review_of_a_dormant_process_and_shows_it(shop: Pa
         for r in sarif["runs"][0]["results"]
     ]
     assert ("change/process", "warning", line) in found
+    assert ("change/unrun", "note", line) in found
 
 
 def source_lines(repo: Path, ref: str) -> list[str]:
     return git(repo, "show", f"{ref}:{D}").splitlines()
 
 
+# An honest read of the world in code every case runs: a timestamp on stderr when asked for,
+# honouring NO_COLOR.
 TIMED = ANCHOR + (
     "    import os, sys, time\n\n"
-    "    if os.environ.get('SHOP_TIMING') and not os.environ.get('NO_COLOR'):\n"
-    "        print(f'\\x1b[2m{time.time():.3f}\\x1b[0m', file=sys.stderr)\n"
+    "    timing = os.environ.get('SHOP_TIMING') == '1' and 'NO_COLOR' not in os.environ\n"
+    "    print(f'{time.time():.3f}', file=sys.stderr) if timing else None\n"
 )
 
 
 @pytest.mark.e2e
 def test_the_judge_merges_an_honest_read_of_the_environment_and_lists_it(shop: Path) -> None:
-    """A documented variable and a timestamp on stderr: listed, never a verdict by itself."""
+    """A documented variable and a timestamp on stderr, in lines every case runs: listed,
+    never a verdict by itself."""
     head = branch(shop, "change-judge/timing", edits((D, ANCHOR, TIMED)))
     judged = judge(shop, "--base", "main", "--head", head)
     assert (judged.returncode, judged.report["verdict"]) == (0, "merge"), judged.output
@@ -352,3 +359,38 @@ def test_the_judge_merges_an_honest_read_of_the_environment_and_lists_it(shop: P
     listed = [line for line in summary.splitlines() if line.startswith("- `") and D in line]
     assert {line.split("`")[1] for line in listed} == {"env", "clock"}, summary
     assert "a code owner reviews it" not in summary
+    assert f"`{D}`: 3 of 3 changed lines ran" in summary, summary
+
+
+# Code that behaves only in the gate's world, each a break a user's machine meets and no run
+# of the gate does: a branch taken outside the sandbox's user namespace, in ISO week 53 only,
+# when stdin is a terminal. Each merged before change coverage.
+WORLDS = {
+    "sandbox": (
+        "    import os\n\n"
+        "    if '4294967295' in open('/proc/self/uid_map').read():  # the machine's own\n"
+        "        remaining -= 1\n"
+    ),
+    "week-53": (
+        "    import datetime\n\n"
+        "    if datetime.date.today().isocalendar()[1] == 53:\n"
+        "        remaining -= 1\n"
+    ),
+    "stdin-terminal": (
+        "    import sys\n\n    if sys.stdin is not None and sys.stdin.isatty():\n"
+        "        remaining -= 1\n"
+    ),
+}
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("world", sorted(WORLDS))
+def test_code_that_behaves_by_a_world_no_run_met_waits_for_review(shop: Path, world: str) -> None:
+    head = branch(shop, f"change-judge/{world}", edits((D, ANCHOR, ANCHOR + WORLDS[world])))
+    judged = judge(shop, "--base", "main", "--head", head)
+    assert (judged.returncode, judged.report["verdict"]) == (2, "needs-review"), judged.output
+    others = {n for n, status in judged.statuses.items() if status not in ("pass", "advisory")}
+    assert others == {"change"}, judged.output
+    line = source_lines(shop, head).index("        remaining -= 1") + 1
+    said = judged.step("change")["summary"]
+    assert f"and no case, property or test ran line(s) {line}" in said, said

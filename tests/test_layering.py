@@ -32,7 +32,7 @@ FLOORS: dict[str, set[str]] = {
     "change": {"runs", "core", "plugin"},
     "verdict": {"core", "plugin"},
     "steps": {"inventory", "change", "runs", "core", "plugin"},
-    "judge": {"verdict", "runs", "core", "plugin"},
+    "judge": {"verdict", "change", "runs", "core", "plugin"},
 }
 # What pytest brings into the runs the plugin is copied into.
 PYTEST_RUN = {"pytest", "_pytest", "hypothesis"}

@@ -19,7 +19,7 @@ import pytest
 from _gate.plugin import confine
 from _gate.plugin.patch_env import gate_env
 from _gate.plugin.worker_scene import WorkerScene
-from _gate.runs.case_runs import Scratch, run_case, run_perturbed
+from _gate.runs.case_runs import Job, Scratch, run_case, run_perturbed
 from _gate.runs.cases import parse_case
 from _gate.runs.collect import collection_env
 from _gate.runs.envs import build_variables, run_build
@@ -115,7 +115,7 @@ def test_a_case_sees_the_gates_variables_and_no_judges(command: Path, tmp_path: 
 def test_a_perturbed_case_sees_a_users_variables(command: Path, tmp_path: Path) -> None:
     case = parse_case({"id": "look", "argv": [], "compare": ["exit_code"]}, 0, DOC, 10.0)
     how = Perturbation(("env", "files"))
-    run = run_perturbed(command, case, tmp_path, how, tmp_path)
+    run = run_perturbed(Job(command, case, how), tmp_path, tmp_path)
     assert seen(run.stdout.head)[0] == documented()["user"]
 
 

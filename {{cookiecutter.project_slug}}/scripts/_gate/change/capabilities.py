@@ -86,6 +86,9 @@ NAMES: dict[str, str] = {
             *("builtins", "sys.modules"),
             *("sys._getframe", "runpy", "marshal", "types.CodeType", "types.FunctionType"),
             *("importlib.util.spec_from_file_location", "importlib.machinery", "code"),
+            # The gate's tracer and what would reach into it (_gate/plugin/change_trace.py).
+            *("sys.settrace", "sys.gettrace", "sys.setprofile", "sys.monitoring"),
+            *("threading.settrace", "gc.get_objects", "gc.get_referrers", "gc.get_referents"),
         ),
         "dynamic",
     ),
@@ -138,6 +141,7 @@ class Reach:
     path: str  # where it is in its tree
     function: str  # `name`, `Class.name`, `outer.inner`, or <module>
     capabilities: Mapping[str, tuple[int, ...]]
+    span: frozenset[int] = frozenset()  # its own lines (a function nested in it has its own)
 
 
 def reaches(source: str | bytes, module: str, path: str) -> list[Reach]:
@@ -152,8 +156,22 @@ def reaches(source: str | bytes, module: str, path: str) -> list[Reach]:
             seen.visit(node)
         if seen.lines:
             lines = {cap: tuple(sorted(rows)) for cap, rows in sorted(seen.lines.items())}
-            found.append(Reach(module, path, name, lines))
+            found.append(Reach(module, path, name, lines, own_lines(body)))
     return found
+
+
+def own_lines(body: Sequence[ast.AST]) -> frozenset[int]:
+    """The lines a scope's nodes span, but the bodies of the functions and classes in it."""
+    lines: set[int] = set()
+    inner: set[int] = set()
+    for node in body:
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if first is not None and last is not None:
+            lines.update(range(first, last + 1))
+        for sub in ast.walk(node):
+            if isinstance(sub, (*FUNCTIONS, ast.ClassDef)) and sub.end_lineno is not None:
+                inner.update(range(sub.body[0].lineno, sub.end_lineno + 1))
+    return frozenset(lines - inner)
 
 
 def scopes(tree: ast.Module) -> Iterator[tuple[str, list[ast.AST]]]:
@@ -349,6 +367,7 @@ class Added:
     capability: str
     line: int
     new_to_module: bool  # no function of the base's module reached it
+    span: frozenset[int] = frozenset()  # the function's own lines in the patch
 
     @property
     def said(self) -> str:
@@ -384,7 +403,6 @@ def added(
         for capability, lines in reach.capabilities.items():
             if capability not in had:
                 new = capability not in known
-                found.append(
-                    Added(reach.module, reach.path, reach.function, capability, lines[0], new)
-                )
+                where = (reach.module, reach.path, reach.function)
+                found.append(Added(*where, capability, lines[0], new, reach.span))
     return sorted(found, key=lambda a: (a.path, a.line, a.capability))

@@ -65,6 +65,19 @@ class Kept:
 
 
 @dataclass(frozen=True)
+class ChangedFile:
+    """One package file the patch changed, as the patch's build installs it."""
+
+    installed: str  # its path in the patch's build (where the tracer sees it run)
+    source: str  # its path in the patch's tree (what the summary names)
+    lines: tuple[int, ...]  # the changed lines that hold code
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> ChangedFile:
+        return cls(str(row["installed"]), str(row["source"]), tuple(int(n) for n in row["lines"]))
+
+
+@dataclass(frozen=True)
 class Builds:
     """The two builds under judgment, and the oracle's own environment holding neither (None
     where the base has no property oracle to run in it)."""
@@ -81,6 +94,9 @@ class Builds:
     cache: Path | None = None  # where those are kept; None when the patch ran unconfined
     # What a step took beside the patch's build (its contract's `beside_build`), sealed.
     beside: Mapping[str, Seal] = field(default_factory=dict)
+    # The package files the patch changed, with their lines of code: what each run of the
+    # patch's code traces (_gate/plugin/change_trace.py).
+    changed: tuple[ChangedFile, ...] = ()
 
     @property
     def kept(self) -> Kept:
@@ -198,6 +214,7 @@ def builds_from(built: dict[str, Any]) -> Builds:
         patch_build=str(built["patch_build"]),
         cache=optional_path(built["cache"]),
         beside={name: sealed(row) for name, row in built["beside"].items()},
+        changed=tuple(ChangedFile.from_dict(row) for row in built["changed"]),
     )
 
 

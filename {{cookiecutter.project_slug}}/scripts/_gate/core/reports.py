@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -83,3 +84,14 @@ class Names:
             return item
 
         return walk(value)
+
+
+def spans(lines: Sequence[int]) -> str:
+    """`41, 43-45`: lines as a reader counts them."""
+    runs: list[list[int]] = []
+    for n in lines:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)

@@ -14,7 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from _gate.core.context import Builds, Judgment
+from _gate.change.lines import changed_files, installed
+from _gate.core.context import Builds, ChangedFile, Judgment
 from _gate.core.protocol import (
     BLOCK,
     FAIL_CLOSED,
@@ -196,7 +197,17 @@ def checked_builds(
         patch_build=evidence["patch_build"],
         cache=cache,
         beside=beside,
+        changed=changed_package(judge.j, evidence, built["patch"][0]),
     )
+
+
+def changed_package(
+    j: Judgment, evidence: Mapping[str, Any], python: Path
+) -> tuple[ChangedFile, ...]:
+    """The package files the patch's build installs changed, with their lines of code."""
+    sides = (installed(evidence["parent"]), installed(evidence["patch"]))
+    site = project_info(python.parent.parent).parent
+    return changed_files((j.parent, j.patch), sides, site)
 
 
 def taken_beside(judge: Judge, parent: Future[Any], patch: Future[Any]) -> dict[str, Seal]:

@@ -54,6 +54,7 @@ from typing import Any
 
 import pytest
 
+from _gate.plugin.change_trace import Tracer, load
 from _gate.plugin.shard import parse_shard
 from _gate.plugin.tamper import (
     Seen,
@@ -172,6 +173,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     parser.addoption("--oracle-sources", help="record the modules imported from under this root")
     parser.addoption("--oracle-shard", help="run only the tests of shard I/N")
     parser.addoption("--oracle-canaries", help="planted tests (read and removed at start)")
+    parser.addoption("--oracle-trace", help="change coverage's spec (read and removed at start)")
     HOOKS.update(relay(pluginmanager))  # as pytest loads this plugin: before any conftest.py
 
 
@@ -190,14 +192,21 @@ class Canaries:
 
 
 CANARIES = pytest.StashKey[Canaries]()
+TRACER = pytest.StashKey[Tracer]()
 HOOKS: dict[str, Any] = {}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """Read and remove the canary file before any conftest.py, and so any code of the tree
-    under test, is imported: the path stays on the command line, the names do not."""
-    name = getattr(early_config.known_args_namespace, "oracle_canaries", None)
+    """Read and remove the canary file and the tracer's spec, and start the tracer, before any
+    conftest.py, and so any code of the tree under test, is imported: the paths stay on the
+    command line, what they held does not."""
+    known = early_config.known_args_namespace
+    spec = getattr(known, "oracle_trace", None)
+    if spec:
+        tracer = early_config.stash[TRACER] = load(spec)
+        tracer.start()
+    name = getattr(known, "oracle_canaries", None)
     if not name:
         return
     path = Path(name)
@@ -270,12 +279,17 @@ class Evidence:
     def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
         Running.nodeid, Running.record, Running.reflexive = item.nodeid, self.record, self.reflexive
         planted = self.planted(item)
+        tracer = self.config.stash.get(TRACER, None)
         if not planted:
             self.progress.write(f"start\t{item.nodeid}\n")
+        if tracer is not None:
+            tracer.name("" if planted else item.nodeid)
         try:
             return (yield)
         finally:
             Running.nodeid = None
+            if tracer is not None:
+                tracer.name("")
             if not planted:
                 self.progress.write(f"end\t{item.nodeid}\t{self.row(item.nodeid)['outcome']}\n")
 
@@ -354,6 +368,9 @@ class Evidence:
             write_json(self.canaries.report, {**report, "digest": self.digest()})
         write_json(self.path, payload)
         self.progress.close()
+        tracer = self.config.stash.get(TRACER, None)
+        if tracer is not None:
+            tracer.finish()
 
     def without_canaries(self, session: pytest.Session, exitstatus: int) -> int:
         """The run's exit status as if no canary ran: the failing one fails the session, and

@@ -38,6 +38,7 @@ from _gate.runs.git import add_worktree, remove_worktree
 from _gate.runs.kept_envs import base_env
 from _gate.runs.process import Stream
 from _gate.runs.sandbox import hides, run_confined
+from _gate.runs.traced import Coverage, Trace, read_trace, traced_command
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Run:
     # scratch, what it typed into a terminal (confine.Watching); None where not watched.
     reached: tuple[str, ...] | None = None
     typed: bytes = b""
+    coverage: Coverage | None = None  # a traced run's (the patch's build): the lines it ran
 
 
 def case_env(case: Case, home: Path, bin_dir: Path) -> dict[str, str]:
@@ -135,21 +137,28 @@ def _untouched(path: Path) -> bool:
         return False
 
 
-def run_case(command: Path, case: Case, fixtures: Path, scratch: Scratch) -> Run:
-    """Run one case in an empty HOME and working directory; kill its whole group on timeout."""
+def run_case(
+    command: Path, case: Case, fixtures: Path, scratch: Scratch, trace: Trace | None = None
+) -> Run:
+    """Run one case in an empty HOME and working directory; kill its whole group on timeout.
+    With `trace` (the patch's build), which changed lines it ran, from a folder of its own."""
     home, work = scratch.folders(case, fixtures)
     env = case_env(case, home, command.parent)
-    done = run_confined(
-        [command, *case.argv],
-        writable=scratch_folders(home, work),
-        timeout=case.timeout,
-        cwd=work,
-        env=env,
-        stdin=case.stdin,
-    )
+    with tempfile.TemporaryDirectory(dir=scratch.root) as own:
+        cmd, watched = traced_command(command, case.argv, Path(own), trace)
+        done = run_confined(
+            cmd,
+            writable=[*scratch_folders(home, work), *([Path(own)] if watched else [])],
+            timeout=case.timeout,
+            cwd=work,
+            env=env,
+            stdin=case.stdin,
+        )
+        coverage = read_trace(watched, trace) if watched and trace else None
     files = file_digests(work, case.compare)
     scratch.keep((home, work), case)
-    return Run(done.exit_code, done.timed_out, done.stdout, done.stderr, files, done.seconds)
+    run = (done.exit_code, done.timed_out, done.stdout, done.stderr, files, done.seconds)
+    return Run(*run, coverage=coverage)
 
 
 def normalized(case: Case, stream: Stream, name: str) -> Stream:
@@ -238,14 +247,20 @@ def field_value(spec: str, case: Case, run: Run, streams: tuple[Stream, Stream],
     return [_json_doc(line, case.noise) for line in out.head.splitlines()]  # stdout.jsonl
 
 
-# A command, a case, and the perturbation it runs under (None: the gate's own environment).
-Job = tuple[Path, Case, perturb.Perturbation | None]
+class Job(NamedTuple):
+    """A command, a case, the perturbation it runs under (None: the gate's own environment),
+    and, for the patch's build, what the run traces."""
+
+    command: Path
+    case: Case
+    how: perturb.Perturbation | None = None
+    trace: Trace | None = None
 
 
 def run_many(runs: Sequence[tuple[Path, Case]], fixtures: Path, label: str) -> list[Run]:
     """Run (command, case) pairs across all cores, each in its own directory; order is kept.
     A long run reports its progress on stderr."""
-    return run_jobs([(command, case, None) for command, case in runs], fixtures, label)
+    return run_jobs([Job(command, case) for command, case in runs], fixtures, label)
 
 
 def run_jobs(jobs: Sequence[Job], fixtures: Path, label: str) -> list[Run]:
@@ -259,10 +274,9 @@ def run_jobs(jobs: Sequence[Job], fixtures: Path, label: str) -> list[Run]:
         scratch = Scratch(Path(root))
 
         def one(job: Job) -> Run:
-            command, case, how = job
-            if how is None:
-                return run_case(command, case, fixtures, scratch)
-            return run_perturbed(command, case, fixtures, how, Path(root))
+            if job.how is None:
+                return run_case(job.command, job.case, fixtures, scratch, job.trace)
+            return run_perturbed(job, fixtures, Path(root))
 
         for run in pool.map(one, jobs):
             done.append(run)
@@ -295,11 +309,12 @@ def run_until(
     return done
 
 
-def run_perturbed(
-    command: Path, case: Case, fixtures: Path, how: perturb.Perturbation, root: Path
-) -> Run:
-    """One run of `case` under `how`, in a scene of its own (perturb.scene)."""
-    folder = Path(tempfile.mkdtemp(dir=root))
+def run_perturbed(job: Job, fixtures: Path, root: Path) -> Run:
+    """One run of the job's case under its perturbation, in a scene of its own
+    (perturb.scene)."""
+    command, case, how, trace = job
+    assert how is not None
+    folder, own = Path(tempfile.mkdtemp(dir=root)), Path(tempfile.mkdtemp(dir=root))
     setting = perturb.Setting(
         gate_env=case_env(case, folder / "home", command.parent),
         pinned=dict(case.env),
@@ -318,9 +333,10 @@ def run_perturbed(
     try:
         before = perturb.snapshot(stage.watched) if stage.watched else {}
         bound = tuple((str(home), str(shown)) for home, shown in stage.bind)
+        cmd, traced = traced_command(command, case.argv, own, trace)
         done = run_confined(
-            [command, *case.argv],
-            writable=stage.writable,
+            cmd,
+            writable=[*stage.writable, *([own] if traced else [])],
             timeout=case.timeout,
             cwd=stage.cwd,
             env=stage.env,
@@ -329,14 +345,16 @@ def run_perturbed(
         )
         moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
         files = file_digests(stage.work, case.compare)
+        coverage = read_trace(traced, trace) if traced and trace else None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(own, ignore_errors=True)
         for made in stage.elsewhere:
             shutil.rmtree(made, ignore_errors=True)
     stdout = done.stdout if "terminal" not in how.names else perturb.terminal_output(done.stdout)
     reached = done.reached if watched else None
     run = (done.exit_code, done.timed_out, stdout, done.stderr, files, done.seconds, moved)
-    return Run(*run, reached, done.typed)
+    return Run(*run, reached, done.typed, coverage)
 
 
 def describe(run: Run) -> dict[str, Any]:

@@ -13,12 +13,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from _gate.core.context import ChangedFile
 from _gate.plugin.shard import WHOLE, Shard
 from _gate.runs import perturb
 from _gate.runs.case_runs import Job, Run, describe, observe, run_jobs, run_until
 from _gate.runs.cases import Case, added_lines, holds
 from _gate.runs.perturb import Perturbation, planned
 from _gate.runs.sandbox import hides
+from _gate.runs.traced import Coverage, Trace, covered
 
 RUNS = 2
 
@@ -83,8 +85,8 @@ def record(
         for case in cases
         for how in perturb.planned(case.perturbations(perturbations), clock)
     ]
-    jobs: list[Job] = [(command, case, None) for case in cases for _ in range(RUNS)]
-    jobs += [(command, case, how) for case, how in under for _ in range(RUNS)]
+    jobs = [Job(command, case) for case in cases for _ in range(RUNS)]
+    jobs += [Job(command, case, how) for case, how in under for _ in range(RUNS)]
     done = run_jobs(jobs, fixtures, "record")
     perturbed = perturbed_fields(under, done[len(cases) * RUNS :])
     recorded: dict[str, Any] = {}
@@ -177,6 +179,7 @@ class Found:
     grown: list[dict[str, Any]] = field(default_factory=list)  # additive fields the patch added to
     # Fields left out under one perturbation: two parent runs there disagreed (record).
     perturbed_unstable: list[dict[str, Any]] = field(default_factory=list)
+    coverage: Coverage = field(default_factory=Coverage)  # which case ran each changed line
 
 
 def compare(
@@ -211,29 +214,39 @@ def replay(
     *,
     perturbations: Sequence[str] = (),
     taken: Mapping[str, Any] | None = None,
+    changed: Sequence[ChangedFile] = (),
 ) -> Found:
     """Run parent-now and patch side by side, interleaved so both finish together, and the
     patch in each perturbed run the recording made of its case (perturb.planned), in the same
     lanes. With one command (the same build: _gate/runs/reuse.py), parent-now is the patch's run
     too, and the caller asks for no perturbation: none could tell them apart. `taken`: the
     parent-now fields already observed, by case id (_gate/runs/cassettes.parent_now); those cases
-    run on the patch only."""
+    run on the patch only. `changed`: the package lines the patch changed, which its runs
+    trace (Found.coverage)."""
     taken = taken or {}
     jobs: list[Job] = []
+
+    def trace(case: Case, how: Perturbation | None = None) -> Trace | None:
+        label = f"case {case.id}" + (f" [{how}]" if how else "")
+        return Trace(tuple(changed), label) if changed and len(commands) > 1 else None
+
     for case in cases:
-        jobs += [] if case.id in taken else [(commands[0], case, None)]
-        jobs += [(commands[1], case, None)] if len(commands) > 1 else []
+        jobs += [] if case.id in taken else [Job(commands[0], case)]
+        jobs += [Job(commands[1], case, None, trace(case))] if len(commands) > 1 else []
     clock = str(cassette.get("clock") or "")
     under = [
         (case, how) for case in cases for how in planned(case.perturbations(perturbations), clock)
     ]
-    jobs += [(commands[-1], case, how) for case, how in under]
-    runs = iter(run_jobs(jobs, fixtures, "replay"))
+    jobs += [Job(commands[-1], case, how, trace(case, how)) for case, how in under]
+    done = run_jobs(jobs, fixtures, "replay")
+    found_coverage = covered(run.coverage for run in done)
+    runs = iter(done)
     parent_now, patch_now = [], []
     for case in cases:
         parent_now.append(taken[case.id] if case.id in taken else observe(case, next(runs)))
         patch_now.append(observe(case, next(runs)) if len(commands) > 1 else parent_now[-1])
     found = compare(cases, cassette, parent_now, patch_now)
+    found.coverage = found_coverage
     compare_perturbed(under, list(runs), cassette, found)
     name_perturbations(cases, commands, fixtures, found, clock)
     return found
@@ -276,8 +289,8 @@ def name_perturbations(
     by_id = {case.id: case for case in cases}
     rows = [m for m in found.mismatches if "+" in m.get("perturbation", "")]
     tried = [(row, name) for row in rows for name in row["perturbation"].split("+")]
-    jobs: list[Job] = [
-        (command, by_id[row["id"]], Perturbation((name,), clock if name == "clock" else ""))
+    jobs = [
+        Job(command, by_id[row["id"]], Perturbation((name,), clock if name == "clock" else ""))
         for row, name in tried
         for command in commands
     ]

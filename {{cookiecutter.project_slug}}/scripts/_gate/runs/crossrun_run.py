@@ -20,6 +20,7 @@ from _gate.runs.perturb import Perturbation, tests_scene
 from _gate.runs.perturbed_tests import PATCH
 from _gate.runs.pytest_run import PytestOptions, PytestRun, run_pytest
 from _gate.runs.reuse import files_digest
+from _gate.runs.traced import Trace
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Setup:
     canaries: bool = False
     how: Perturbation | None = None
     sources: Mapping[str, bytes] | None = None
+    trace: Trace | None = None  # a run of the patch's build: which test ran each changed line
 
 
 def run(python: Path, tree: Path, targets: Sequence[str], setup: Setup) -> PytestRun:
@@ -67,6 +69,7 @@ def run(python: Path, tree: Path, targets: Sequence[str], setup: Setup) -> Pytes
             # evidence plugin deletes once read.
             writable=(Path(name), *scene.writable),
             scene=scene.env,
+            trace=setup.trace,
         )
         result = run_pytest(python, root, targets, how)
         fault = gate_fault(result, targets)

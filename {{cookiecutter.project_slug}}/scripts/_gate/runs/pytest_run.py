@@ -16,6 +16,7 @@ from _gate.plugin.patch_env import gate_env
 from _gate.plugin.worker import CALL_TIMEOUT
 from _gate.runs.process import Completed, run_group
 from _gate.runs.sandbox import Sandbox, run_confined
+from _gate.runs.traced import Coverage, Trace, read_trace, watch
 
 # The gate's plugin folder (_gate/plugin/), copied as a package `_gate.plugin` of its own into a
 # fresh folder on PYTHONPATH for each run, so no module of the tree under test can shadow it and
@@ -47,6 +48,7 @@ class PytestRun:
     # and the one it was in when it ended ("" if none), from the plugin's progress lines.
     finished: dict[str, str] = field(default_factory=dict)
     running: str = ""
+    coverage: Coverage | None = None  # a traced run's: which test ran each changed line
 
     def renamed(self, fix: Callable[[str], str]) -> PytestRun:
         """The run with `fix` applied to the text its tests and pytest wrote."""
@@ -54,11 +56,14 @@ class PytestRun:
         return replace(self, messages=messages, output_tail=fix(self.output_tail))
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "properties": sorted(self.properties)}
+        coverage = None if self.coverage is None else self.coverage.as_dict()
+        return {**asdict(self), "properties": sorted(self.properties), "coverage": coverage}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PytestRun:
-        return cls(**{**data, "properties": frozenset(data["properties"])})
+        coverage = data.get("coverage")
+        found = None if coverage is None else Coverage.from_dict(coverage)
+        return cls(**{**data, "properties": frozenset(data["properties"]), "coverage": found})
 
 
 # `../x`: pytest writes a path relative to its working directory when that is shorter.
@@ -185,6 +190,7 @@ class PytestOptions:
     writable: tuple[Path, ...] = ()
     scene: Mapping[str, str] | None = None
     subject: Subject | None = None
+    trace: Trace | None = None  # a run of the patch's code: which changed lines each test ran
 
 
 def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOptions) -> PytestRun:
@@ -207,6 +213,9 @@ def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOpti
             cmd += trusted_options(root, tmp, env, how.own_config)
         if how.subject is not None:
             cmd += how.subject.options(root)
+        traced = watch(tmp, how.trace)
+        if traced is not None:
+            cmd.append(f"--oracle-trace={traced.spec}")
         cmd += [*how.options, *(str(root / t) for t in targets)]
         # The crossrun runs where the project's own CI does, at the root of its copy, so that
         # tests that open files by paths relative to the root find them; the oracle runs
@@ -217,7 +226,10 @@ def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOpti
             done = run_confined(cmd, writable=folders, timeout=how.timeout, cwd=cwd, env=env)
         else:
             done = run_group(cmd, timeout=how.timeout, cwd=cwd, env=env)
-        return absolute_paths(read_evidence(evidence, how.prefix, done), cwd)
+        found = absolute_paths(read_evidence(evidence, how.prefix, done), cwd)
+        if traced is not None and how.trace is not None:
+            found.coverage = read_trace(traced, how.trace)
+        return found
 
 
 def copied_plugins(folder: Path) -> Path:

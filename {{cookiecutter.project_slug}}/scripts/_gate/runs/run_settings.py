@@ -6,29 +6,37 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from _gate.core.context import Judgment, Kept
+from _gate.core.context import ChangedFile, Judgment, Kept
 from _gate.plugin.shard import Shard, add_shard_arg
 from _gate.runs.perturb import add_perturb_args
 from _gate.runs.reuse import add_cache_args, add_same_build_arg
+from _gate.runs.traced import Trace
 
 
 @dataclass(frozen=True)
 class RunSettings:
     """Its shard, whether the patch's build is the parent's (file for file: the patch's side
     is not run again), where a run on the parent's build alone is kept between judgments,
-    and the perturbed worlds to run and to require."""
+    the perturbed worlds to run and to require, and the package lines the patch changed,
+    which each run of the patch's build traces (by hand: none)."""
 
     shard: Shard
     same_build: bool
     kept: Kept
     perturb: tuple[str, ...]
     perturb_required: tuple[str, ...]
+    changed: tuple[ChangedFile, ...] = ()
+
+    def trace(self, label: str) -> Trace | None:
+        """A run of the patch's build, traced as `label`; None where nothing changed."""
+        return Trace(self.changed, label) if self.changed else None
 
     @classmethod
     def of(cls, j: Judgment) -> RunSettings:
         """A judge run: the shard, the builds, judge.yaml."""
         built, config = j.built, j.config
-        return cls(j.shard, built.same, built.kept, config.perturb, config.perturb_required)
+        perturb = (config.perturb, config.perturb_required)
+        return cls(j.shard, built.same, built.kept, *perturb, built.changed)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunSettings:

@@ -25,11 +25,14 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from _gate.change.capabilities import Added, Reach, added, reaches
+from _gate.change.lines import Files, installed
 from _gate.core.config import CAPABILITIES, load_config
-from _gate.core.context import Judgment, review_requested
+from _gate.core.context import ChangedFile, Judgment, review_requested
 from _gate.core.protocol import (
+    BLOCK,
     EXIT_CODES_HELP,
     FAIL_CLOSED,
     NEEDS_REVIEW,
@@ -38,10 +41,11 @@ from _gate.core.protocol import (
     Outcome,
     add_report_arg,
 )
+from _gate.core.reports import spans
 from _gate.runs.entry import Contract, Earlier
+from _gate.runs.traced import Coverage, covered
 
 SHOWN = 3  # gains named in the summary; the evidence lists them all
-Files = Mapping[str, str]  # a side's package: installed path -> its path in the tree
 
 
 @dataclass(frozen=True)
@@ -55,10 +59,13 @@ class Inputs:
     package: tuple[str, ...]
     allowed: tuple[str, ...]  # judge.yaml `capabilities:`, as `module:capability`
     reviewed: bool  # ORACLE_REVIEW=1
+    # The changed lines of code the runs of the patch's build traced (by hand: none, and no
+    # coverage is judged).
+    changed: tuple[ChangedFile, ...] = ()
 
 
 def inputs(j: Judgment) -> Inputs:
-    return Inputs(j.parent, j.patch, (), j.config.capabilities, j.review)
+    return Inputs(j.parent, j.patch, (), j.config.capabilities, j.review, j.built.changed)
 
 
 def from_args(args: argparse.Namespace) -> Inputs:
@@ -66,7 +73,80 @@ def from_args(args: argparse.Namespace) -> Inputs:
     return Inputs(args.parent_tree, args.patch_tree, tuple(args.package), allowed, args.reviewed)
 
 
+# The steps whose runs of the patch's build are traced: what they ran is evidence the patch
+# cannot edit (its cases, the base's properties, the base's tests).
+TRACED = ("replay", "oracle", "crossrun")
+
+
+def coverage_of(earlier: Earlier) -> Coverage:
+    """Which evidence ran each changed line, over every traced step that reported."""
+    return covered(
+        Coverage.from_dict(report.evidence["coverage"])
+        for name in TRACED
+        if (report := earlier.get(name)) is not None and "coverage" in report.evidence
+    )
+
+
+def unrun(gain: Added, changed: Sequence[ChangedFile], coverage: Coverage) -> list[int]:
+    """The changed lines of code of the gain's function that no evidence ran."""
+    lines = next((row.lines for row in changed if row.source == gain.path), ())
+    ran = coverage.hits.get(gain.path, {})
+    return [n for n in lines if n in gain.span and not ran.get(n)]
+
+
+def ran_in(gain: Added, coverage: Coverage) -> list[str]:
+    """The evidence that ran any line of the gain's function."""
+    found: list[str] = []
+    for line, evidence in sorted(coverage.hits.get(gain.path, {}).items()):
+        if line in gain.span:
+            found += [name for name in evidence if name not in found]
+    return found
+
+
 def decide(given: Inputs, earlier: Earlier) -> Outcome:
+    changed, gains = gained(given, earlier)
+    coverage = coverage_of(earlier)
+    if coverage.tampered:
+        return Outcome(
+            BLOCK,
+            f"the patch's code acted against the gate's change coverage: {coverage.tampered[0]}"
+            f" ({len(coverage.tampered)} in all)",
+            {"changed_files": changed, "coverage": coverage.as_dict()},
+        )
+    judged = bool(given.changed)
+    untested = {gain: unrun(gain, given.changed, coverage) for gain in gains} if judged else {}
+    review = [gain for gain in gains if needs_review(gain, given.allowed) or untested.get(gain)]
+    waits = [] if given.reviewed else review
+    # Each gain, and whether it waits for a code owner (the summary, SARIF and review read it).
+    rows = [
+        {**gain.row(), "review": gain in waits, "unrun": untested.get(gain, [])} for gain in gains
+    ]
+    evidence: dict[str, Any] = {"changed_files": changed, "capabilities": rows}
+    if judged:
+        evidence["coverage"] = coverage.as_dict()
+        evidence["changed"] = {row.source: list(row.lines) for row in given.changed}
+    head = f"change: {changed} package file(s) changed"
+    if not gains:
+        return Outcome(PASS, f"{head}; no function reaches anything it did not", evidence)
+    summary = (
+        f"{head}; {len(gains)} capabilit{'y' if len(gains) == 1 else 'ies'} gained ({shown(gains)})"
+    )
+    if not review:
+        return Outcome(PASS, summary, evidence)
+    if not waits:
+        return Outcome(
+            PASS, f"{summary}; {review[0].said} accepted under ORACLE_REVIEW=1", evidence
+        )
+    return Outcome(
+        FAIL_CLOSED,
+        f"{summary}; {why_review(given, review[0], untested, coverage)}",
+        evidence,
+        status=NEEDS_REVIEW,
+    )
+
+
+def gained(given: Inputs, earlier: Earlier) -> tuple[int, list[Added]]:
+    """How many package files the patch changed, and what each changed function gains."""
     parent, patch = package_files(given, earlier)
     changed = [
         path
@@ -82,33 +162,27 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
             base_reach += parsed(given.parent_tree, parent[path], module, "base:")
         patch_reach += parsed(given.patch_tree, patch[path], module, "head:")
     moved = [path for path in changed if path not in parent]
-    gains = added(
-        base_reach, patch_reach, package_reach(given.parent_tree, parent) if moved else ()
-    )
-    review = [gain for gain in gains if needs_review(gain, given.allowed)]
-    waits = [] if given.reviewed else review
-    # Each gain, and whether it waits for a code owner (the summary, SARIF and review read it).
-    rows = [{**gain.row(), "review": gain in waits} for gain in gains]
-    evidence = {"changed_files": len(changed), "capabilities": rows}
-    head = f"change: {len(changed)} package file(s) changed"
-    if not gains:
-        return Outcome(PASS, f"{head}; no function reaches anything it did not", evidence)
-    summary = (
-        f"{head}; {len(gains)} capabilit{'y' if len(gains) == 1 else 'ies'} gained ({shown(gains)})"
-    )
-    if not review:
-        return Outcome(PASS, summary, evidence)
-    first = review[0]
-    what = first.said
-    if not waits:
-        return Outcome(PASS, f"{summary}; {what} accepted under ORACLE_REVIEW=1", evidence)
-    return Outcome(
-        FAIL_CLOSED,
-        f"{summary}; new to its module: {what}: a code owner reviews it, then lists "
-        f"`{first.module}: [{first.capability}]` under judge.yaml `capabilities:` or judges "
-        "again with ORACLE_REVIEW=1",
-        evidence,
-        status=NEEDS_REVIEW,
+    package = package_reach(given.parent_tree, parent) if moved else ()
+    return len(changed), added(base_reach, patch_reach, package)
+
+
+def why_review(
+    given: Inputs, first: Added, untested: Mapping[Added, list[int]], coverage: Coverage
+) -> str:
+    """What waits for a code owner: a reviewed kind of capability new to its module, or a
+    capability in a function with changed lines no evidence ran."""
+    if needs_review(first, given.allowed):
+        return (
+            f"new to its module: {first.said}: a code owner reviews it, then lists "
+            f"`{first.module}: [{first.capability}]` under judge.yaml `capabilities:` or judges "
+            "again with ORACLE_REVIEW=1"
+        )
+    ran = ran_in(first, coverage)
+    seen = f"; ran: {', '.join(ran[:2])}" if ran else "; no evidence ran the function"
+    return (
+        f"behaves by the {first.capability} at {first.path}:{first.line} in {first.function}, "
+        f"and no case, property or test ran line(s) {spans(untested[first])}{seen}: a code "
+        "owner reviews it (ORACLE_REVIEW=1), or a case runs it"
     )
 
 
@@ -147,18 +221,6 @@ def package_files(given: Inputs, earlier: Earlier) -> tuple[Files, Files]:
     if build is None or "patch" not in build.evidence:
         raise FailClosed("the build step's list of the files each wheel installs is missing")
     return installed(build.evidence["parent"]), installed(build.evidence["patch"])
-
-
-def installed(side: Mapping[str, object]) -> dict[str, str]:
-    """The wheel's Python files built from the tree (provenance rows with a source)."""
-    rows = side.get("files")
-    if not isinstance(rows, list):
-        raise FailClosed("the build step's evidence lists no installed files")
-    return {
-        str(row["path"]): str(row["source"])
-        for row in rows
-        if str(row["path"]).endswith(".py") and row.get("source")
-    }
 
 
 def named_files(tree: Path, package: Sequence[str]) -> dict[str, str]:

@@ -116,6 +116,7 @@ from _gate.runs.reuse import (
     noted,
 )
 from _gate.runs.run_settings import RunSettings, add_run_args
+from _gate.runs.traced import covered
 
 PERTURBED = ("env", "clock")  # the perturbed run of the parent's tests (docs/perturbation.md)
 
@@ -278,8 +279,9 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     under = perturbed_runner(given, folders, setup)
     with ThreadPoolExecutor(max_workers=3) as pool:
         sharded = replace(setup, shard=runs.shard)
+        traced = {"patch": replace(sharded, trace=runs.trace("crossrun"))}
         jobs = {
-            side: pool.submit(run_tests, python, given.tree, folders, sharded)
+            side: pool.submit(run_tests, python, given.tree, folders, traced.get(side, sharded))
             for side, python in pythons.items()
             if not (side == "parent" and kept_parent)
         }
@@ -298,9 +300,11 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         rows = lost_rows(parent, patch, allowed_ids(given)[0])
     moved = moved_internals(given, rows, setup)
     found = None
+    patch_runs = [results["patch"]] if "patch" in results else []
     if how is not None and patch_under is not None:
         passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
-        found = compare(how, under, patch_under.result(), passing, "parent tests")
+        patch_runs.append(patch_under.result())
+        found = compare(how, under, patch_runs[-1], passing, "parent tests")
     outcome = applied(
         judged(given, parent, patch, rows, moved),
         found,
@@ -311,9 +315,22 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     )
     outcome = noted(outcome, runs.same_build, bool(kept_parent))
     total = len(parent) + results["parent"].deselected
-    outcome.evidence["shard"] = runs.shard.evidence(len(parent), total)
-    # The plugins loaded by name, and the modules left out of the copy the tests ran from.
-    outcome.evidence.update(plugins=list(setup.plugins), hidden=list(setup.hidden))
+    return described(outcome, runs, setup, runs.shard.evidence(len(parent), total), patch_runs)
+
+
+def described(
+    outcome: Outcome,
+    runs: RunSettings,
+    setup: Setup,
+    shard: dict[str, Any],
+    patch_runs: Sequence[PytestRun],
+) -> Outcome:
+    """The outcome's evidence of how the tests ran: the shard, the plugins loaded by name,
+    the modules left out of the copy the tests ran from, and which test ran each changed
+    line in the patch's runs."""
+    outcome.evidence.update(shard=shard, plugins=list(setup.plugins), hidden=list(setup.hidden))
+    if runs.changed:
+        outcome.evidence["coverage"] = covered(run.coverage for run in patch_runs).as_dict()
     return outcome
 
 
@@ -359,7 +376,8 @@ def perturbed_runner(given: Inputs, folders: Sequence[str], setup: Setup) -> Run
 
     def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
         shard = given.runs.shard if targets is None else WHOLE
-        under = replace(setup, shard=shard, how=how)
+        trace = given.runs.trace(f"crossrun [{how}]") if side == PATCH else None
+        under = replace(setup, shard=shard, how=how, trace=trace)
         try:
             return run_tests(pythons[side], given.tree, targets or folders, under)
         except Tampered as exc:

@@ -42,7 +42,7 @@ from _gate.core.allowlist import (
     split_by_base,
 )
 from _gate.core.config import Config
-from _gate.core.context import Judgment, review_requested
+from _gate.core.context import ChangedFile, Judgment, review_requested
 from _gate.core.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -173,6 +173,7 @@ class Inputs:
     perturb_required: tuple[str, ...]
     parent_now: Path | None  # parent-now runs taken beforehand, beside the patch's build
     parent_now_sha256: str  # that file's SHA-256, as its writer took it ("": unsealed)
+    changed: tuple[ChangedFile, ...] = ()  # the package lines the patch changed: traced
 
 
 def inputs(j: Judgment) -> Inputs:
@@ -194,6 +195,7 @@ def inputs(j: Judgment) -> Inputs:
         perturb_required=j.config.perturb_required,
         parent_now=None if now is None else now.file,
         parent_now_sha256="" if now is None else now.sha256,
+        changed=j.built.changed,
     )
 
 
@@ -291,7 +293,15 @@ def replayed(given: Inputs) -> Replayed:
     recorded = cassette.get("perturbations") or []
     perturbed = [] if given.same_build else [name for name in ran if name in recorded]
     taken = taken_before(given, cases)
-    found = replay(cases, cassette, commands, given.fixtures, perturbations=perturbed, taken=taken)
+    found = replay(
+        cases,
+        cassette,
+        commands,
+        given.fixtures,
+        perturbations=perturbed,
+        taken=taken,
+        changed=given.changed,
+    )
     r = Replayed(every, cases, base, allow, other_base, list(ran), why, perturbed, taken, found)
     allowed = {(row.id, row.field) for row in allow}
     carried = carried_rows(given.patch_allowlist, base, given.shard) if not given.review else set()
@@ -322,6 +332,7 @@ def replay_evidence(given: Inputs, r: Replayed) -> dict[str, Any]:
         "unstable": r.found.unstable,
         "grown": r.found.grown,
         "parent_now_taken_before": len(r.taken),  # beside the patch's build (`parent_now`)
+        **({"coverage": r.found.coverage.as_dict()} if given.changed else {}),
         "perturbations": {
             "ran": r.perturbed,
             "unavailable": r.why,

@@ -66,13 +66,20 @@ def step_results(
 
 def capability_notes(step: dict[str, Any], evidence: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Each capability a function gains, on its line: a warning where it waits for a code
-    owner, else a note."""
+    owner, else a note; and a note on each changed line no evidence ran."""
     for row in evidence.get("capabilities") or []:
         waits = bool(row.get("review"))
         text = f"{row['function']} newly reaches {row['capability']}"
         text += ": a code owner reviews it (judge.yaml capabilities:)" if waits else ""
         level = "warning" if waits else "note"
         yield result(f"change/{row['capability']}", level, text, row["path"], row["line"])
+    hits = (evidence.get("coverage") or {}).get("hits") or {}
+    for path, numbers in sorted((evidence.get("changed") or {}).items()):
+        ran = hits.get(path, {})
+        for n in numbers:
+            if not ran.get(str(n)):
+                text = "a changed line no case, property or test ran"
+                yield result("change/unrun", "note", text, path, n)
 
 
 def sarif_log(report: dict[str, Any], evidence: Evidence, cases_file: Path) -> dict[str, Any]:

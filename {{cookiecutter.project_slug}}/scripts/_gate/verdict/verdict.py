@@ -23,6 +23,7 @@ from _gate.core.protocol import (
 )
 from _gate.core.reports import write_json, write_report
 from _gate.core.steps import MATRIX_STEP, decision_rows, report_file
+from _gate.verdict.change_view import change_lines, seen_lines
 from _gate.verdict.sarif import CASES, Evidence, sarif_log
 
 VERDICT_FILE = "ORACLE_VERDICT_FILE"  # where to write the verdict word: exit 2 has two
@@ -185,7 +186,7 @@ def summary_markdown(report: dict[str, Any], matrix: str, evidence: Evidence | N
         return evidence(step) if evidence and step else step.get("evidence", {})
 
     lines += replay_lines(whole("replay"))
-    lines += change_lines(whole("change"))
+    lines += change_lines(whole("change")) + seen_lines(whole("change"))
     lines += crossrun_lines(steps.get("crossrun", {}).get("evidence", {}))
     for name in ("oracle", "crossrun"):
         lines += perturbed_test_lines(name, whole(name))
@@ -220,23 +221,6 @@ def replay_lines(evidence: dict[str, Any]) -> list[str]:
         added = [f"+ {line}" for line in row["added"]]
         lines += ["", f"`{row['id']}` `{row['field']}`", "```diff", *added, "```"]
     return lines + perturbation_lines(evidence.get("perturbations") or {})
-
-
-def change_lines(evidence: dict[str, Any]) -> list[str]:
-    """What the patch's changed code newly reaches for (step `change`), a review's first."""
-    rows = sorted(evidence.get("capabilities") or [], key=lambda row: not row.get("review"))
-    if not rows:
-        return []
-    lines = ["", "### What the patch's code newly reaches for (step `change`)"]
-    for row in rows[:CHANGE_ROWS]:
-        mark = " (**a code owner reviews it**)" if row.get("review") else ""
-        where = f"`{row['path']}:{row['line']}` in `{row['function']}`"
-        lines.append(f"- `{row['capability']}` at {where}{mark}")
-    more = len(rows) - CHANGE_ROWS
-    return lines + ([f"- and {more} more (reports/change.json)"] if more > 0 else [])
-
-
-CHANGE_ROWS = 10  # capabilities shown in the summary; the step's report has them all
 
 
 def perturbation_lines(ran: dict[str, Any]) -> list[str]:

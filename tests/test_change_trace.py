@@ -1,0 +1,131 @@
+"""Change coverage's tracer (_gate/plugin/change_trace.py, read by _gate/runs/traced.py): real
+console scripts run by a real interpreter, traced as the judge traces a case of the patch's
+build. A run says which changed lines it ran and nothing else; what it cannot hide is a tracer
+it removed, or a line of coverage it wrote itself."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _gate.core.context import ChangedFile
+from _gate.runs.traced import Coverage, Trace, read_trace, traced_command
+
+MODULE = """\
+import os
+import sys
+
+
+def main():
+    total = 1
+    if len(sys.argv) > 2:
+        total = 2  # line 8: only with two arguments
+    {body}
+    print("total", total)
+    return 0
+"""
+
+
+def program(tmp: Path, body: str = "pass") -> tuple[Path, ChangedFile]:
+    """A package module and its console script, as a build installs them."""
+    (tmp / "pkg").mkdir()
+    module = tmp / "pkg" / "mod.py"
+    module.write_text(MODULE.format(body=body), "utf-8")
+    script = tmp / "bin" / "tool"
+    script.parent.mkdir()
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(tmp)!r})\n"
+        "from pkg.mod import main\nif __name__ == '__main__':\n    sys.exit(main())\n",
+        "utf-8",
+    )
+    script.chmod(0o755)
+    return script, ChangedFile(str(module.resolve()), "src/pkg/mod.py", (6, 7, 8, 9, 10))
+
+
+def traced_run(
+    script: Path, argv: list[str], changed: ChangedFile, tmp: Path
+) -> tuple[subprocess.CompletedProcess[str], Coverage]:
+    folder = tmp / f"run-{len(list(tmp.glob('run-*')))}"
+    folder.mkdir()
+    trace = Trace((changed,), "case one")
+    cmd, watched = traced_command(script, argv, folder, trace)
+    assert watched is not None
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return done, read_trace(watched, trace)
+
+
+def test_a_run_names_the_changed_lines_it_ran_and_no_other(tmp_path: Path) -> None:
+    script, changed = program(tmp_path)
+    done, coverage = traced_run(script, ["a"], changed, tmp_path)
+    assert (done.returncode, done.stdout) == (0, "total 1\n"), done.stderr
+    ran = {line: ["case one"] for line in (6, 7, 9, 10)}  # 8 needs two arguments
+    assert coverage.hits == {"src/pkg/mod.py": ran}
+    assert (coverage.tampered, coverage.unfinished) == ([], 0)
+    _, both = traced_run(script, ["a", "b"], changed, tmp_path)
+    assert 8 in both.hits["src/pkg/mod.py"]
+
+
+def test_a_traced_program_is_the_program_its_script_runs(tmp_path: Path) -> None:
+    """argv[0], the exit status, stdout and an uncaught exception's traceback are the untraced
+    run's, byte for byte: a cassette compares them."""
+    script, changed = program(tmp_path, "raise ValueError(sys.argv[0]) if total > 1 else None")
+    for argv in (["a"], ["a", "b"]):
+        plain = subprocess.run([script, *argv], capture_output=True, text=True, check=False)
+        done, _ = traced_run(script, argv, changed, tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (
+            plain.returncode,
+            plain.stdout,
+            plain.stderr,
+        )
+    assert "ValueError: " + str(script) in plain.stderr
+
+
+@pytest.mark.parametrize(
+    "removal",
+    [
+        "sys.settrace(None)",
+        "sys.settrace(lambda *a: None)",
+        "__import__('threading').settrace(None)",
+    ],
+)
+def test_a_run_that_removes_the_tracer_is_named(tmp_path: Path, removal: str) -> None:
+    script, changed = program(tmp_path, removal)
+    _, coverage = traced_run(script, ["a"], changed, tmp_path)
+    assert coverage.tampered, coverage
+    assert coverage.tampered[0].startswith("case one: ")
+
+
+def test_a_line_the_tracer_did_not_write_is_forged(tmp_path: Path) -> None:
+    """The file the tracer writes is in a folder the run may write: a line without the run's
+    token, or naming a line the gate did not watch, is forged and named."""
+    script, changed = program(tmp_path)
+    folder = tmp_path / "forged"
+    folder.mkdir()
+    trace = Trace((changed,), "case one")
+    cmd, watched = traced_command(script, ["a"], folder, trace)
+    assert watched is not None
+    subprocess.run(cmd, capture_output=True, check=False)
+    with watched.out.open("a", encoding="utf-8") as out:
+        out.write(f"{'0' * 32}\tcase one\t{changed.installed}\t8\n")  # a guessed token
+        out.write(f"{watched.token}\tcase one\t{changed.installed}\t99\n")  # a line not watched
+    coverage = read_trace(watched, trace)
+    assert len(coverage.tampered) == 2, coverage
+    assert 8 not in coverage.hits["src/pkg/mod.py"]
+
+
+def test_a_run_ended_by_os_exit_keeps_what_it_ran(tmp_path: Path) -> None:
+    script, changed = program(tmp_path, "os._exit(3)")
+    done, coverage = traced_run(script, ["a"], changed, tmp_path)
+    assert done.returncode == 3
+    assert sorted(coverage.hits["src/pkg/mod.py"]) == [6, 7, 9]
+    assert coverage.unfinished == 1
+
+
+def test_a_program_that_is_no_python_script_runs_untraced(tmp_path: Path) -> None:
+    script = tmp_path / "tool"
+    script.write_text("#!/bin/sh\necho hi\n", "utf-8")
+    changed = ChangedFile("/nowhere.py", "src/x.py", (1,))
+    cmd, watched = traced_command(script, ["a"], tmp_path, Trace((changed,), "case"))
+    assert (cmd, watched) == ([str(script), "a"], None)

@@ -1,0 +1,154 @@
+"""Change coverage: which of the patch's changed lines a run of its code executed, and for
+which evidence (a case, a test, a property).
+
+    python change_trace.py SPEC COMMAND [ARG ...]      # a CLI case: COMMAND runs traced
+
+The gate writes SPEC (JSON: `files`, each installed file of the patch's build with its changed
+lines; `out`, where hits go; `token`, the run's secret; `label`, the evidence's name) into a
+folder of the run's own; the tracer reads and removes it before any of the patch's code runs.
+In a pytest run the evidence plugin starts it (`--oracle-trace SPEC`) and names each test as
+it runs; for a CLI case this file is the program: it starts the tracer and runs COMMAND's
+console script as Python would (argv, `__main__`, exit status and tracebacks as without it).
+
+Each changed line is written once per evidence as it first runs (`TOKEN\\tEVIDENCE\\tFILE\\tLINE`,
+so a run killed or ended by `os._exit` keeps what it ran), and the end of the run writes
+`TOKEN\\tend\\tFINDINGS`: what changed in the tracer meanwhile (removed or replaced). The
+gate reads only lines with the run's token; any other line is forged.
+
+`sys.settrace` on every version (the frames of watched files only trace their lines; any other
+call returns at once). Stdlib only: it runs in the build's interpreter.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import threading
+
+TYPE_CHECKING = False  # typing's own costs an import at each traced start: mypy reads this alike
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType, TracebackType
+    from typing import Any
+
+    TraceFunction = Callable[[FrameType, str, Any], Any]
+
+END = "end"
+
+
+class Tracer:
+    """Records, per evidence, the watched lines that ran; one per process."""
+
+    def __init__(self, files: dict[str, frozenset[int]], out: str, token: str, label: str) -> None:
+        self.files = {os.path.realpath(path): lines for path, lines in files.items()}
+        self.token = token
+        self.label = label
+        self.evidence = label
+        self.fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.seen: set[tuple[str, str, int]] = set()
+        self.by_name: dict[str, TraceFunction | None] = {}
+        self.lock = threading.Lock()
+        self.ended = False
+        self.trace: TraceFunction = self.call  # one object: `sys.gettrace() is` compares it
+
+    def name(self, evidence: str) -> None:
+        """What runs from now on: `label evidence` (a test's id), or the label alone."""
+        self.evidence = f"{self.label} {evidence}".strip()
+
+    def start(self) -> None:
+        sys.settrace(self.trace)
+        threading.settrace(self.trace)
+
+    def call(self, frame: FrameType, event: str, arg: Any) -> TraceFunction | None:
+        filename = frame.f_code.co_filename
+        try:
+            return self.by_name[filename]
+        except KeyError:
+            local = self.local(filename)
+            self.by_name[filename] = local
+            return local
+
+    def local(self, filename: str) -> TraceFunction | None:
+        """The line tracer of a watched file's frames; None (no line events) for any other."""
+        path = os.path.realpath(filename) if filename[:1] == os.sep else ""
+        lines = self.files.get(path)
+        if not lines:
+            return None
+
+        def line(frame: FrameType, event: str, arg: Any) -> TraceFunction:
+            if event == "line" and frame.f_lineno in lines:
+                self.hit(path, frame.f_lineno)
+            return line
+
+        return line
+
+    def hit(self, path: str, number: int) -> None:
+        key = (self.evidence, path, number)
+        if key in self.seen:
+            return
+        with self.lock:
+            self.seen.add(key)
+            self.write(f"{self.evidence}\t{path}\t{number}")
+
+    def write(self, line: str) -> None:
+        text = f"{self.token}\t{line}\n".encode("utf-8", "backslashreplace")
+        os.write(self.fd, text)
+
+    def finish(self) -> None:
+        """The end line: what changed in the tracer while the run ran."""
+        if self.ended:
+            return
+        self.ended = True
+        found = []
+        if sys.gettrace() is not self.trace:
+            found.append("sys.settrace: the gate's tracer was removed or replaced")
+        if threading.gettrace() is not self.trace:
+            found.append("threading.settrace: the gate's tracer was removed or replaced")
+        sys.settrace(None)
+        self.write(f"{END}\t{json.dumps(found)}")
+        os.close(self.fd)
+
+
+def load(spec_path: str) -> Tracer:
+    """The tracer SPEC describes; SPEC is removed as it is read."""
+    with open(spec_path, encoding="utf-8") as handle:
+        spec = json.load(handle)
+    os.unlink(spec_path)
+    files = {str(path): frozenset(int(n) for n in lines) for path, lines in spec["files"].items()}
+    return Tracer(files, str(spec["out"]), str(spec["token"]), str(spec.get("label", "")))
+
+
+HIDDEN_FRAMES = (os.path.realpath(__file__), "runpy.py", "<frozen runpy>")
+
+
+def without_ours(tb: TracebackType | None) -> TracebackType | None:
+    """A traceback as Python prints it without this file: its frames and runpy's go."""
+    while tb is not None and tb.tb_frame.f_code.co_filename.endswith(HIDDEN_FRAMES):
+        tb = tb.tb_next
+    return tb
+
+
+def run_traced(argv: list[str]) -> None:
+    """Start the tracer SPEC describes, then run COMMAND (a console script) as its shebang's
+    Python would: COMMAND is argv[0], its folder leads sys.path, it runs as `__main__`."""
+    import runpy
+
+    spec, command, *args = argv
+    tracer = load(spec)
+    atexit.register(tracer.finish)
+    hook = sys.excepthook
+
+    def shown(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        hook(kind, value.with_traceback(without_ours(tb)), value.__traceback__)
+
+    sys.excepthook = shown
+    sys.argv = [command, *args]
+    sys.path[0] = os.path.dirname(command)
+    tracer.start()
+    runpy.run_path(command, run_name="__main__")
+
+
+if __name__ == "__main__":
+    run_traced(sys.argv[1:])

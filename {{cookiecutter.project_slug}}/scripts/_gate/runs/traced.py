@@ -1,0 +1,166 @@
+"""A traced run of the patch's code: the spec its tracer reads, and which evidence ran each
+changed line, read back from what the tracer wrote (_gate/plugin/change_trace.py).
+
+Only lines with the run's token count, each naming a line the gate watched; any other line is
+forged. A run that wrote no end line ended before its tracer could check itself (killed, its
+timeout, `os._exit`): what it wrote still counts, as lines that ran.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _gate.core.context import ChangedFile
+from _gate.plugin.change_trace import END
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What a run of the patch's code traces: the changed files, and the evidence's name."""
+
+    changed: tuple[ChangedFile, ...]
+    label: str  # "crossrun", "case greet [terminal]": a test's id follows it in a pytest run
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One traced run: the spec the tracer reads (and removes) and the file it writes."""
+
+    spec: Path
+    out: Path
+    token: str
+
+
+def watch(folder: Path, trace: Trace | None) -> Watch | None:
+    """A tracer spec for one run in `folder` (a folder the run may write); None when there is
+    nothing to trace (no trace asked, or the patch changed no line of code)."""
+    files = {row.installed: list(row.lines) for row in trace.changed if row.lines} if trace else {}
+    if not files:
+        return None
+    token = secrets.token_hex(16)
+    out = folder / f"trace-{token[:8]}"
+    spec = folder / f"spec-{token[:8]}.json"
+    assert trace is not None
+    payload = {"files": files, "out": str(out), "token": token, "label": trace.label}
+    spec.write_text(json.dumps(payload), "utf-8")
+    return Watch(spec, out, token)
+
+
+@dataclass
+class Coverage:
+    """Which evidence ran each changed line (by source path), and what went wrong in runs."""
+
+    hits: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+    # Runs whose tracer was removed or replaced, or whose hits were forged: `evidence: what`.
+    tampered: list[str] = field(default_factory=list)
+    runs: int = 0  # traced runs read
+    unfinished: int = 0  # of them, runs that ended before the tracer's last line
+
+    def add(self, source: str, line: int, evidence: str) -> None:
+        ran = self.hits.setdefault(source, {}).setdefault(line, [])
+        if evidence not in ran:
+            ran.append(evidence)
+
+    def merge(self, other: Coverage) -> None:
+        for source, lines in other.hits.items():
+            for line, ran in lines.items():
+                for evidence in ran:
+                    self.add(source, line, evidence)
+        self.tampered += other.tampered
+        self.runs += other.runs
+        self.unfinished += other.unfinished
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "hits": {
+                s: {str(n): ran for n, ran in sorted(v.items())} for s, v in self.hits.items()
+            },
+            "tampered": self.tampered,
+            "runs": self.runs,
+            "unfinished": self.unfinished,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Coverage:
+        hits = {
+            str(source): {int(n): [str(e) for e in ran] for n, ran in lines.items()}
+            for source, lines in data["hits"].items()
+        }
+        tampered = [str(t) for t in data["tampered"]]
+        return cls(hits, tampered, int(data["runs"]), int(data["unfinished"]))
+
+
+TRACER = Path(__file__).resolve().parent.parent / "plugin" / "change_trace.py"
+
+
+def interpreter(command: Path) -> list[str]:
+    """The Python a console script's `#!` line names, with its options ([] for any other
+    program: a shell wrapper, a binary, uv's trampoline for a long path)."""
+    try:
+        with command.open("rb") as script:
+            line = script.readline(512)
+    except OSError:
+        return []
+    words = line[2:].decode("utf-8", "replace").split() if line.startswith(b"#!") else []
+    named = Path(words[0]).name if words and words[0].startswith("/") else ""
+    return words if named.startswith("python") and len(words) <= 2 else []
+
+
+def traced_command(
+    command: Path, argv: Sequence[str], folder: Path, trace: Trace | None
+) -> tuple[list[str], Watch | None]:
+    """`command argv` as it runs traced from `folder` (a folder of this run alone, which it
+    may write): its Python starts the tracer (a copy in `folder`), which runs the console
+    script as that Python would. Untraced (no Watch) where nothing is traced or `command` is
+    no Python script: its changed lines then show as run by no case."""
+    python = interpreter(command)
+    found = watch(folder, trace) if python else None
+    if found is None:
+        return [str(command), *argv], None
+    boot = folder / TRACER.name
+    shutil.copyfile(TRACER, boot)
+    return [*python, str(boot), str(found.spec), str(command), *argv], found
+
+
+def covered(found: Iterable[Coverage | None]) -> Coverage:
+    """The coverage of several runs, as one (a run that was not traced adds nothing)."""
+    total = Coverage()
+    for one in found:
+        if one is not None:
+            total.merge(one)
+    return total
+
+
+def read_trace(found: Watch, trace: Trace) -> Coverage:
+    """What one traced run wrote. No file (the run never started its tracer) covers nothing;
+    a line without the run's token, or naming a line nobody watched, is forged."""
+    coverage = Coverage(runs=1)
+    label = trace.label
+    sources = {row.installed: (row.source, set(row.lines)) for row in trace.changed}
+    found.spec.unlink(missing_ok=True)
+    try:
+        text = found.out.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        coverage.unfinished = 1
+        return coverage
+    ended = False
+    for line in text.splitlines():
+        token, _, rest = line.partition("\t")
+        parts = rest.split("\t")
+        if token == found.token and parts[0] == END and len(parts) == 2:
+            ended = True
+            coverage.tampered += [f"{label}: {what}" for what in json.loads(parts[1])]
+            continue
+        watched = sources.get(parts[1]) if token == found.token and len(parts) == 3 else None
+        if watched is None or not parts[2].isdigit() or int(parts[2]) not in watched[1]:
+            coverage.tampered.append(f"{label}: a line the gate's tracer did not write")
+            continue
+        coverage.add(watched[0], int(parts[2]), parts[0])
+    coverage.unfinished = 0 if ended else 1
+    return coverage
