@@ -5,6 +5,7 @@ built CLI of a tree to run them with."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -144,7 +145,9 @@ def run_case(
     With `trace` (the patch's build), which changed lines it ran, from a folder of its own."""
     home, work = scratch.folders(case, fixtures)
     env = case_env(case, home, command.parent)
-    with tempfile.TemporaryDirectory(dir=scratch.root) as own:
+    # A folder of the run's own for the tracer, where it traces (`own` is "" where not).
+    mine = tempfile.TemporaryDirectory(dir=scratch.root) if trace else contextlib.nullcontext("")
+    with mine as own:
         cmd, watched = traced_command(command, case.argv, Path(own), trace)
         done = run_confined(
             cmd,
@@ -314,7 +317,8 @@ def run_perturbed(job: Job, fixtures: Path, root: Path) -> Run:
     (perturb.scene)."""
     command, case, how, trace = job
     assert how is not None
-    folder, own = Path(tempfile.mkdtemp(dir=root)), Path(tempfile.mkdtemp(dir=root))
+    folder = Path(tempfile.mkdtemp(dir=root))
+    own = Path(tempfile.mkdtemp(dir=root)) if trace else folder  # the tracer's, where it traces
     setting = perturb.Setting(
         gate_env=case_env(case, folder / "home", command.parent),
         pinned=dict(case.env),

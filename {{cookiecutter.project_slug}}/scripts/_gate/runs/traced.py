@@ -40,13 +40,12 @@ class Watch:
 def watch(folder: Path, trace: Trace | None) -> Watch | None:
     """A tracer spec for one run in `folder` (a folder the run may write); None when there is
     nothing to trace (no trace asked, or the patch changed no line of code)."""
-    files = {row.installed: list(row.lines) for row in trace.changed if row.lines} if trace else {}
-    if not files:
+    if trace is None or not any(row.lines for row in trace.changed):
         return None
-    token = secrets.token_hex(16)
-    out = folder / f"trace-{token[:8]}"
-    spec = folder / f"spec-{token[:8]}.json"
-    assert trace is not None
+    files = {row.installed: list(row.lines) for row in trace.changed if row.lines}
+    # The files' names say nothing of the token the run's lines must carry.
+    token, name = secrets.token_hex(16), secrets.token_hex(4)
+    out, spec = folder / f"trace-{name}", folder / f"spec-{name}.json"
     payload = {"files": files, "out": str(out), "token": token, "label": trace.label}
     spec.write_text(json.dumps(payload), "utf-8")
     return Watch(spec, out, token)
