@@ -319,12 +319,15 @@ def test_the_judge_waits_for_a_review_of_a_dormant_process_and_shows_it(shop: Pa
     summary = (shop / "reports/judge-summary.md").read_text("utf-8")
     line = source_lines(shop, head).index("        subprocess.run(['true'], check=False)") + 1
     process = f"- `process` at `{D}:{line}` in `stack_discounts` (**a code owner reviews it**: "
-    assert f"{process}no evidence ran line(s) {line - 2}, {line})" in summary, summary
+    unseen = f"no case, property or test ran line(s) {line - 2}, {line} and a branch on line(s) "
+    assert f"{process}{unseen}{line - 3} went one way only)" in summary, summary
     assert "### Needs review: capabilities new to their module" in summary
     # What the evidence saw: the dormant branch's two lines of code, and no other, ran in no
     # run (its `if` ran in every case).
     assert "### What the evidence saw (step `change`)" in summary
+    assert f"`{D}`: 1 of 3 changed lines ran in a case" in summary, summary
     assert f"- line(s) {line - 2}, {line}: **no evidence ran them**" in summary, summary
+    assert f"- line(s) {line - 3}: **a branch there went one way only**" in summary, summary
     assert f"a code owner reviews process at {D}:{line}, then: ORACLE_REVIEW=1" in judged.output
     sarif = json.loads((shop / "reports/judge.sarif").read_text("utf-8"))
     found = [
@@ -333,25 +336,26 @@ def test_the_judge_waits_for_a_review_of_a_dormant_process_and_shows_it(shop: Pa
     ]
     assert ("change/process", "warning", line) in found
     assert ("change/unrun", "note", line) in found
+    assert ("change/one-way", "note", line - 3) in found
 
 
 def source_lines(repo: Path, ref: str) -> list[str]:
     return git(repo, "show", f"{ref}:{D}").splitlines()
 
 
-# An honest read of the world in code every case runs: a timestamp on stderr when asked for,
-# honouring NO_COLOR.
+# An honest read of the world in code every case runs, with no branch on it that a run could
+# take one way only: a documented limit from the environment, a clock read for a timing.
 TIMED = ANCHOR + (
-    "    import os, sys, time\n\n"
-    "    timing = os.environ.get('SHOP_TIMING') == '1' and 'NO_COLOR' not in os.environ\n"
-    "    print(f'{time.time():.3f}', file=sys.stderr) if timing else None\n"
+    "    import os, time\n\n"
+    "    started = time.monotonic()\n"
+    "    coupons = list(coupons)[: int(os.environ.get('SHOP_MAX_COUPONS', '1000'))]\n"
 )
 
 
 @pytest.mark.e2e
 def test_the_judge_merges_an_honest_read_of_the_environment_and_lists_it(shop: Path) -> None:
-    """A documented variable and a timestamp on stderr, in lines every case runs: listed,
-    never a verdict by itself."""
+    """A documented variable and a clock read, in lines every case runs: listed, never a
+    verdict by itself."""
     head = branch(shop, "change-judge/timing", edits((D, ANCHOR, TIMED)))
     judged = judge(shop, "--base", "main", "--head", head)
     assert (judged.returncode, judged.report["verdict"]) == (0, "merge"), judged.output
@@ -359,12 +363,13 @@ def test_the_judge_merges_an_honest_read_of_the_environment_and_lists_it(shop: P
     listed = [line for line in summary.splitlines() if line.startswith("- `") and D in line]
     assert {line.split("`")[1] for line in listed} == {"env", "clock"}, summary
     assert "a code owner reviews it" not in summary
-    assert f"`{D}`: 3 of 3 changed lines ran" in summary, summary
+    assert f"`{D}`: 3 of 3 changed lines ran in a case, property or test of the base" in summary
 
 
 # Code that behaves only in the gate's world, each a break a user's machine meets and no run
 # of the gate does: a branch taken outside the sandbox's user namespace, in ISO week 53 only,
-# when stdin is a terminal. Each merged before change coverage.
+# when stdin is a terminal; the same told inside one line, by a conditional expression and by
+# `and`. Each merged before change coverage.
 WORLDS = {
     "sandbox": (
         "    import os\n\n"
@@ -380,6 +385,12 @@ WORLDS = {
         "    import sys\n\n    if sys.stdin is not None and sys.stdin.isatty():\n"
         "        remaining -= 1\n"
     ),
+    "sandbox-one-line": (
+        "    remaining -= 1 if '4294967295' in open('/proc/self/uid_map').read() else 0\n"
+    ),
+    "terminal-one-line": (
+        "    import sys\n\n    remaining -= int(sys.stdin.isatty() and remaining > 0)\n"
+    ),
 }
 
 
@@ -391,6 +402,49 @@ def test_code_that_behaves_by_a_world_no_run_met_waits_for_review(shop: Path, wo
     assert (judged.returncode, judged.report["verdict"]) == (2, "needs-review"), judged.output
     others = {n for n, status in judged.statuses.items() if status not in ("pass", "advisory")}
     assert others == {"change"}, judged.output
-    line = source_lines(shop, head).index("        remaining -= 1") + 1
+    lines = source_lines(shop, head)
     said = judged.step("change")["summary"]
-    assert f"and no case, property or test ran line(s) {line}" in said, said
+    if "one-line" in world:
+        line = next(n for n, text in enumerate(lines, 1) if text.startswith("    remaining -= "))
+        assert f"a branch on line(s) {line} went one way only" in said, said
+    else:
+        line = lines.index("        remaining -= 1") + 1
+        assert f"and no case, property or test ran line(s) {line}" in said, said
+
+
+# The patch's own test builds the world its code looks for: a stdin that says it is a terminal.
+OWN_TEST = """
+import io
+import sys
+
+from shop.discounts import stack_discounts
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_at_a_terminal(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    stack_discounts(1000, [])
+"""
+
+
+@pytest.mark.e2e
+def test_a_line_only_the_patchs_own_tests_run_is_not_evidence(shop: Path) -> None:
+    """The patch's test runs the branch its code takes only at a terminal, in a world the test
+    built: shown as run by the patch's own tests, and still waiting for review."""
+    change = edits((D, ANCHOR, ANCHOR + WORLDS["stdin-terminal"]))
+
+    def with_test(repo: Path) -> None:
+        change(repo)
+        (repo / "tests/test_terminal.py").write_text(OWN_TEST, "utf-8")
+
+    head = branch(shop, "change-judge/own-test", with_test)
+    judged = judge(shop, "--base", "main", "--head", head)
+    assert (judged.returncode, judged.report["verdict"]) == (2, "needs-review"), judged.output
+    assert judged.statuses["change"] == "needs-review", judged.output
+    line = source_lines(shop, head).index("        remaining -= 1") + 1
+    summary = (shop / "reports/judge-summary.md").read_text("utf-8")
+    assert f"- line(s) {line}: only the patch's own tests (not counted)" in summary, summary

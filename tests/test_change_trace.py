@@ -129,3 +129,14 @@ def test_a_program_that_is_no_python_script_runs_untraced(tmp_path: Path) -> Non
     changed = ChangedFile("/nowhere.py", "src/x.py", (1,))
     cmd, watched = traced_command(script, ["a"], tmp_path, Trace((changed,), "case"))
     assert (cmd, watched) == ([str(script), "a"], None)
+
+
+def test_a_branch_on_a_changed_line_is_seen_by_the_way_it_went(tmp_path: Path) -> None:
+    """`a if probe() else b` runs its line whichever way it goes: the run says which way."""
+    script, changed = program(tmp_path, "total = 3 if len(sys.argv) > 3 else total")
+    took = lambda evidence: bool(evidence)  # noqa: E731 (every run counts here)
+    _, one = traced_run(script, ["a"], changed, tmp_path)
+    assert one.one_way("src/pkg/mod.py", took) == {7, 9}  # line 7's `if` went one way too
+    _, other = traced_run(script, ["a", "b", "c"], changed, tmp_path)
+    one.merge(other)
+    assert one.one_way("src/pkg/mod.py", took) == set()

@@ -80,7 +80,12 @@ STEPS: tuple[Step, ...] = (
     Step("tests", "advisory_tests.py", "inventory", ("assert-inventory", "crossrun"), False),
     # What the changed package code newly reaches, from the files the build step found each
     # wheel installs.
-    Step("change", "change.py", "change", ("build", "replay", "oracle", "crossrun")),
+    Step(
+        "change",
+        "change.py",
+        "change",
+        ("build", "replay", "oracle", "crossrun", "assert-inventory", "tests"),
+    ),
 )
 # The lanes after the builds, in the order they start: the longest first, and each after
 # every lane it reads from, so a lane never waits on one that has not started.

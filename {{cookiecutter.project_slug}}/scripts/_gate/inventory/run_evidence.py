@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _gate.core.context import ChangedFile
 from _gate.core.protocol import Tampered
 from _gate.inventory import changed_tests, probes
 from _gate.inventory.run_checks import Decided, Ran, compare
+from _gate.plugin.change_trace import OWN_TESTS
 from _gate.runs.crossrun_run import Setup
 from _gate.runs.crossrun_run import run as run_tests
 from _gate.runs.pytest_run import PytestRun
+from _gate.runs.traced import Trace
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Setting:
     helpers: Sequence[str]  # judge.yaml assert_helpers
     crossran: PytestRun  # the parent's tests on the patch build (the crossrun's patch run)
     test_files: frozenset[str] = frozenset()  # test modules of either tree (by name or id)
+    changed: tuple[ChangedFile, ...] = ()  # the patch's changed lines, which its run traces
 
 
 @dataclass
@@ -70,6 +74,7 @@ class Found:
                 "cannot_fail_on_the_parent_too": self.base_cannot_fail,
                 "not_probed": [f"{p.test}: line {p.site.line}" for p in self.probed.not_probed],
             },
+            **({"coverage": run.coverage.as_dict()} if run and run.coverage else {}),
             "patch_run": {
                 "outcomes": run.outcomes,
                 "exit_code": run.exit_code,
@@ -156,11 +161,14 @@ def patch_tests(setting: Setting, ran: list[str] | None) -> PytestRun:
     `ran` that the patch holds (None: every one), the others taken from the crossrun. Tampered
     when its canaries or pytest's machinery say the run was forged (the patch's own tests did
     it: a finding, not an error of the gate)."""
+    trace = Trace(setting.changed, OWN_TESTS) if setting.changed else None
     if ran is None:
-        return confined_run(setting, setting.patch, setting.tests, setting.timeout)
+        return confined_run(setting, setting.patch, setting.tests, setting.timeout, trace=trace)
     held = [rel for rel in ran if (setting.patch / rel).is_file()]  # not the deleted ones
-    run = confined_run(setting, setting.patch, held, setting.timeout) if held else None
-    return changed_tests.combined(run, setting.crossran, ran)
+    run = confined_run(setting, setting.patch, held, setting.timeout, trace=trace) if held else None
+    combined = changed_tests.combined(run, setting.crossran, ran)
+    combined.coverage = run.coverage if run else None
+    return combined
 
 
 def confined_run(
@@ -168,11 +176,14 @@ def confined_run(
     tree: Path,
     targets: Sequence[str],
     timeout: float,
+    *,
     sources: Mapping[str, bytes] | None = None,
+    trace: Trace | None = None,
 ) -> PytestRun:
-    """One confined run of `targets` of a copy of `tree` on the patch build, canaries planted."""
+    """One confined run of `targets` of a copy of `tree` on the patch build, canaries planted
+    (`trace`: which of the patch's tests ran each changed line)."""
     plugins, hidden = tuple(setting.plugins), tuple(setting.hidden)
-    setup = Setup(timeout, plugins, hidden, canaries=True, sources=sources)
+    setup = Setup(timeout, plugins, hidden, canaries=True, sources=sources, trace=trace)
     return run_tests(setting.python, tree, targets, setup)
 
 
@@ -192,7 +203,7 @@ def runner(setting: Setting, durations: Mapping[str, float] | None = None) -> pr
     def run(tree: Path, sources: Mapping[str, bytes], tests: Sequence[str]) -> Mapping[str, str]:
         spent = sum(s for node, s in took.items() if probes.family(node) in tests)
         timeout = min(setting.timeout, PROBE_FLOOR + PROBE_FACTOR * spent)
-        done = confined_run(setting, tree, tests, timeout, sources)
+        done = confined_run(setting, tree, tests, timeout, sources=sources)
         if not done.timed_out:
             return done.outcomes or {}
         if done.running:

@@ -11,12 +11,16 @@ it runs; for a CLI case this file is the program: it starts the tracer and runs 
 console script as Python would (argv, `__main__`, exit status and tracebacks as without it).
 
 Each changed line is written once per evidence as it first runs (`TOKEN\\tEVIDENCE\\tFILE\\tLINE`,
-so a run killed or ended by `os._exit` keeps what it ran), and the end of the run writes
-`TOKEN\\tend\\tFINDINGS`: what changed in the tracer meanwhile (removed or replaced). The
-gate reads only lines with the run's token; any other line is forged.
+so a run killed or ended by `os._exit` keeps what it ran); so is each conditional branch on a
+changed line, as its code first runs (`LINE:OFFSET`: both ways are owed), and each way it went
+(`LINE:OFFSET:f`, fell through; `LINE:OFFSET:j`, jumped): `a if probe() else b` runs its line
+whichever way it goes, and one way never taken is a world no run met. The end of the run
+writes `TOKEN\\tend\\tFINDINGS`: what changed in the tracer meanwhile (removed or replaced).
+The gate reads only lines with the run's token; any other line is forged.
 
-`sys.settrace` on every version (the frames of watched files only trace their lines; any other
-call returns at once). Stdlib only: it runs in the build's interpreter.
+`sys.settrace` on every version: the frames of watched files trace their lines (and, where a
+changed line holds a branch, their instructions); any other call returns at once. Stdlib
+only: it runs in the build's interpreter.
 """
 
 from __future__ import annotations
@@ -30,16 +34,20 @@ import threading
 TYPE_CHECKING = False  # typing's own costs an import at each traced start: mypy reads this alike
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import FrameType, TracebackType
+    from types import CodeType, FrameType, TracebackType
     from typing import Any
 
     TraceFunction = Callable[[FrameType, str, Any], Any]
 
 END = "end"
+# The label of the patch's own tests' runs: shown, never counted as evidence that ran a line
+# (a test the patch writes can build the world its code looks for).
+OWN_TESTS = "test"
 
 
 class Tracer:
-    """Records, per evidence, the watched lines that ran; one per process."""
+    """Records, per evidence, the watched lines that ran, and which way each conditional
+    branch on them went; one per process."""
 
     def __init__(self, files: dict[str, frozenset[int]], out: str, token: str, label: str) -> None:
         self.files = {os.path.realpath(path): lines for path, lines in files.items()}
@@ -47,7 +55,7 @@ class Tracer:
         self.label = label
         self.evidence = label
         self.fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        self.seen: set[tuple[str, str, int]] = set()
+        self.seen: set[tuple[str, str, str]] = set()
         self.by_name: dict[str, TraceFunction | None] = {}
         self.lock = threading.Lock()
         self.ended = False
@@ -64,33 +72,67 @@ class Tracer:
     def call(self, frame: FrameType, event: str, arg: Any) -> TraceFunction | None:
         filename = frame.f_code.co_filename
         try:
-            return self.by_name[filename]
+            local = self.by_name[filename]
         except KeyError:
-            local = self.local(filename)
-            self.by_name[filename] = local
-            return local
+            local = self.by_name[filename] = self.local(filename)
+        if local is not None:
+            local(frame, event, arg)  # its branches known, and traced by instruction if any
+        return local
 
     def local(self, filename: str) -> TraceFunction | None:
-        """The line tracer of a watched file's frames; None (no line events) for any other."""
+        """The tracer of a watched file's frames; None (no line events) for any other. A frame
+        whose code has a conditional branch on a watched line is traced by instruction too:
+        the instruction after the branch says which way it went."""
         path = os.path.realpath(filename) if filename[:1] == os.sep else ""
         lines = self.files.get(path)
         if not lines:
             return None
+        codes: dict[CodeType, dict[int, tuple[int, int, int]]] = {}
+        after: dict[FrameType, tuple[int, int, int, int]] = {}
 
-        def line(frame: FrameType, event: str, arg: Any) -> TraceFunction:
-            if event == "line" and frame.f_lineno in lines:
-                self.hit(path, frame.f_lineno)
-            return line
+        def trace(frame: FrameType, event: str, arg: Any) -> TraceFunction:
+            if event == "opcode":
+                went = after.pop(frame, None)
+                if went is not None:
+                    line, branch, fall, jump = went
+                    way = "f" if frame.f_lasti == fall else "j" if frame.f_lasti == jump else ""
+                    if way:
+                        self.hit(path, f"{line}:{branch}:{way}")
+                known = codes[frame.f_code].get(frame.f_lasti)
+                if known is not None:
+                    after[frame] = (known[0], frame.f_lasti, known[1], known[2])
+            elif event == "line" and frame.f_lineno in lines:
+                self.hit(path, str(frame.f_lineno))
+            elif event == "call":
+                self.enter(frame, path, lines, codes)
+            elif event == "return":
+                after.pop(frame, None)
+            return trace
 
-        return line
+        return trace
 
-    def hit(self, path: str, number: int) -> None:
-        key = (self.evidence, path, number)
+    def enter(
+        self,
+        frame: FrameType,
+        path: str,
+        lines: frozenset[int],
+        codes: dict[CodeType, dict[int, tuple[int, int, int]]],
+    ) -> None:
+        code = frame.f_code
+        if code not in codes:
+            codes[code] = branches(code, lines)
+            for offset, (line, _, _) in codes[code].items():
+                self.hit(path, f"{line}:{offset}")  # the branch exists: both ways are owed
+        if codes[code]:
+            frame.f_trace_opcodes = True
+
+    def hit(self, path: str, where: str) -> None:
+        key = (self.evidence, path, where)
         if key in self.seen:
             return
         with self.lock:
             self.seen.add(key)
-            self.write(f"{self.evidence}\t{path}\t{number}")
+            self.write(f"{self.evidence}\t{path}\t{where}")
 
     def write(self, line: str) -> None:
         text = f"{self.token}\t{line}\n".encode("utf-8", "backslashreplace")
@@ -109,6 +151,25 @@ class Tracer:
         sys.settrace(None)
         self.write(f"{END}\t{json.dumps(found)}")
         os.close(self.fd)
+
+
+def branches(code: CodeType, lines: frozenset[int]) -> dict[int, tuple[int, int, int]]:
+    """The conditional branches of `code` on watched lines: offset -> (line, the offset it
+    falls through to, the offset it jumps to). An `except` clause's match is no branch the
+    patch chose; a loop's end is its body's lines."""
+    import dis  # only once a watched file's code runs
+    import itertools
+
+    line_of = {o: n for start, end, n in code.co_lines() if n for o in range(start, end, 2)}
+    steps = list(dis.get_instructions(code))
+    found = {}
+    for here, then in itertools.pairwise(steps):
+        name = here.opname
+        conditional = "JUMP" in name and "_IF_" in name and "EXC_MATCH" not in name
+        line = line_of.get(here.offset)
+        if conditional and line in lines and isinstance(here.argval, int):
+            found[here.offset] = (line, then.offset, here.argval)
+    return found
 
 
 def load(spec_path: str) -> Tracer:

@@ -18,9 +18,11 @@ Loaded by the gate as `-p _gate.plugin.subject` with `--subject-python` (the bui
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 import selectors
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -69,6 +71,8 @@ class Worker:
         self.python, self.adapter, self.timeout, self.require = python, adapter, timeout, require
         self.scene = scene
         self.cap = ""  # the judge's launcher level cap (confine.level_cap), its own default
+        self.trace: dict[str, Any] | None = None  # change coverage's spec (--subject-trace)
+        self.traced: Path | None = None  # the running worker's tracer folder
         self.proc: subprocess.Popen[bytes] | None = None
         self.buffer = b""
         self.stderr = bytearray()
@@ -83,12 +87,13 @@ class Worker:
         bin_dir = self.python.parent
         scene = self.scene or WorkerScene.own(tempfile.mkdtemp(prefix="subject-"), bin_dir)
         flags = ["-I", "-B"] if scene.isolated else []
-        worker = [str(self.python), *flags, str(WORKER), str(self.adapter)]
+        worker = [str(self.python), *flags, str(WORKER), str(self.adapter), *self.worker_trace()]
         # Confined: it writes only its scratch, and whatever it spawns dies with it (it runs
         # under a PID 1 of its own, killed with the launcher). Same process group as pytest:
         # when the gate kills the run's group, the launcher goes with it.
         status = os.path.join(tempfile.mkdtemp(prefix="subject-status-"), "status")
-        cmd = confined(worker, list(scene.writable), status, self.require, cap=self.cap)
+        writable = [*scene.writable, *([str(self.traced)] if self.traced else [])]
+        cmd = confined(worker, writable, status, self.require, cap=self.cap)
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE,
@@ -101,6 +106,27 @@ class Worker:
         threading.Thread(target=self._keep_stderr, args=(self.proc.stderr,), daemon=True).start()
         return self.proc
 
+    def worker_trace(self) -> list[str]:
+        """The worker's tracer spec, in a folder of its own it may write (its tracer deletes
+        it as it starts): the run's, with a file of this worker's for the lines it runs."""
+        if self.trace is None:
+            return []
+        self.traced = Path(tempfile.mkdtemp(prefix="subject-trace-"))
+        spec = self.traced / "spec.json"
+        spec.write_text(json.dumps({**self.trace, "out": str(self.traced / "out")}), "utf-8")
+        return [str(spec)]
+
+    def collect_trace(self) -> None:
+        """What the ended worker's tracer wrote, added to the run's file the gate reads."""
+        if self.trace is None or self.traced is None:
+            return
+        with contextlib.suppress(OSError):
+            data = (self.traced / "out").read_bytes()
+            with open(self.trace["out"], "ab") as out:
+                out.write(data)
+        shutil.rmtree(self.traced, ignore_errors=True)
+        self.traced = None
+
     def _keep_stderr(self, pipe: IO[bytes]) -> None:
         while chunk := pipe.read1(4096):  # type: ignore[attr-defined]
             self.stderr += chunk
@@ -111,6 +137,11 @@ class Worker:
         kills what the worker started before it goes; SIGKILL after TERM_GRACE seconds."""
         if self.proc is None:
             return
+        if self.trace is not None:  # its input closed, it ends its tracer itself
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(TERM_GRACE)
         self.proc.terminate()
         try:
             self.proc.wait(TERM_GRACE)
@@ -118,6 +149,7 @@ class Worker:
             self.proc.kill()
             self.proc.wait()
         self.proc = None
+        self.collect_trace()
 
     def broken(self, why: str) -> SubjectBroken:
         code = self.proc.poll() if self.proc else None
@@ -128,7 +160,8 @@ class Worker:
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         proc = self.proc or self.start()
-        request = json.dumps({"fn": name, "args": args, "kwargs": kwargs}) + "\n"
+        call = {"fn": name, "args": args, "kwargs": kwargs, "evidence": Running.nodeid}
+        request = json.dumps(call) + "\n"
         try:
             proc.stdin.write(request.encode("utf-8"))  # type: ignore[union-attr]
             proc.stdin.flush()  # type: ignore[union-attr]
@@ -188,6 +221,22 @@ class Subject:
 
 # --- the pytest side (trusted) ----------------------------------------------------------------
 
+
+class Running:
+    """The test whose calls the worker answers now: the evidence its tracer names."""
+
+    nodeid = ""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    Running.nodeid = item.nodeid
+    try:
+        return (yield)
+    finally:
+        Running.nodeid = ""
+
+
 # Hypothesis settings of every oracle run, whether or not a property remembers a decorator:
 # derandomized (a verdict never depends on the draw), no example database (nothing carries
 # over between runs or from the patch's tree), no deadline (a slow worker call is not a
@@ -219,6 +268,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--subject-cap", default="", help="the judge's launcher level cap")
     group.addoption("--subject-inprocess", action="store_true", help="benchmarks only")
     group.addoption("--subject-scene", help="a perturbed run's scene for the worker (JSON)")
+    group.addoption("--subject-trace", help="change coverage's spec for the worker (JSON)")
+
+
+def read_spec(name: str | None) -> dict[str, Any] | None:
+    """The tracer's spec the gate wrote, read and removed before any worker starts (a worker
+    confined below the namespaces level could read it)."""
+    if not name:
+        return None
+    path = Path(name)
+    spec: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    path.unlink()
+    return spec
 
 
 # Session-scoped, so hypothesis' @given may use it and one worker serves the whole run.
@@ -236,6 +297,7 @@ def subject(request: pytest.FixtureRequest) -> Iterator[Subject]:
         python = Path(option.subject_python)
         backend = Worker(python, adapter, option.subject_timeout, require, scene)
         backend.cap = option.subject_cap
+        backend.trace = read_spec(option.subject_trace)
     else:
         raise SubjectBroken("no --subject-python; run the oracle through the gate's scripts")
     yield Subject(backend)

@@ -152,6 +152,7 @@ class Subject:
     python: Path  # the build's python
     timeout: float = CALL_TIMEOUT  # seconds one call may take
     scene: Path | None = None  # the worker's scene under a perturbation (worker_scene.py)
+    trace: Trace | None = None  # the patch's build: which property ran each changed line
 
     def options(self, root: Path) -> list[str]:
         """The subject plugin's options."""
@@ -213,9 +214,12 @@ def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOpti
             cmd += trusted_options(root, tmp, env, how.own_config)
         if how.subject is not None:
             cmd += how.subject.options(root)
-        traced = watch(tmp, how.trace)
+        # The patch's code runs in pytest's process, or in the subject's worker.
+        trace = how.subject.trace if how.subject is not None else how.trace
+        traced = watch(tmp, trace)
         if traced is not None:
-            cmd.append(f"--oracle-trace={traced.spec}")
+            option = "--oracle-trace" if how.subject is None else "--subject-trace"
+            cmd.append(f"{option}={traced.spec}")
         cmd += [*how.options, *(str(root / t) for t in targets)]
         # The crossrun runs where the project's own CI does, at the root of its copy, so that
         # tests that open files by paths relative to the root find them; the oracle runs
@@ -227,8 +231,8 @@ def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOpti
         else:
             done = run_group(cmd, timeout=how.timeout, cwd=cwd, env=env)
         found = absolute_paths(read_evidence(evidence, how.prefix, done), cwd)
-        if traced is not None and how.trace is not None:
-            found.coverage = read_trace(traced, how.trace)
+        if traced is not None and trace is not None:
+            found.coverage = read_trace(traced, trace)
         return found
 
 

@@ -9,9 +9,10 @@ timeout, `os._exit`): what it wrote still counts, as lines that ran.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,16 +54,23 @@ def watch(folder: Path, trace: Trace | None) -> Watch | None:
 
 @dataclass
 class Coverage:
-    """Which evidence ran each changed line (by source path), and what went wrong in runs."""
+    """Which evidence ran each changed line, and each way of each branch on one (by source
+    path), and what went wrong in runs."""
 
     hits: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+    # `LINE:OFFSET` (a branch there) and `LINE:OFFSET:f|j` (a way it went) -> evidence
+    branches: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     # Runs whose tracer was removed or replaced, or whose hits were forged: `evidence: what`.
     tampered: list[str] = field(default_factory=list)
     runs: int = 0  # traced runs read
     unfinished: int = 0  # of them, runs that ended before the tracer's last line
 
-    def add(self, source: str, line: int, evidence: str) -> None:
-        ran = self.hits.setdefault(source, {}).setdefault(line, [])
+    def add(self, source: str, where: str, evidence: str) -> None:
+        """One record: `where` is a line, a branch, or a way a branch went."""
+        if where.isdigit():
+            ran = self.hits.setdefault(source, {}).setdefault(int(where), [])
+        else:
+            ran = self.branches.setdefault(source, {}).setdefault(where, [])
         if evidence not in ran:
             ran.append(evidence)
 
@@ -70,16 +78,33 @@ class Coverage:
         for source, lines in other.hits.items():
             for line, ran in lines.items():
                 for evidence in ran:
-                    self.add(source, line, evidence)
+                    self.add(source, str(line), evidence)
+        for source, ways in other.branches.items():
+            for where, ran in ways.items():
+                for evidence in ran:
+                    self.add(source, where, evidence)
         self.tampered += other.tampered
         self.runs += other.runs
         self.unfinished += other.unfinished
 
+    def one_way(self, source: str, counted: Callable[[Sequence[str]], bool]) -> set[int]:
+        """The lines holding a branch that `counted` evidence took one way only."""
+        ways = self.branches.get(source, {})
+        found = set()
+        for where in ways:
+            if where.count(":") == 1:
+                taken = [way for way in "fj" if counted(ways.get(f"{where}:{way}", []))]
+                if len(taken) == 1:
+                    found.add(int(where.split(":")[0]))
+        return found
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "hits": {
-                s: {str(n): ran for n, ran in sorted(v.items())} for s, v in self.hits.items()
+                source: {str(n): ran for n, ran in sorted(lines.items())}
+                for source, lines in self.hits.items()
             },
+            "branches": self.branches,
             "tampered": self.tampered,
             "runs": self.runs,
             "unfinished": self.unfinished,
@@ -87,12 +112,17 @@ class Coverage:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Coverage:
-        hits = {
-            str(source): {int(n): [str(e) for e in ran] for n, ran in lines.items()}
-            for source, lines in data["hits"].items()
-        }
-        tampered = [str(t) for t in data["tampered"]]
-        return cls(hits, tampered, int(data["runs"]), int(data["unfinished"]))
+        found = cls(runs=int(data["runs"]), unfinished=int(data["unfinished"]))
+        found.tampered = [str(t) for t in data["tampered"]]
+        for source, lines in data["hits"].items():
+            for line, ran in lines.items():
+                for evidence in ran:
+                    found.add(str(source), str(line), str(evidence))
+        for source, ways in (data.get("branches") or {}).items():
+            for where, ran in ways.items():
+                for evidence in ran:
+                    found.add(str(source), str(where), str(evidence))
+        return found
 
 
 TRACER = Path(__file__).resolve().parent.parent / "plugin" / "change_trace.py"
@@ -136,6 +166,15 @@ def covered(found: Iterable[Coverage | None]) -> Coverage:
     return total
 
 
+WHERE = re.compile(r"(\d+)(?::\d+(?::[fj])?)?")
+
+
+def well_formed(where: str, lines: set[int]) -> bool:
+    """A watched line, a branch on one, or a way one went."""
+    found = WHERE.fullmatch(where)
+    return found is not None and int(found.group(1)) in lines
+
+
 def read_trace(found: Watch, trace: Trace) -> Coverage:
     """What one traced run wrote. No file (the run never started its tracer) covers nothing;
     a line without the run's token, or naming a line nobody watched, is forged."""
@@ -157,9 +196,9 @@ def read_trace(found: Watch, trace: Trace) -> Coverage:
             coverage.tampered += [f"{label}: {what}" for what in json.loads(parts[1])]
             continue
         watched = sources.get(parts[1]) if token == found.token and len(parts) == 3 else None
-        if watched is None or not parts[2].isdigit() or int(parts[2]) not in watched[1]:
+        if watched is None or not well_formed(parts[2], watched[1]):
             coverage.tampered.append(f"{label}: a line the gate's tracer did not write")
             continue
-        coverage.add(watched[0], int(parts[2]), parts[0])
+        coverage.add(watched[0], parts[2], parts[0])
     coverage.unfinished = 0 if ended else 1
     return coverage

@@ -65,7 +65,7 @@ import _gate.runs.collect
 import _gate.runs.test_deps
 from _gate.core.allowlist import ALLOWLIST, Row, load_allowlist, other_base_note, split_by_base
 from _gate.core.config import Config, load_config
-from _gate.core.context import Change, Judgment, review_requested, touches_tests
+from _gate.core.context import Change, ChangedFile, Judgment, review_requested, touches_tests
 from _gate.core.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -149,6 +149,7 @@ class Inputs:
     parent_python: Path | None  # the builds, for --collect-only and the probes
     patch_python: Path | None
     cache: Path | None  # keyed by git blob id
+    changed: tuple[ChangedFile, ...] = ()  # the patch's changed lines: its tests' runs trace them
 
 
 def inputs(j: Judgment) -> Inputs:
@@ -167,6 +168,7 @@ def inputs(j: Judgment) -> Inputs:
         parent_python=j.built.parent,
         patch_python=j.built.patch,
         cache=j.repo / ".oracle" / "inventory-cache.json",
+        changed=j.built.changed,
     )
 
 
@@ -390,6 +392,7 @@ def run_time(
         helpers=list(given.helpers),
         crossran=crossran,
         test_files=frozenset(cmp.parent.data) | frozenset(cmp.patch.data),
+        changed=given.changed,
     )
     pairs = {**cmp.pairs, **cmp.renamed}
     old_paths = {new: old for old, new in moved.items()}

@@ -42,6 +42,7 @@ from _gate.core.protocol import (
     add_report_arg,
 )
 from _gate.core.reports import spans
+from _gate.plugin.change_trace import OWN_TESTS
 from _gate.runs.entry import Contract, Earlier
 from _gate.runs.traced import Coverage, covered
 
@@ -73,25 +74,60 @@ def from_args(args: argparse.Namespace) -> Inputs:
     return Inputs(args.parent_tree, args.patch_tree, tuple(args.package), allowed, args.reviewed)
 
 
-# The steps whose runs of the patch's build are traced: what they ran is evidence the patch
-# cannot edit (its cases, the base's properties, the base's tests).
-TRACED = ("replay", "oracle", "crossrun")
+# The steps whose runs of the patch's build are traced: the cases, the base's properties and
+# tests (evidence the patch cannot edit), and the patch's own tests (shown, never counted).
+TRACED = ("replay", "oracle", "crossrun", "assert-inventory", "tests")
 
 
 def coverage_of(earlier: Earlier) -> Coverage:
-    """Which evidence ran each changed line, over every traced step that reported."""
-    return covered(
-        Coverage.from_dict(report.evidence["coverage"])
-        for name in TRACED
-        if (report := earlier.get(name)) is not None and "coverage" in report.evidence
-    )
+    """Which evidence ran each changed line, over every traced step that reported (the
+    inventory's run of the patch's tests is in its run-time evidence)."""
+    found = []
+    for name in TRACED:
+        evidence = earlier[name].evidence if name in earlier else {}
+        row = evidence.get("coverage") or (evidence.get("run_time") or {}).get("coverage")
+        found.append(Coverage.from_dict(row) if row else None)
+    return covered(found)
 
 
-def unrun(gain: Added, changed: Sequence[ChangedFile], coverage: Coverage) -> list[int]:
-    """The changed lines of code of the gain's function that no evidence ran."""
-    lines = next((row.lines for row in changed if row.source == gain.path), ())
-    ran = coverage.hits.get(gain.path, {})
-    return [n for n in lines if n in gain.span and not ran.get(n)]
+@dataclass(frozen=True)
+class Unseen:
+    """Changed lines of code that evidence the patch cannot edit did not run, or ran with a
+    branch on them taken one way only."""
+
+    unrun: tuple[int, ...] = ()
+    one_way: tuple[int, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.unrun or self.one_way)
+
+    def within(self, span: frozenset[int]) -> Unseen:
+        return Unseen(
+            tuple(n for n in self.unrun if n in span), tuple(n for n in self.one_way if n in span)
+        )
+
+    @property
+    def said(self) -> str:
+        parts = [f"no case, property or test ran line(s) {spans(self.unrun)}"] if self.unrun else []
+        if self.one_way:
+            parts.append(f"a branch on line(s) {spans(self.one_way)} went one way only")
+        return " and ".join(parts)
+
+
+def unseen(changed: Sequence[ChangedFile], coverage: Coverage) -> dict[str, Unseen]:
+    """Per changed file, what the evidence did not see."""
+    found = {}
+    for row in changed:
+        ran = coverage.hits.get(row.source, {})
+        unrun = tuple(n for n in row.lines if not counted(ran.get(n, [])))
+        one_way = coverage.one_way(row.source, counted) - set(unrun)
+        found[row.source] = Unseen(unrun, tuple(sorted(one_way)))
+    return found
+
+
+def counted(evidence: Sequence[str]) -> bool:
+    """Whether evidence the patch cannot edit ran a line: not only the patch's own tests."""
+    return any(name.split(" ", 1)[0] != OWN_TESTS for name in evidence)
 
 
 def ran_in(gain: Added, coverage: Coverage) -> list[str]:
@@ -114,17 +150,22 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
             {"changed_files": changed, "coverage": coverage.as_dict()},
         )
     judged = bool(given.changed)
-    untested = {gain: unrun(gain, given.changed, coverage) for gain in gains} if judged else {}
-    review = [gain for gain in gains if needs_review(gain, given.allowed) or untested.get(gain)]
+    files = unseen(given.changed, coverage)
+    untested = {gain: files.get(gain.path, Unseen()).within(gain.span) for gain in gains}
+    review = [gain for gain in gains if needs_review(gain, given.allowed) or untested[gain]]
     waits = [] if given.reviewed else review
     # Each gain, and whether it waits for a code owner (the summary, SARIF and review read it).
     rows = [
-        {**gain.row(), "review": gain in waits, "unrun": untested.get(gain, [])} for gain in gains
+        {**gain.row(), "review": gain in waits, "unseen": untested[gain].said} for gain in gains
     ]
     evidence: dict[str, Any] = {"changed_files": changed, "capabilities": rows}
     if judged:
         evidence["coverage"] = coverage.as_dict()
         evidence["changed"] = {row.source: list(row.lines) for row in given.changed}
+        evidence["unseen"] = {
+            path: {"unrun": list(found.unrun), "one_way": list(found.one_way)}
+            for path, found in files.items()
+        }
     head = f"change: {changed} package file(s) changed"
     if not gains:
         return Outcome(PASS, f"{head}; no function reaches anything it did not", evidence)
@@ -167,7 +208,7 @@ def gained(given: Inputs, earlier: Earlier) -> tuple[int, list[Added]]:
 
 
 def why_review(
-    given: Inputs, first: Added, untested: Mapping[Added, list[int]], coverage: Coverage
+    given: Inputs, first: Added, untested: Mapping[Added, Unseen], coverage: Coverage
 ) -> str:
     """What waits for a code owner: a reviewed kind of capability new to its module, or a
     capability in a function with changed lines no evidence ran."""
@@ -181,7 +222,7 @@ def why_review(
     seen = f"; ran: {', '.join(ran[:2])}" if ran else "; no evidence ran the function"
     return (
         f"behaves by the {first.capability} at {first.path}:{first.line} in {first.function}, "
-        f"and no case, property or test ran line(s) {spans(untested[first])}{seen}: a code "
+        f"and {untested[first].said}{seen}: a code "
         "owner reviews it (ORACLE_REVIEW=1), or a case runs it"
     )
 

@@ -60,6 +60,7 @@ from _gate.runs.reuse import (
     noted,
 )
 from _gate.runs.run_settings import RunSettings, add_run_args
+from _gate.runs.traced import covered
 
 TIMEOUT = 900.0  # seconds per pytest run
 NONE = {"tests": 0}  # the evidence of a base without property oracles
@@ -217,12 +218,13 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         sides.pop("parent")
     how, unrunnable = planned(PERTURBED, runs)
     under = perturbed_runner(given, runner)
+    traces = {"patch": runs.trace("property")}
     with ThreadPoolExecutor(max_workers=3) as pool:
         jobs = {
             side: pool.submit(
                 run_oracle,
                 runner,
-                Subject(python, given.call_timeout),
+                Subject(python, given.call_timeout, trace=traces.get(side)),
                 given.oracle,
                 given.timeout,
                 shard=runs.shard,
@@ -244,9 +246,13 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     evidence = oracle_evidence(parent, parent_result, patch)
     evidence["shard"] = owned
     found = None
+    patch_runs = [results["patch"]] if "patch" in results else []
     if how is not None and patch_under is not None:
         passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
-        found = compare(how, under, patch_under.result(), passing, "oracles")
+        patch_runs.append(patch_under.result())
+        found = compare(how, under, patch_runs[-1], passing, "oracles")
+    if runs.changed:  # which property ran each changed line, in the patch's runs
+        evidence["coverage"] = covered(run.coverage for run in patch_runs).as_dict()
     outcome = applied(
         judged(parent, patch, evidence),
         found,
@@ -281,8 +287,9 @@ def perturbed_runner(given: Inputs, runner: TrustedEnv) -> Runner:
         python = pythons[side]
         ids = [node.removeprefix(PREFIX) for node in targets] if targets else ["."]
         shard = given.runs.shard if targets is None else WHOLE
+        trace = given.runs.trace(f"property [{how}]") if side == PATCH else None
         with worker_scene(how, python) as scene:
-            subject = Subject(python, given.call_timeout, scene)
+            subject = Subject(python, given.call_timeout, scene, trace)
             return run_oracle(
                 runner, subject, given.oracle, given.timeout, targets=ids, shard=shard
             )

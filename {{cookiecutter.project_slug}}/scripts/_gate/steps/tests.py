@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from _gate.core.config import Config, tree_tests
-from _gate.core.context import Judgment, touches_tests
+from _gate.core.context import ChangedFile, Judgment, touches_tests
 from _gate.core.protocol import (
     EXIT_CODES_HELP,
     PASS,
@@ -42,10 +42,12 @@ from _gate.core.protocol import (
 )
 from _gate.core.reports import Names
 from _gate.core.steps import report_file
+from _gate.plugin.change_trace import OWN_TESTS
 from _gate.runs.crossrun_run import copy_tree
 from _gate.runs.entry import Contract, Earlier
 from _gate.runs.pytest_run import PytestOptions, PytestRun, run_pytest
 from _gate.runs.reuse import REUSED
+from _gate.runs.traced import Trace
 
 
 def collected_ids(inventory: Report | None) -> list[str]:
@@ -119,13 +121,20 @@ class Inputs:
     timeout: float
     reuse: bool  # the crossrun's patch run is theirs (the tests are the base's)
     junit: Path  # beside the report
+    changed: tuple[ChangedFile, ...] = ()  # the patch's changed lines, which their run traces
 
 
 def inputs(j: Judgment) -> Inputs:
     junit = (j.reports / report_file("tests")).with_suffix(".xml")
     settings = j.config
     return Inputs(
-        j.patch, j.built.patch, settings.tests, settings.advisory_timeout, reuses(j), junit
+        j.patch,
+        j.built.patch,
+        settings.tests,
+        settings.advisory_timeout,
+        reuses(j),
+        junit,
+        j.built.changed,
     )
 
 
@@ -167,7 +176,8 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         source = "; as the assert inventory ran them on the patch build"
     if result is None:
         source = ""
-        result = patch_tests(given.python, given.tree, folders, given.timeout)
+        trace = Trace(given.changed, OWN_TESTS) if given.changed else None
+        result = patch_tests(given.python, given.tree, folders, given.timeout, trace)
     outcomes = result.outcomes or {}
     counts = {
         k: sum(1 for v in outcomes.values() if v == k)
@@ -185,6 +195,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         "suspicious": suspicious,
         "outcomes": outcomes,
         "output_tail": result.output_tail,
+        **({"coverage": result.coverage.as_dict()} if result.coverage else {}),
     }
     return Outcome(PASS, f"patch tests: {shown}{note}", evidence)
 
@@ -198,12 +209,15 @@ def not_run(junit: Path) -> Outcome:
     return Outcome(PASS, summary, evidence)
 
 
-def patch_tests(python: Path, tree: Path, folders: Sequence[str], timeout: float) -> PytestRun:
+def patch_tests(
+    python: Path, tree: Path, folders: Sequence[str], timeout: float, trace: Trace | None
+) -> PytestRun:
     """The patch's tests from a private copy of its tree, which they may write to (the
-    worktree stays as checked out for every other step)."""
+    worktree stays as checked out for every other step); `trace`: which ran each changed
+    line."""
     with tempfile.TemporaryDirectory(prefix="advisory-") as name:
         copy = copy_tree(tree, Path(name) / "tree", hidden=()).resolve()
-        how = PytestOptions(timeout=timeout, trusted=False, writable=(copy,))
+        how = PytestOptions(timeout=timeout, trusted=False, writable=(copy,), trace=trace)
         result = run_pytest(python, copy, folders, how)
     return result.renamed(lambda text: Names(((str(copy), f"{tree.resolve()}/"),))(text))
 

@@ -73,13 +73,12 @@ def capability_notes(step: dict[str, Any], evidence: dict[str, Any]) -> Iterator
         text += ": a code owner reviews it (judge.yaml capabilities:)" if waits else ""
         level = "warning" if waits else "note"
         yield result(f"change/{row['capability']}", level, text, row["path"], row["line"])
-    hits = (evidence.get("coverage") or {}).get("hits") or {}
-    for path, numbers in sorted((evidence.get("changed") or {}).items()):
-        ran = hits.get(path, {})
-        for n in numbers:
-            if not ran.get(str(n)):
-                text = "a changed line no case, property or test ran"
-                yield result("change/unrun", "note", text, path, n)
+    for path, missed in sorted((evidence.get("unseen") or {}).items()):
+        for n in missed["unrun"]:
+            text = "a changed line no case, property or test of the base ran"
+            yield result("change/unrun", "note", text, path, n)
+        for n in missed["one_way"]:
+            yield result("change/one-way", "note", "a branch here went one way only", path, n)
 
 
 def sarif_log(report: dict[str, Any], evidence: Evidence, cases_file: Path) -> dict[str, Any]:

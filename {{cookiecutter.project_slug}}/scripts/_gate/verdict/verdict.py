@@ -325,9 +325,10 @@ def review_lines(found: dict[str, Any] | None) -> list[str]:
         ]
         lines += [f"- `{row['id']}` ({row['rule']})" for row in found["coverage"]]
     if found.get("capabilities"):
-        lines += ["", "### Needs review: capabilities new to their module"]
+        lines += ["", "### Needs review: capabilities new to their module, or in lines no run ran"]
         lines += [
             f"- `{row['capability']}` at `{row['path']}:{row['line']}` in `{row['function']}`"
+            + (f" ({row['unseen']})" if row.get("unseen") else "")
             for row in found["capabilities"]
         ]
     return [*lines, "", "Once a code owner approved them, judge again:", f"`{found['rerun']}`"]
