@@ -7,6 +7,7 @@ ioctls, dynamic and native code new to a module wait for a code owner's review."
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -448,3 +449,29 @@ def test_a_line_only_the_patchs_own_tests_run_is_not_evidence(shop: Path) -> Non
     line = source_lines(shop, head).index("        remaining -= 1") + 1
     summary = (shop / "reports/judge-summary.md").read_text("utf-8")
     assert f"- line(s) {line}: only the patch's own tests (not counted)" in summary, summary
+
+
+@pytest.mark.e2e
+def test_a_merge_of_shards_judges_change_coverage_with_every_shards_runs(
+    shop: Path, tmp_path: Path
+) -> None:
+    """The change step runs on the lead shard and sees that shard's runs alone; the merge
+    concludes it again with what every shard's runs saw."""
+    head = branch(shop, "change-judge/sharded", edits((D, ANCHOR, ANCHOR + WORLDS["sandbox"])))
+    folders = [tmp_path / f"shard-{i}" for i in (1, 2)]
+    for index, folder in enumerate(folders, 1):
+        shard = ["--head", head, "--shard", f"{index}/2", "--reports", str(folder)]
+        one = subprocess.run(["nox", "-s", "judge", "--", *shard], cwd=shop, capture_output=True)
+        assert one.returncode in (0, 2), one.stdout[-2000:]
+    lead = json.loads((folders[0] / "change.json").read_text("utf-8"))["evidence"]
+    merged = tmp_path / "merged"
+    cmd = ["nox", "-s", "merge", "--", *map(str, folders), "--out", str(merged)]
+    ran = subprocess.run(cmd, cwd=shop, capture_output=True, text=True)
+    report = json.loads((merged / "judge-report.json").read_text("utf-8"))
+    assert (ran.returncode, report["verdict"]) == (2, "needs-review"), ran.stdout
+    change = json.loads((merged / "change.json").read_text("utf-8"))
+    assert change["status"] == "needs-review", change["summary"]
+    # Every shard's traced runs, not the lead's alone.
+    assert change["evidence"]["coverage"]["runs"] > lead["coverage"]["runs"], change["evidence"]
+    line = source_lines(shop, head).index("        remaining -= 1") + 1
+    assert f"no case, property or test ran line(s) {line}" in change["summary"]

@@ -29,6 +29,9 @@ from _gate.core.protocol import CODE, ERROR, FAIL_CLOSED, SEVERITY, FailClosed, 
 from _gate.core.reports import write_report
 from _gate.core.steps import report_file
 from _gate.runs.git import repo_root, show_file
+from _gate.runs.traced import Coverage
+from _gate.runs.traced import covered as covered_runs
+from _gate.steps.change import TRACED, coverage_in, rejudged
 from _gate.verdict.verdict import (
     EXIT_CODES,
     MERGE_STEP,
@@ -124,6 +127,8 @@ def merge_evidence(parts: Sequence[dict[str, Any]], worst: dict[str, Any]) -> di
             merged[key] = list(seen.values())
         elif key == "shard":
             merged[key] = covered(values)
+        elif key == "coverage":  # which run ran each changed line: every shard's runs
+            merged[key] = coverage_over(values).as_dict()
         elif all(isinstance(v, dict) for v in values):
             merged[key] = {k: v for value in values for k, v in value.items()}
         elif key in SUMMED and all(isinstance(v, int) for v in values):
@@ -131,6 +136,10 @@ def merge_evidence(parts: Sequence[dict[str, Any]], worst: dict[str, Any]) -> di
         else:
             merged[key] = worst.get(key, values[0])
     return merged
+
+
+def coverage_over(values: Sequence[dict[str, Any]]) -> Coverage:
+    return covered_runs(Coverage.from_dict(value) for value in values)
 
 
 def covered(values: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -166,10 +175,24 @@ class Merge:
             tally = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
             summary = f"{summary} (shard {worst_shard.index}/{self.count}; shards: {tally})"
         status = worst["status"] if worst["status"] in CODE else ERROR
+        if name == "change" and "changed" in evidence:
+            status, summary, evidence = self.change_again(evidence)
         merged = {"step": name, "status": status, "summary": summary, "evidence": evidence}
         write_report(self.out / report_file(name), {**merged, "exit_code": CODE[status]})
         seconds = max(float(step.get("seconds", 0.0)) for _, step in ran)
         return Report.from_payload(merged), seconds
+
+    def change_again(self, evidence: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
+        """The change step concluded again with what every shard's runs saw of the changed
+        lines: the lead shard ran it with its own shard's runs alone."""
+        found = [
+            coverage_in(shard.step_report(step))
+            for shard in self.shards
+            for step in shard.report["steps"]
+            if step["name"] in TRACED
+        ]
+        again = rejudged(evidence, covered_runs(found))
+        return again.decided, again.summary, {**again.evidence, "shards": evidence["shards"]}
 
     def check(self, name: str, evidence: dict[str, Any], ran: int) -> None:
         """A split step must account for every id, in every shard."""

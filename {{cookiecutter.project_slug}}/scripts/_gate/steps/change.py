@@ -80,14 +80,15 @@ TRACED = ("replay", "oracle", "crossrun", "assert-inventory", "tests")
 
 
 def coverage_of(earlier: Earlier) -> Coverage:
-    """Which evidence ran each changed line, over every traced step that reported (the
-    inventory's run of the patch's tests is in its run-time evidence)."""
-    found = []
-    for name in TRACED:
-        evidence = earlier[name].evidence if name in earlier else {}
-        row = evidence.get("coverage") or (evidence.get("run_time") or {}).get("coverage")
-        found.append(Coverage.from_dict(row) if row else None)
-    return covered(found)
+    """Which evidence ran each changed line, over every traced step that reported."""
+    return covered(coverage_in(earlier[name].evidence) for name in TRACED if name in earlier)
+
+
+def coverage_in(evidence: Mapping[str, Any]) -> Coverage | None:
+    """A traced step's coverage (the inventory's run of the patch's tests is in its run-time
+    evidence); None where it traced nothing."""
+    row = evidence.get("coverage") or (evidence.get("run_time") or {}).get("coverage")
+    return Coverage.from_dict(row) if row else None
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,38 @@ def ran_in(gain: Added, coverage: Coverage) -> list[str]:
 
 def decide(given: Inputs, earlier: Earlier) -> Outcome:
     changed, gains = gained(given, earlier)
-    coverage = coverage_of(earlier)
+    seen = Seen(coverage_of(earlier), given.changed, given.allowed, given.reviewed)
+    return concluded(changed, gains, seen)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the runs of the patch's build saw of its changed lines, and what a code owner
+    allowed: with the gains, all a conclusion needs (a merge of shards concludes again)."""
+
+    coverage: Coverage
+    changed: tuple[ChangedFile, ...]  # () by hand: no coverage is judged
+    allowed: tuple[str, ...]
+    reviewed: bool
+
+    def evidence(self, files: Mapping[str, Unseen]) -> dict[str, Any]:
+        if not self.changed:
+            return {}
+        return {
+            "coverage": self.coverage.as_dict(),
+            "changed": {row.source: list(row.lines) for row in self.changed},
+            "unseen": {
+                path: {"unrun": list(found.unrun), "one_way": list(found.one_way)}
+                for path, found in files.items()
+            },
+            "allowed": list(self.allowed),
+            "reviewed": self.reviewed,
+        }
+
+
+def concluded(changed: int, gains: Sequence[Added], seen: Seen) -> Outcome:
+    """The step's outcome from the gains and what the runs saw."""
+    coverage = seen.coverage
     if coverage.tampered:
         return Outcome(
             BLOCK,
@@ -149,23 +181,13 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
             f" ({len(coverage.tampered)} in all)",
             {"changed_files": changed, "coverage": coverage.as_dict()},
         )
-    judged = bool(given.changed)
-    files = unseen(given.changed, coverage)
+    files = unseen(seen.changed, coverage)
     untested = {gain: files.get(gain.path, Unseen()).within(gain.span) for gain in gains}
-    review = [gain for gain in gains if needs_review(gain, given.allowed) or untested[gain]]
-    waits = [] if given.reviewed else review
+    review = [gain for gain in gains if needs_review(gain, seen.allowed) or untested[gain]]
+    waits = [] if seen.reviewed else review
     # Each gain, and whether it waits for a code owner (the summary, SARIF and review read it).
-    rows = [
-        {**gain.row(), "review": gain in waits, "unseen": untested[gain].said} for gain in gains
-    ]
-    evidence: dict[str, Any] = {"changed_files": changed, "capabilities": rows}
-    if judged:
-        evidence["coverage"] = coverage.as_dict()
-        evidence["changed"] = {row.source: list(row.lines) for row in given.changed}
-        evidence["unseen"] = {
-            path: {"unrun": list(found.unrun), "one_way": list(found.one_way)}
-            for path, found in files.items()
-        }
+    rows = [gain_row(gain, seen, gain in waits, untested[gain]) for gain in gains]
+    evidence = {"changed_files": changed, "capabilities": rows, **seen.evidence(files)}
     head = f"change: {changed} package file(s) changed"
     if not gains:
         return Outcome(PASS, f"{head}; no function reaches anything it did not", evidence)
@@ -180,10 +202,42 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         )
     return Outcome(
         FAIL_CLOSED,
-        f"{summary}; {why_review(given, review[0], untested, coverage)}",
+        f"{summary}; {why_review(seen, review[0], untested[review[0]])}",
         evidence,
         status=NEEDS_REVIEW,
     )
+
+
+def gain_row(gain: Added, seen: Seen, waits: bool, untested: Unseen) -> dict[str, object]:
+    """A gain as the report holds it, with the function's changed lines of code (`lines`:
+    what a merge of shards judges again)."""
+    lines = next((row.lines for row in seen.changed if row.source == gain.path), ())
+    mine = [n for n in lines if n in gain.span]
+    return {**gain.row(), "review": waits, "unseen": untested.said, "lines": mine}
+
+
+def rejudged(evidence: Mapping[str, Any], coverage: Coverage) -> Outcome:
+    """The step concluded again from its report and the coverage of every shard's runs (the
+    lead shard's run saw its own shard's alone)."""
+    gains = [
+        Added(
+            str(row["module"]),
+            str(row["path"]),
+            str(row["function"]),
+            str(row["capability"]),
+            int(row["line"]),
+            bool(row["new_to_module"]),
+            frozenset(int(n) for n in row["lines"]),
+        )
+        for row in evidence["capabilities"]
+    ]
+    changed = tuple(
+        ChangedFile("", str(path), tuple(int(n) for n in lines))
+        for path, lines in evidence["changed"].items()
+    )
+    allowed = tuple(str(row) for row in evidence["allowed"])
+    seen = Seen(coverage, changed, allowed, bool(evidence["reviewed"]))
+    return concluded(int(evidence["changed_files"]), gains, seen)
 
 
 def gained(given: Inputs, earlier: Earlier) -> tuple[int, list[Added]]:
@@ -207,23 +261,21 @@ def gained(given: Inputs, earlier: Earlier) -> tuple[int, list[Added]]:
     return len(changed), added(base_reach, patch_reach, package)
 
 
-def why_review(
-    given: Inputs, first: Added, untested: Mapping[Added, Unseen], coverage: Coverage
-) -> str:
+def why_review(seen: Seen, first: Added, untested: Unseen) -> str:
     """What waits for a code owner: a reviewed kind of capability new to its module, or a
     capability in a function with changed lines no evidence ran."""
-    if needs_review(first, given.allowed):
+    if needs_review(first, seen.allowed):
         return (
             f"new to its module: {first.said}: a code owner reviews it, then lists "
             f"`{first.module}: [{first.capability}]` under judge.yaml `capabilities:` or judges "
             "again with ORACLE_REVIEW=1"
         )
-    ran = ran_in(first, coverage)
-    seen = f"; ran: {', '.join(ran[:2])}" if ran else "; no evidence ran the function"
+    ran = ran_in(first, seen.coverage)
+    shown = f"; ran: {', '.join(ran[:2])}" if ran else "; no evidence ran the function"
     return (
         f"behaves by the {first.capability} at {first.path}:{first.line} in {first.function}, "
-        f"and {untested[first].said}{seen}: a code "
-        "owner reviews it (ORACLE_REVIEW=1), or a case runs it"
+        f"and {untested.said}{shown}: a code owner reviews it (ORACLE_REVIEW=1), or a case "
+        "runs it"
     )
 
 
