@@ -370,47 +370,61 @@ def test_the_judge_merges_an_honest_read_of_the_environment_and_lists_it(shop: P
 # Code that behaves only in the gate's world, each a break a user's machine meets and no run
 # of the gate does: a branch taken outside the sandbox's user namespace, in ISO week 53 only,
 # when stdin is a terminal; the same told inside one line, by a conditional expression and by
-# `and`. Each merged before change coverage.
+# `and`. Each a function of its own, all in one patch (one judgment), which merged before
+# change coverage; the last line of each is the one no run meets.
 WORLDS = {
     "sandbox": (
-        "    import os\n\n"
         "    if '4294967295' in open('/proc/self/uid_map').read():  # the machine's own\n"
         "        remaining -= 1\n"
     ),
-    "week-53": (
+    "week_53": (
         "    import datetime\n\n"
         "    if datetime.date.today().isocalendar()[1] == 53:\n"
         "        remaining -= 1\n"
     ),
-    "stdin-terminal": (
+    "stdin_terminal": (
         "    import sys\n\n    if sys.stdin is not None and sys.stdin.isatty():\n"
         "        remaining -= 1\n"
     ),
-    "sandbox-one-line": (
+    "sandbox_one_line": (
         "    remaining -= 1 if '4294967295' in open('/proc/self/uid_map').read() else 0\n"
     ),
-    "terminal-one-line": (
+    "terminal_one_line": (
         "    import sys\n\n    remaining -= int(sys.stdin.isatty() and remaining > 0)\n"
     ),
 }
+WORLD_CALLS = "".join(f"    remaining = _{name}(remaining)\n" for name in WORLDS)
+WORLD_FUNCTIONS = "".join(
+    f"\n\ndef _{name}(remaining: int) -> int:\n{body}    return remaining\n"
+    for name, body in WORLDS.items()
+)
+
+
+def in_worlds(repo: Path) -> None:
+    edits((D, ANCHOR, ANCHOR + WORLD_CALLS))(repo)
+    with (repo / D).open("a", encoding="utf-8") as module:
+        module.write(WORLD_FUNCTIONS)
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("world", sorted(WORLDS))
-def test_code_that_behaves_by_a_world_no_run_met_waits_for_review(shop: Path, world: str) -> None:
-    head = branch(shop, f"change-judge/{world}", edits((D, ANCHOR, ANCHOR + WORLDS[world])))
+def test_code_that_behaves_by_a_world_no_run_met_waits_for_review(shop: Path) -> None:
+    head = branch(shop, "change-judge/worlds", in_worlds)
     judged = judge(shop, "--base", "main", "--head", head)
     assert (judged.returncode, judged.report["verdict"]) == (2, "needs-review"), judged.output
     others = {n for n, status in judged.statuses.items() if status not in ("pass", "advisory")}
     assert others == {"change"}, judged.output
     lines = source_lines(shop, head)
-    said = judged.step("change")["summary"]
-    if "one-line" in world:
-        line = next(n for n, text in enumerate(lines, 1) if text.startswith("    remaining -= "))
-        assert f"a branch on line(s) {line} went one way only" in said, said
-    else:
-        line = lines.index("        remaining -= 1") + 1
-        assert f"and no case, property or test ran line(s) {line}" in said, said
+    rows = json.loads((shop / "reports/change.json").read_text("utf-8"))["evidence"]
+    unseen = {row["function"]: row["unseen"] for row in rows["capabilities"] if row["review"]}
+    for name in WORLDS:
+        start = lines.index(f"def _{name}(remaining: int) -> int:") + 1
+        line = start + WORLDS[name].count("\n")  # the world's last line
+        said = (
+            f"a branch on line(s) {line} went one way only"
+            if "one_line" in name
+            else (f"no case, property or test ran line(s) {line}")
+        )
+        assert said in unseen.get(f"_{name}", ""), (name, unseen)
 
 
 # The patch's own test builds the world its code looks for: a stdin that says it is a terminal.
@@ -436,7 +450,7 @@ def test_at_a_terminal(monkeypatch):
 def test_a_line_only_the_patchs_own_tests_run_is_not_evidence(shop: Path) -> None:
     """The patch's test runs the branch its code takes only at a terminal, in a world the test
     built: shown as run by the patch's own tests, and still waiting for review."""
-    change = edits((D, ANCHOR, ANCHOR + WORLDS["stdin-terminal"]))
+    change = edits((D, ANCHOR, ANCHOR + WORLDS["stdin_terminal"]))
 
     def with_test(repo: Path) -> None:
         change(repo)
