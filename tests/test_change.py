@@ -69,6 +69,11 @@ SPELLINGS: dict[str, tuple[str, str]] = {
     "module-dict": ("import os\nx = os.__dict__['environ']", "dynamic"),
     "vars-module": ("import os\nx = vars(os)['system']", "dynamic"),
     "ctypes": ("from ctypes import CDLL\nx = CDLL(None)", "native"),
+    # The gate's tracer, told or reached.
+    "gettrace": ("import sys\nx = sys.gettrace() is None", "dynamic"),
+    "thread-trace": ("from threading import gettrace\nx = gettrace()", "dynamic"),
+    "frame-trace": ("import sys\nx = sys._getframe().f_trace", "dynamic"),
+    "gc-reach": ("import gc\nx = [o for o in gc.get_objects() if hasattr(o, 'token')]", "dynamic"),
 }
 
 

@@ -88,7 +88,8 @@ NAMES: dict[str, str] = {
             *("importlib.util.spec_from_file_location", "importlib.machinery", "code"),
             # The gate's tracer and what would reach into it (_gate/plugin/change_trace.py).
             *("sys.settrace", "sys.gettrace", "sys.setprofile", "sys.monitoring"),
-            *("threading.settrace", "gc.get_objects", "gc.get_referrers", "gc.get_referents"),
+            *("threading.settrace", "threading.gettrace", "threading.setprofile"),
+            *("gc.get_objects", "gc.get_referrers", "gc.get_referents"),
         ),
         "dynamic",
     ),
@@ -103,9 +104,11 @@ ATTRIBUTES: dict[str, str] = {
         (*(f"st_{n}time" for n in ("m", "a", "c", "birth")), "st_mtime_ns", "st_ctime_ns"),
         "clock",
     ),
-    "__builtins__": "dynamic",
-    "f_globals": "dynamic",
-    "f_back": "dynamic",
+    # A frame's globals, its caller, and its tracer (the gate's: _gate/plugin/change_trace.py).
+    **dict.fromkeys(
+        ("__builtins__", "f_globals", "f_back", "f_trace", "f_trace_lines", "f_trace_opcodes"),
+        "dynamic",
+    ),
 }
 # String literals that name the world: folders outside the working directory, the kernel's
 # clocks and the process's own view of itself, and the preloads a perturbation could use.
