@@ -45,11 +45,11 @@ def program(tmp: Path, body: str = "pass") -> tuple[Path, ChangedFile]:
 
 
 def traced_run(
-    script: Path, argv: list[str], changed: ChangedFile, tmp: Path
+    script: Path, argv: list[str], changed: ChangedFile, tmp: Path, *, tests: bool = False
 ) -> tuple[subprocess.CompletedProcess[str], Coverage]:
     folder = tmp / f"run-{len(list(tmp.glob('run-*')))}"
     folder.mkdir()
-    trace = Trace((changed,), "case one")
+    trace = Trace((changed,), "case one", tests)
     cmd, watched = traced_command(script, argv, folder, trace)
     assert watched is not None
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -91,10 +91,14 @@ def test_a_traced_program_is_the_program_its_script_runs(tmp_path: Path) -> None
     ],
 )
 def test_a_run_that_removes_the_tracer_is_named(tmp_path: Path, removal: str) -> None:
+    """The patch's code alone (a case) removed it: tampered. Where tests share the process
+    (a pytest run), a test of tracing may have: its coverage is lost, not the patch's act."""
     script, changed = program(tmp_path, removal)
     _, coverage = traced_run(script, ["a"], changed, tmp_path)
     assert coverage.tampered, coverage
     assert coverage.tampered[0].startswith("case one: ")
+    _, shared = traced_run(script, ["a"], changed, tmp_path, tests=True)
+    assert (shared.tampered, len(shared.lost)) == ([], len(coverage.tampered)), shared
 
 
 def test_a_line_the_tracer_did_not_write_is_forged(tmp_path: Path) -> None:

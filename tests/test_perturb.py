@@ -583,6 +583,12 @@ def test_a_judgment_merges_a_base_that_honours_tz_and_blocks_a_date_bomb_in_each
     assert f"perturbed: env{clock}" in said["oracle"], said["oracle"]
     crossrun = "perturbed: env, clock" if CLOCK else "clock perturbation: unavailable"
     assert crossrun in said["crossrun"], said["crossrun"]
+    # Change coverage counts each perturbed run of the patch's build: a case, a property and a
+    # parent test under a perturbation each ran the changed line.
+    change = json.loads((shop / "reports/change.json").read_text("utf-8"))["evidence"]
+    ran = [name for names in change["coverage"]["hits"][DISCOUNTS].values() for name in names]
+    for kind in ("case ", "property [", "crossrun ["):
+        assert any(name.startswith(kind) and "[" in name for name in ran), (kind, ran)
     bomb = branch(shop, "judged/colourful-bomb", ATTACKS["date-bomb"][0], base=base)
     blocked = judge(shop, "--base", base, "--head", bomb)
     if not CLOCK:

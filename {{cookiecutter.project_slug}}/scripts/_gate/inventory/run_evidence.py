@@ -161,7 +161,7 @@ def patch_tests(setting: Setting, ran: list[str] | None) -> PytestRun:
     `ran` that the patch holds (None: every one), the others taken from the crossrun. Tampered
     when its canaries or pytest's machinery say the run was forged (the patch's own tests did
     it: a finding, not an error of the gate)."""
-    trace = Trace(setting.changed, OWN_TESTS) if setting.changed else None
+    trace = Trace(setting.changed, OWN_TESTS, tests=True) if setting.changed else None
     if ran is None:
         return confined_run(setting, setting.patch, setting.tests, setting.timeout, trace=trace)
     held = [rel for rel in ran if (setting.patch / rel).is_file()]  # not the deleted ones

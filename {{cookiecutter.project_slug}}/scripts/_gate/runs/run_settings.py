@@ -27,9 +27,10 @@ class RunSettings:
     perturb_required: tuple[str, ...]
     changed: tuple[ChangedFile, ...] = ()
 
-    def trace(self, label: str) -> Trace | None:
-        """A run of the patch's build, traced as `label`; None where nothing changed."""
-        return Trace(self.changed, label) if self.changed else None
+    def trace(self, label: str, *, tests: bool) -> Trace | None:
+        """A run of the patch's build, traced as `label` (`tests`: a pytest run of tests, not
+        the patch's code alone); None where nothing changed."""
+        return Trace(self.changed, label, tests) if self.changed else None
 
     @classmethod
     def of(cls, j: Judgment) -> RunSettings:

@@ -27,6 +27,9 @@ class Trace:
 
     changed: tuple[ChangedFile, ...]
     label: str  # "crossrun", "case greet [terminal]": a test's id follows it in a pytest run
+    # Tests run in the process beside the patch's code (a pytest run): a tracer removed there
+    # may be a test's doing (a test of tracing), so it is lost coverage, not the patch's act.
+    tests: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,12 @@ class Coverage:
     hits: dict[str, dict[int, list[str]]] = field(default_factory=dict)
     # `LINE:OFFSET` (a branch there) and `LINE:OFFSET:f|j` (a way it went) -> evidence
     branches: dict[str, dict[str, list[str]]] = field(default_factory=dict)
-    # Runs whose tracer was removed or replaced, or whose hits were forged: `evidence: what`.
+    # Runs whose hits were forged, or whose tracer the patch's code alone (a case, the
+    # oracle's worker) removed or replaced: `evidence: what`.
     tampered: list[str] = field(default_factory=list)
+    # Runs of tests whose tracer was removed or replaced: by a test or by the patch's code,
+    # which share the process; what ran after it is not counted (it looks unrun).
+    lost: list[str] = field(default_factory=list)
     runs: int = 0  # traced runs read
     unfinished: int = 0  # of them, runs that ended before the tracer's last line
 
@@ -84,6 +91,7 @@ class Coverage:
                 for evidence in ran:
                     self.add(source, where, evidence)
         self.tampered += other.tampered
+        self.lost += other.lost
         self.runs += other.runs
         self.unfinished += other.unfinished
 
@@ -106,6 +114,7 @@ class Coverage:
             },
             "branches": self.branches,
             "tampered": self.tampered,
+            "lost": self.lost,
             "runs": self.runs,
             "unfinished": self.unfinished,
         }
@@ -114,6 +123,7 @@ class Coverage:
     def from_dict(cls, data: Mapping[str, Any]) -> Coverage:
         found = cls(runs=int(data["runs"]), unfinished=int(data["unfinished"]))
         found.tampered = [str(t) for t in data["tampered"]]
+        found.lost = [str(t) for t in data.get("lost") or []]
         for source, lines in data["hits"].items():
             for line, ran in lines.items():
                 for evidence in ran:
@@ -193,7 +203,8 @@ def read_trace(found: Watch, trace: Trace) -> Coverage:
         parts = rest.split("\t")
         if token == found.token and parts[0] == END and len(parts) == 2:
             ended = True
-            coverage.tampered += [f"{label}: {what}" for what in json.loads(parts[1])]
+            removed = [f"{label}: {what}" for what in json.loads(parts[1])]
+            (coverage.lost if trace.tests else coverage.tampered).extend(removed)
             continue
         watched = sources.get(parts[1]) if token == found.token and len(parts) == 3 else None
         if watched is None or not well_formed(parts[2], watched[1]):

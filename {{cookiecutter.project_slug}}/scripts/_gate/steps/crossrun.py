@@ -279,7 +279,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     under = perturbed_runner(given, folders, setup)
     with ThreadPoolExecutor(max_workers=3) as pool:
         sharded = replace(setup, shard=runs.shard)
-        traced = {"patch": replace(sharded, trace=runs.trace("crossrun"))}
+        traced = {"patch": replace(sharded, trace=runs.trace("crossrun", tests=True))}
         jobs = {
             side: pool.submit(run_tests, python, given.tree, folders, traced.get(side, sharded))
             for side, python in pythons.items()
@@ -376,7 +376,7 @@ def perturbed_runner(given: Inputs, folders: Sequence[str], setup: Setup) -> Run
 
     def run(side: str, how: Perturbation, targets: Sequence[str] | None) -> PytestRun:
         shard = given.runs.shard if targets is None else WHOLE
-        trace = given.runs.trace(f"crossrun [{how}]") if side == PATCH else None
+        trace = given.runs.trace(f"crossrun [{how}]", tests=True) if side == PATCH else None
         under = replace(setup, shard=shard, how=how, trace=trace)
         try:
             return run_tests(pythons[side], given.tree, targets or folders, under)

@@ -218,7 +218,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         sides.pop("parent")
     how, unrunnable = planned(PERTURBED, runs)
     under = perturbed_runner(given, runner)
-    traces = {"patch": runs.trace("property")}
+    traces = {"patch": runs.trace("property", tests=False)}
     with ThreadPoolExecutor(max_workers=3) as pool:
         jobs = {
             side: pool.submit(
@@ -287,7 +287,7 @@ def perturbed_runner(given: Inputs, runner: TrustedEnv) -> Runner:
         python = pythons[side]
         ids = [node.removeprefix(PREFIX) for node in targets] if targets else ["."]
         shard = given.runs.shard if targets is None else WHOLE
-        trace = given.runs.trace(f"property [{how}]") if side == PATCH else None
+        trace = given.runs.trace(f"property [{how}]", tests=False) if side == PATCH else None
         with worker_scene(how, python) as scene:
             subject = Subject(python, given.call_timeout, scene, trace)
             return run_oracle(

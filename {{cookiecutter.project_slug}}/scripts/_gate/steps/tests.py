@@ -176,7 +176,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         source = "; as the assert inventory ran them on the patch build"
     if result is None:
         source = ""
-        trace = Trace(given.changed, OWN_TESTS) if given.changed else None
+        trace = Trace(given.changed, OWN_TESTS, tests=True) if given.changed else None
         result = patch_tests(given.python, given.tree, folders, given.timeout, trace)
     outcomes = result.outcomes or {}
     counts = {

@@ -29,34 +29,44 @@ EVIDENCE_NAMED = 3  # runs named per changed line in the summary; reports/change
 
 def seen_lines(evidence: dict[str, Any]) -> list[str]:
     """Per file of the change, its changed lines of code: those the evidence ran (and which
-    runs), those only the patch's own tests ran (not counted), those whose branch went one
-    way only, and those none ran (step `change`)."""
+    runs), those whose branch went one way only, those only the patch's own tests ran (not
+    counted), and those none ran (step `change`)."""
     changed: dict[str, list[int]] = evidence.get("changed") or {}
-    hits: dict[str, dict[str, list[str]]] = (evidence.get("coverage") or {}).get("hits") or {}
+    coverage = evidence.get("coverage") or {}
     unseen: dict[str, dict[str, list[int]]] = evidence.get("unseen") or {}
     if not any(changed.values()):
         return []
     lines = ["", "### What the evidence saw (step `change`)"]
+    lost = coverage.get("lost") or []
+    if lost:
+        runs = f" ({len(lost)} runs in all)" if len(lost) > 1 else ""
+        lines += ["", f"The tracer was removed in {lost[0]}{runs}: what ran after is not counted."]
     for path, numbers in sorted(changed.items()):
-        ran = {n: hits.get(path, {}).get(str(n), []) for n in numbers}
-        missed = unseen.get(path, {})
-        unrun, one_way = missed.get("unrun", []), missed.get("one_way", [])
-        counted = [n for n in numbers if n not in unrun]
-        said = f"{len(counted)} of {len(numbers)} changed lines ran in a case, property or test"
-        lines += ["", f"`{path}`: {said} of the base"]
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for n in counted:
-            groups.setdefault(tuple(ran[n][:EVIDENCE_NAMED]), []).append(n)
-        for names, group in groups.items():
-            more = len(ran[group[0]]) - len(names)
-            named = ", ".join(f"`{name}`" for name in names) + (f" and {more} more" if more else "")
-            lines.append(f"- line(s) {spans(group)}: {named}")
-        if one_way:
-            lines.append(f"- line(s) {spans(one_way)}: **a branch there went one way only**")
-        own_only = [n for n in unrun if ran[n]]
-        if own_only:
-            lines.append(f"- line(s) {spans(own_only)}: only the patch's own tests (not counted)")
-        if len(own_only) < len(unrun):
-            none = [n for n in unrun if not ran[n]]
-            lines.append(f"- line(s) {spans(none)}: **no evidence ran them**")
+        hits = (coverage.get("hits") or {}).get(path, {})
+        ran = {n: hits.get(str(n), []) for n in numbers}
+        lines += file_lines(path, ran, unseen.get(path, {}))
+    return lines
+
+
+def file_lines(path: str, ran: dict[int, list[str]], missed: dict[str, list[int]]) -> list[str]:
+    """One changed file: the runs that ran each line, and the lines none counted ran."""
+    unrun, one_way = missed.get("unrun", []), missed.get("one_way", [])
+    counted = [n for n in ran if n not in unrun]
+    said = f"{len(counted)} of {len(ran)} changed lines ran in a case, property or test"
+    lines = ["", f"`{path}`: {said} of the base"]
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for n in counted:
+        groups.setdefault(tuple(ran[n][:EVIDENCE_NAMED]), []).append(n)
+    for names, group in groups.items():
+        more = len(ran[group[0]]) - len(names)
+        named = ", ".join(f"`{name}`" for name in names) + (f" and {more} more" if more else "")
+        lines.append(f"- line(s) {spans(group)}: {named}")
+    if one_way:
+        lines.append(f"- line(s) {spans(one_way)}: **a branch there went one way only**")
+    own_only = [n for n in unrun if ran[n]]
+    if own_only:
+        lines.append(f"- line(s) {spans(own_only)}: only the patch's own tests (not counted)")
+    none = [n for n in unrun if not ran[n]]
+    if none:
+        lines.append(f"- line(s) {spans(none)}: **no evidence ran them**")
     return lines
