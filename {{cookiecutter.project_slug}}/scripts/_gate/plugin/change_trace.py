@@ -98,7 +98,7 @@ class Tracer:
                     way = "f" if frame.f_lasti == fall else "j" if frame.f_lasti == jump else ""
                     if way:
                         self.hit(path, f"{line}:{branch}:{way}")
-                known = codes[frame.f_code].get(frame.f_lasti)
+                known = codes.get(frame.f_code, {}).get(frame.f_lasti)
                 if known is not None:
                     after[frame] = (known[0], frame.f_lasti, known[1], known[2])
             elif event == "line" and frame.f_lineno in lines:
@@ -128,11 +128,12 @@ class Tracer:
 
     def hit(self, path: str, where: str) -> None:
         key = (self.evidence, path, where)
-        if key in self.seen:
+        if key in self.seen or self.ended:  # a thread still traced after the end writes nothing
             return
         with self.lock:
-            self.seen.add(key)
-            self.write(f"{self.evidence}\t{path}\t{where}")
+            if not self.ended:
+                self.seen.add(key)
+                self.write(f"{self.evidence}\t{path}\t{where}")
 
     def write(self, line: str) -> None:
         text = f"{self.token}\t{line}\n".encode("utf-8", "backslashreplace")
@@ -140,17 +141,18 @@ class Tracer:
 
     def finish(self) -> None:
         """The end line: what changed in the tracer while the run ran."""
-        if self.ended:
-            return
-        self.ended = True
         found = []
         if sys.gettrace() is not self.trace:
             found.append("sys.settrace: the gate's tracer was removed or replaced")
         if threading.gettrace() is not self.trace:
             found.append("threading.settrace: the gate's tracer was removed or replaced")
         sys.settrace(None)
-        self.write(f"{END}\t{json.dumps(found)}")
-        os.close(self.fd)
+        with self.lock:  # a thread still traced writes nothing after this
+            if self.ended:
+                return
+            self.ended = True
+            self.write(f"{END}\t{json.dumps(found)}")
+            os.close(self.fd)
 
 
 def branches(code: CodeType, lines: frozenset[int]) -> dict[int, tuple[int, int, int]]:
