@@ -67,10 +67,21 @@ def test_a_run_names_the_changed_lines_it_ran_and_no_other(tmp_path: Path) -> No
     assert 8 in both.hits["src/pkg/mod.py"]
 
 
+# What a program can see of how it was started, printed: click names itself `python -m x`
+# when `__main__` has a package, which a runpy-started script has ("").
+STARTED = (
+    "main = sys.modules['__main__']; "
+    "print(main.__package__, main.__spec__, main.__file__, main.__name__, sys.argv[0], "
+    "sys.path[0], type(main.__loader__).__name__, sorted(vars(main))); "
+    "raise ValueError(sys.argv[0]) if total > 1 else None"
+)
+
+
 def test_a_traced_program_is_the_program_its_script_runs(tmp_path: Path) -> None:
-    """argv[0], the exit status, stdout and an uncaught exception's traceback are the untraced
-    run's, byte for byte: a cassette compares them."""
-    script, changed = program(tmp_path, "raise ValueError(sys.argv[0]) if total > 1 else None")
+    """How it was started (its `__main__`, argv[0], sys.path[0]), the exit status, stdout
+    and an uncaught exception's traceback are the untraced run's, byte for byte: a cassette
+    compares them."""
+    script, changed = program(tmp_path, STARTED)
     for argv in (["a"], ["a", "b"]):
         plain = subprocess.run([script, *argv], capture_output=True, text=True, check=False)
         done, _ = traced_run(script, argv, changed, tmp_path)

@@ -34,7 +34,7 @@ import threading
 TYPE_CHECKING = False  # typing's own costs an import at each traced start: mypy reads this alike
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import CodeType, FrameType, TracebackType
+    from types import CodeType, FrameType, ModuleType, TracebackType
     from typing import Any
 
     TraceFunction = Callable[[FrameType, str, Any], Any]
@@ -183,22 +183,38 @@ def load(spec_path: str) -> Tracer:
     return Tracer(files, str(spec["out"]), str(spec["token"]), str(spec.get("label", "")))
 
 
-HIDDEN_FRAMES = (os.path.realpath(__file__), "runpy.py", "<frozen runpy>")
+HERE = os.path.realpath(__file__)
 
 
 def without_ours(tb: TracebackType | None) -> TracebackType | None:
-    """A traceback as Python prints it without this file: its frames and runpy's go."""
-    while tb is not None and tb.tb_frame.f_code.co_filename.endswith(HIDDEN_FRAMES):
+    """A traceback as Python prints it without this file's frames."""
+    while tb is not None and tb.tb_frame.f_code.co_filename == HERE:
         tb = tb.tb_next
     return tb
+
+
+def main_module(command: str) -> ModuleType:
+    """A `__main__` as Python makes one for a script it runs (`python COMMAND`): no package
+    and no spec (click tells `python -m` apart by them), a loader of the file, the builtins."""
+    import builtins
+    import importlib.machinery
+    import types
+
+    module = types.ModuleType("__main__")
+    module.__file__ = command
+    module.__loader__ = importlib.machinery.SourceFileLoader("__main__", command)
+    module.__builtins__ = builtins  # type: ignore[attr-defined]
+    module.__cached__ = None  # type: ignore[attr-defined]
+    module.__annotations__ = {}
+    return module
 
 
 def run_traced(argv: list[str]) -> None:
     """Start the tracer SPEC describes, then run COMMAND (a console script) as its shebang's
     Python would: COMMAND is argv[0], its folder leads sys.path, it runs as `__main__`."""
-    import runpy
-
     spec, command, *args = argv
+    with open(command, "rb") as script:
+        code = compile(script.read(), command, "exec", dont_inherit=True)
     tracer = load(spec)
     atexit.register(tracer.finish)
     hook = sys.excepthook
@@ -209,8 +225,9 @@ def run_traced(argv: list[str]) -> None:
     sys.excepthook = shown
     sys.argv = [command, *args]
     sys.path[0] = os.path.dirname(command)
+    main = sys.modules["__main__"] = main_module(command)
     tracer.start()
-    runpy.run_path(command, run_name="__main__")
+    exec(code, vars(main))
 
 
 if __name__ == "__main__":
