@@ -494,3 +494,26 @@ def test_a_merge_of_shards_judges_change_coverage_with_every_shards_runs(
     assert change["evidence"]["coverage"]["runs"] > lead["coverage"]["runs"], change["evidence"]
     line = source_lines(shop, head).index("        remaining -= 1") + 1
     assert f"no case, property or test ran line(s) {line}" in change["summary"]
+
+
+ERROR_BRANCH = ANCHOR + (
+    "    if subtotal_cents > 10**15:\n"
+    "        raise ValueError('subtotal_cents is beyond any order')\n"
+)
+
+
+@pytest.mark.e2e
+def test_an_honest_untested_error_branch_merges_listed_as_unrun(shop: Path) -> None:
+    """No capability gained: coverage is reported, never a verdict by itself."""
+    head = branch(shop, "change-judge/error-branch", edits((D, ANCHOR, ERROR_BRANCH)))
+    judged = judge(shop, "--base", "main", "--head", head)
+    assert (judged.returncode, judged.report["verdict"]) == (0, "merge"), judged.output
+    line = (
+        source_lines(shop, head).index(
+            "        raise ValueError('subtotal_cents is beyond any order')"
+        )
+        + 1
+    )
+    summary = (shop / "reports/judge-summary.md").read_text("utf-8")
+    assert f"- line(s) {line}: **no evidence ran them**" in summary, summary
+    assert f"- line(s) {line - 1}: **a branch there went one way only**" in summary, summary
