@@ -96,13 +96,15 @@ class Coverage:
         self.unfinished += other.unfinished
 
     def one_way(self, source: str, counted: Callable[[Sequence[str]], bool]) -> set[int]:
-        """The lines holding a branch that `counted` evidence took one way only."""
+        """The lines holding a branch that `counted` evidence took one way only, or never
+        reached (`a and (b if c else d)` with `a` false): the caller leaves out lines it never
+        ran at all."""
         ways = self.branches.get(source, {})
         found = set()
         for where in ways:
             if where.count(":") == 1:
                 taken = [way for way in "fj" if counted(ways.get(f"{where}:{way}", []))]
-                if len(taken) == 1:
+                if len(taken) < 2:
                     found.add(int(where.split(":")[0]))
         return found
 
