@@ -155,3 +155,18 @@ def test_a_branch_on_a_changed_line_is_seen_by_the_way_it_went(tmp_path: Path) -
     _, other = traced_run(script, ["a", "b", "c"], changed, tmp_path)
     one.merge(other)
     assert one.one_way("src/pkg/mod.py", took) == set()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "with open(os.devnull) as _: pass",  # whether `with`'s exit swallowed an exception
+        "assert total < 10",  # an assert that fails
+        "try: total += 0\n    except KeyError: raise",  # whether an except clause matches
+    ],
+)
+def test_a_jump_python_adds_for_an_error_path_is_no_branch(tmp_path: Path, body: str) -> None:
+    """Only a raise takes these the other way: an untested error path, never a world."""
+    script, changed = program(tmp_path, body)
+    _, coverage = traced_run(script, ["a"], changed, tmp_path)
+    assert coverage.one_way("src/pkg/mod.py", bool) == {7}  # the `if` of line 7 alone

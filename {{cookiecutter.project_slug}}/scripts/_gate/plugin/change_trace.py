@@ -155,21 +155,33 @@ class Tracer:
             os.close(self.fd)
 
 
+# Conditional jumps Python adds that no line of the source chose: whether `with`'s exit
+# swallowed an exception, whether an `except` clause matches (after these instructions), and
+# an `assert` that fails (its jump leads to the AssertionError). Each goes its other way only
+# when something raised: an untested error path, never a world.
+HIDDEN_AFTER = frozenset({"WITH_EXCEPT_START", "CHECK_EXC_MATCH", "CHECK_EG_MATCH"})
+
+
 def branches(code: CodeType, lines: frozenset[int]) -> dict[int, tuple[int, int, int]]:
     """The conditional branches of `code` on watched lines: offset -> (line, the offset it
-    falls through to, the offset it jumps to). An `except` clause's match is no branch the
-    patch chose; a loop's end is its body's lines."""
+    falls through to, the offset it jumps to). A loop's end is its body's lines."""
     import dis  # only once a watched file's code runs
     import itertools
 
     line_of = {o: n for start, end, n in code.co_lines() if n for o in range(start, end, 2)}
     steps = list(dis.get_instructions(code))
+    at = {step.offset: step for step in steps}
     found = {}
-    for here, then in itertools.pairwise(steps):
+    for index, (here, then) in enumerate(itertools.pairwise(steps)):
         name = here.opname
         conditional = "JUMP" in name and "_IF_" in name and "EXC_MATCH" not in name
         line = line_of.get(here.offset)
-        if conditional and line in lines and isinstance(here.argval, int):
+        if not conditional or line not in lines or not isinstance(here.argval, int):
+            continue
+        before = {step.opname for step in steps[max(0, index - 2) : index]}
+        ends = (then, at.get(here.argval))
+        failing = any(step is not None and step.opname == "LOAD_ASSERTION_ERROR" for step in ends)
+        if not (before & HIDDEN_AFTER or failing):
             found[here.offset] = (line, then.offset, here.argval)
     return found
 

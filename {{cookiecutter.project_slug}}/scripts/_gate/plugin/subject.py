@@ -39,6 +39,7 @@ from _gate.plugin.worker_scene import WorkerScene
 STDERR_TAIL = 2000
 TERM_GRACE = 2.0  # seconds the worker's launcher has to end what the worker started
 WORKER = Path(__file__).with_name("worker.py")
+TRACER = Path(__file__).with_name("change_trace.py")
 
 
 class SubjectBroken(BaseException):
@@ -108,10 +109,13 @@ class Worker:
 
     def worker_trace(self) -> list[str]:
         """The worker's tracer spec, in a folder of its own it may write (its tracer deletes
-        it as it starts): the run's, with a file of this worker's for the lines it runs."""
+        it as it starts): the run's, with a file of this worker's for the lines it runs, and
+        the tracer's module beside it."""
         if self.trace is None:
             return []
         self.traced = Path(tempfile.mkdtemp(prefix="subject-trace-"))
+        # The tracer beside its spec: the worker may see no other file of this folder's.
+        shutil.copyfile(TRACER, self.traced / TRACER.name)
         spec = self.traced / "spec.json"
         spec.write_text(json.dumps({**self.trace, "out": str(self.traced / "out")}), "utf-8")
         return [str(spec)]

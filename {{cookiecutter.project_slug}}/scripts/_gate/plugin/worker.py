@@ -56,9 +56,10 @@ def answer(module: Any, line: bytes, tracer: Any = None) -> str:
 
 
 def traced(spec: str) -> Any:
-    """The tracer SPEC describes, started (change_trace.py beside this file: the worker runs
-    isolated, with no folder of the gate's on sys.path)."""
-    tracing = load_adapter(Path(__file__).with_name("change_trace.py"), "change_trace")
+    """The tracer SPEC describes, started: change_trace.py beside SPEC (the worker runs
+    isolated, with no folder of the gate's on sys.path, and confined, it may see no other
+    file of the folder this one is in)."""
+    tracing = load_adapter(Path(spec).with_name("change_trace.py"), "change_trace")
     tracer = tracing.load(spec)
     atexit.register(tracer.finish)
     tracer.start()
