@@ -47,13 +47,13 @@ def program(tmp: Path, body: str = "pass") -> tuple[Path, ChangedFile]:
 def traced_run(
     script: Path, argv: list[str], changed: ChangedFile, tmp: Path, *, tests: bool = False
 ) -> tuple[subprocess.CompletedProcess[str], Coverage]:
-    folder = tmp / f"run-{len(list(tmp.glob('run-*')))}"
-    folder.mkdir()
     trace = Trace((changed,), "case one", tests)
-    cmd, watched = traced_command(script, argv, folder, trace)
-    assert watched is not None
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    return done, read_trace(watched, trace)
+    with traced_command(script, argv, tmp, trace) as traced:
+        assert traced.found is not None
+        done = subprocess.run(traced.cmd, capture_output=True, text=True, check=False)
+        coverage = traced.coverage()
+    assert coverage is not None
+    return done, coverage
 
 
 def test_a_run_names_the_changed_lines_it_ran_and_no_other(tmp_path: Path) -> None:
@@ -116,16 +116,15 @@ def test_a_line_the_tracer_did_not_write_is_forged(tmp_path: Path) -> None:
     """The file the tracer writes is in a folder the run may write: a line without the run's
     token, or naming a line the gate did not watch, is forged and named."""
     script, changed = program(tmp_path)
-    folder = tmp_path / "forged"
-    folder.mkdir()
     trace = Trace((changed,), "case one")
-    cmd, watched = traced_command(script, ["a"], folder, trace)
-    assert watched is not None
-    subprocess.run(cmd, capture_output=True, check=False)
-    with watched.out.open("a", encoding="utf-8") as out:
-        out.write(f"{'0' * 32}\tcase one\t{changed.installed}\t8\n")  # a guessed token
-        out.write(f"{watched.token}\tcase one\t{changed.installed}\t99\n")  # a line not watched
-    coverage = read_trace(watched, trace)
+    with traced_command(script, ["a"], tmp_path, trace) as traced:
+        watched = traced.found
+        assert watched is not None
+        subprocess.run(traced.cmd, capture_output=True, check=False)
+        with watched.out.open("a", encoding="utf-8") as out:
+            out.write(f"{'0' * 32}\tcase one\t{changed.installed}\t8\n")  # a guessed token
+            out.write(f"{watched.token}\tcase one\t{changed.installed}\t99\n")  # not watched
+        coverage = read_trace(watched, trace)
     assert len(coverage.tampered) == 2, coverage
     assert 8 not in coverage.hits["src/pkg/mod.py"]
 
@@ -142,8 +141,8 @@ def test_a_program_that_is_no_python_script_runs_untraced(tmp_path: Path) -> Non
     script = tmp_path / "tool"
     script.write_text("#!/bin/sh\necho hi\n", "utf-8")
     changed = ChangedFile("/nowhere.py", "src/x.py", (1,))
-    cmd, watched = traced_command(script, ["a"], tmp_path, Trace((changed,), "case"))
-    assert (cmd, watched) == ([str(script), "a"], None)
+    with traced_command(script, ["a"], tmp_path, Trace((changed,), "case")) as traced:
+        assert (traced.cmd, traced.found, traced.writable) == ([str(script), "a"], None, ())
 
 
 def test_a_branch_on_a_changed_line_is_seen_by_the_way_it_went(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ built CLI of a tree to run them with."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -39,7 +38,7 @@ from _gate.runs.git import add_worktree, remove_worktree
 from _gate.runs.kept_envs import base_env
 from _gate.runs.process import Stream
 from _gate.runs.sandbox import hides, run_confined
-from _gate.runs.traced import Coverage, Trace, read_trace, traced_command
+from _gate.runs.traced import Coverage, Trace, traced_command
 
 
 @dataclass(frozen=True)
@@ -145,19 +144,16 @@ def run_case(
     With `trace` (the patch's build), which changed lines it ran, from a folder of its own."""
     home, work = scratch.folders(case, fixtures)
     env = case_env(case, home, command.parent)
-    # A folder of the run's own for the tracer, where it traces (`own` is "" where not).
-    mine = tempfile.TemporaryDirectory(dir=scratch.root) if trace else contextlib.nullcontext("")
-    with mine as own:
-        cmd, watched = traced_command(command, case.argv, Path(own), trace)
+    with traced_command(command, case.argv, scratch.root, trace) as traced:
         done = run_confined(
-            cmd,
-            writable=[*scratch_folders(home, work), *([Path(own)] if watched else [])],
+            traced.cmd,
+            writable=[*scratch_folders(home, work), *traced.writable],
             timeout=case.timeout,
             cwd=work,
             env=env,
             stdin=case.stdin,
         )
-        coverage = read_trace(watched, trace) if watched and trace else None
+        coverage = traced.coverage()
     files = file_digests(work, case.compare)
     scratch.keep((home, work), case)
     run = (done.exit_code, done.timed_out, done.stdout, done.stderr, files, done.seconds)
@@ -318,7 +314,6 @@ def run_perturbed(job: Job, fixtures: Path, root: Path) -> Run:
     command, case, how, trace = job
     assert how is not None
     folder = Path(tempfile.mkdtemp(dir=root))
-    own = Path(tempfile.mkdtemp(dir=root)) if trace else folder  # the tracer's, where it traces
     setting = perturb.Setting(
         gate_env=case_env(case, folder / "home", command.parent),
         pinned=dict(case.env),
@@ -337,22 +332,21 @@ def run_perturbed(job: Job, fixtures: Path, root: Path) -> Run:
     try:
         before = perturb.snapshot(stage.watched) if stage.watched else {}
         bound = tuple((str(home), str(shown)) for home, shown in stage.bind)
-        cmd, traced = traced_command(command, case.argv, own, trace)
-        done = run_confined(
-            cmd,
-            writable=[*stage.writable, *([own] if traced else [])],
-            timeout=case.timeout,
-            cwd=stage.cwd,
-            env=stage.env,
-            stdin=case.stdin,
-            reach=Reach(stage.tty, bind=bound, watch=watched),
-        )
+        with traced_command(command, case.argv, root, trace) as traced:
+            done = run_confined(
+                traced.cmd,
+                writable=[*stage.writable, *traced.writable],
+                timeout=case.timeout,
+                cwd=stage.cwd,
+                env=stage.env,
+                stdin=case.stdin,
+                reach=Reach(stage.tty, bind=bound, watch=watched),
+            )
+            coverage = traced.coverage()
         moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
         files = file_digests(stage.work, case.compare)
-        coverage = read_trace(traced, trace) if traced and trace else None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(own, ignore_errors=True)
         for made in stage.elsewhere:
             shutil.rmtree(made, ignore_errors=True)
     stdout = done.stdout if "terminal" not in how.names else perturb.terminal_output(done.stdout)

@@ -12,7 +12,9 @@ import json
 import re
 import secrets
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +46,9 @@ class Watch:
 def watch(folder: Path, trace: Trace | None) -> Watch | None:
     """A tracer spec for one run in `folder` (a folder the run may write); None when there is
     nothing to trace (no trace asked, or the patch changed no line of code)."""
-    if trace is None or not any(row.lines for row in trace.changed):
+    files = {row.installed: list(row.lines) for row in trace.changed if row.lines} if trace else {}
+    if trace is None or not files:
         return None
-    files = {row.installed: list(row.lines) for row in trace.changed if row.lines}
     # The files' names say nothing of the token the run's lines must carry.
     token, name = secrets.token_hex(16), secrets.token_hex(4)
     out, spec = folder / f"trace-{name}", folder / f"spec-{name}.json"
@@ -82,14 +84,8 @@ class Coverage:
             ran.append(evidence)
 
     def merge(self, other: Coverage) -> None:
-        for source, lines in other.hits.items():
-            for line, ran in lines.items():
-                for evidence in ran:
-                    self.add(source, str(line), evidence)
-        for source, ways in other.branches.items():
-            for where, ran in ways.items():
-                for evidence in ran:
-                    self.add(source, where, evidence)
+        for source, where, evidence in records({**other.as_dict(), "runs": 0}):
+            self.add(source, where, evidence)
         self.tampered += other.tampered
         self.lost += other.lost
         self.runs += other.runs
@@ -126,15 +122,18 @@ class Coverage:
         found = cls(runs=int(data["runs"]), unfinished=int(data["unfinished"]))
         found.tampered = [str(t) for t in data["tampered"]]
         found.lost = [str(t) for t in data.get("lost") or []]
-        for source, lines in data["hits"].items():
-            for line, ran in lines.items():
-                for evidence in ran:
-                    found.add(str(source), str(line), str(evidence))
-        for source, ways in (data.get("branches") or {}).items():
-            for where, ran in ways.items():
-                for evidence in ran:
-                    found.add(str(source), str(where), str(evidence))
+        for source, where, evidence in records(data):
+            found.add(source, where, evidence)
         return found
+
+
+def records(data: Mapping[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """Each (source, line or branch or way, evidence) of a coverage as JSON holds it."""
+    for table in (data["hits"], data.get("branches") or {}):
+        for source, keyed in table.items():
+            for where, ran in keyed.items():
+                for evidence in ran:
+                    yield str(source), str(where), str(evidence)
 
 
 TRACER = Path(__file__).resolve().parent.parent / "plugin" / "change_trace.py"
@@ -153,20 +152,40 @@ def interpreter(command: Path) -> list[str]:
     return words if named.startswith("python") and len(words) <= 2 else []
 
 
+@dataclass(frozen=True)
+class Traced:
+    """A command as it runs, traced where it can be: the folder of its own it may write
+    besides its others (none where untraced), and what it ran once it ended."""
+
+    cmd: list[str]
+    writable: tuple[Path, ...] = ()
+    found: Watch | None = None
+    trace: Trace | None = None
+
+    def coverage(self) -> Coverage | None:
+        return read_trace(self.found, self.trace) if self.found and self.trace else None
+
+
+@contextmanager
 def traced_command(
-    command: Path, argv: Sequence[str], folder: Path, trace: Trace | None
-) -> tuple[list[str], Watch | None]:
-    """`command argv` as it runs traced from `folder` (a folder of this run alone, which it
-    may write): its Python starts the tracer (a copy in `folder`), which runs the console
-    script as that Python would. Untraced (no Watch) where nothing is traced or `command` is
-    no Python script: its changed lines then show as run by no case."""
+    command: Path, argv: Sequence[str], root: Path, trace: Trace | None
+) -> Iterator[Traced]:
+    """`command argv` as it runs traced, from a folder of its own under `root`: its Python
+    starts the tracer (a copy there), which runs the console script as that Python would.
+    Untraced where nothing is traced or `command` is no Python script: its changed lines then
+    show as run by no case."""
     python = interpreter(command)
-    found = watch(folder, trace) if python else None
-    if found is None:
-        return [str(command), *argv], None
-    boot = folder / TRACER.name
-    shutil.copyfile(TRACER, boot)
-    return [*python, str(boot), str(found.spec), str(command), *argv], found
+    if not (python and trace and any(row.lines for row in trace.changed)):
+        yield Traced([str(command), *argv])
+        return
+    with tempfile.TemporaryDirectory(dir=root) as name:
+        folder = Path(name)
+        found = watch(folder, trace)
+        assert found is not None
+        boot = folder / TRACER.name
+        shutil.copyfile(TRACER, boot)
+        cmd = [*python, str(boot), str(found.spec), str(command), *argv]
+        yield Traced(cmd, (folder,), found, trace)
 
 
 def covered(found: Iterable[Coverage | None]) -> Coverage:
