@@ -70,8 +70,11 @@ def adopted_wheelhouse() -> Path:
     return Path(judges).parent / "wheelhouse-adopted"
 
 
-def nox(repo: Path, wheelhouse: Path, *args: str, check: bool = True) -> None:
-    cmd, env = [*NOX, *args], {**os.environ, "ORACLE_WHEELHOUSE": str(wheelhouse)}
+def nox(
+    repo: Path, wheelhouse: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> None:
+    cmd = [*NOX, *args]
+    env = {**os.environ, "ORACLE_WHEELHOUSE": str(wheelhouse), **(env or {})}
     if check:
         adopt.run(cmd, repo, " ".join(cmd), env)
     else:  # the verdict is in the report, whatever the exit

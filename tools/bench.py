@@ -65,6 +65,12 @@ Against (issue 48): today's judge held to the gate of an earlier commit of this 
 a base branch whose scripts/ are REF's beside the base as baked, each judging a refactor of
 its own in turns, warm, ROUNDS each (the example) and AGAINST_ROUNDS each (yamllint's first
 code commit after the adoption, a build of its own each round).
+
+Select (issue 52): the judge of one code commit whose change is inside functions, on each of
+two adopted slices (yamllint, about 430 tests; structlog, about 850 in more files), with the
+crossrun's perturbed rerun selected (ORACLE_SELECT=on) and not (off), in turns, a build of its
+own each round: the first of each (the first on the base runs the parent's tests once more to
+take its record of what each test calls), then SELECT_ROUNDS warm, whose medians are compared.
 """
 
 from __future__ import annotations
@@ -107,6 +113,7 @@ from _gate.runs.envs import bin_dir, build_env, tools_env  # noqa: E402
 from _gate.runs.perturb import Perturbation, clock_env, shifted_clock, tests_scene  # noqa: E402
 from _gate.runs.provenance import compare, project_info, provenance  # noqa: E402
 from _gate.runs.pytest_run import PytestOptions, Subject, run_pytest  # noqa: E402
+from _gate.runs.reach import SELECT_ENV  # noqa: E402
 
 
 def timed(run: Callable[[], object]) -> float:
@@ -695,33 +702,84 @@ def against_project(work: Path, older: Path) -> tuple[float, float]:
     bases = {"now": base, "then": judged_by(repo, older, base, "then")}
 
     def judged(side: str, n: int) -> float:
-        head = f"{side}-code-{n}"
-        git(repo, "checkout", "-q", "-b", head, bases[side])
-        parents = git(repo, "rev-list", "--parents", "-1", code).split()
-        git(repo, "cherry-pick", "--no-commit", *(["-m", "1"] if len(parents) > 2 else []), code)
-        with (repo / "yamllint" / "__init__.py").open("a", encoding="utf-8") as out:
-            out.write(f"\n# judged {side} {n}\n")  # a build of its own each round
-        git(repo, "commit", "-q", "--no-verify", "-am", head)
-        git(repo, "checkout", "-q", bases[side])
-        report = repo / "reports/judge-report.json"
-        report.unlink(missing_ok=True)  # the verdict read after is this judgment's or none
-        start = time.perf_counter()
-        judge = ["-s", "judge", "--", "--base", bases[side], "--head", head]
-        adopted_history.nox(repo, wheelhouse, *judge, check=False)
-        seconds = time.perf_counter() - start
-        git(repo, "checkout", "-q", base)
-        if not report.is_file():
-            raise SystemExit(f"the {side} gate left no report on yamllint's commit")
-        verdict = json.loads(report.read_text("utf-8"))["verdict"]
-        if verdict != "merge":
-            raise SystemExit(f"the {side} gate did not merge yamllint's commit: {verdict}")
-        return seconds
+        return merged_seconds(repo, wheelhouse, (bases[side], code), f"{side}-code-{n}")
 
     for side in bases:
         judged(side, 0)
     rounds = [[judged(side, n) for side in bases] for n in range(1, AGAINST_ROUNDS + 1)]
     now, then = (statistics.median(times) for times in zip(*rounds, strict=True))
     return now, then
+
+
+def merged_seconds(
+    repo: Path,
+    wheelhouse: Path,
+    picked: tuple[str, str],
+    head: str,
+    env: dict[str, str] | None = None,
+) -> float:
+    """Wall seconds of the judge of `picked` (a commit cherry-picked onto a base) as the
+    branch `head`, which must merge: a comment appended to its first changed module gives the
+    branch a build of its own (a comment is no changed line of code: nothing else differs)."""
+    base, code = picked
+    git(repo, "checkout", "-q", "-b", head, base)
+    parents = git(repo, "rev-list", "--parents", "-1", code).split()
+    git(repo, "cherry-pick", "--no-commit", *(["-m", "1"] if len(parents) > 2 else []), code)
+    changed = git(repo, "diff", "--cached", "--name-only", "--", "*.py").split()
+    module = next(name for name in changed if not name.startswith(("tests/", "test/")))
+    with (repo / module).open("a", encoding="utf-8") as out:
+        out.write(f"\n# judged as {head}\n")
+    git(repo, "commit", "-q", "--no-verify", "-am", head)
+    git(repo, "checkout", "-q", base)
+    report = repo / "reports/judge-report.json"
+    report.unlink(missing_ok=True)  # the verdict read after is this judgment's or none
+    start = time.perf_counter()
+    judge = ["-s", "judge", "--", "--base", base, "--head", head]
+    adopted_history.nox(repo, wheelhouse, *judge, check=False, env=env)
+    seconds = time.perf_counter() - start
+    git(repo, "checkout", "-q", adopted_history.BASE)
+    if not report.is_file():
+        raise SystemExit(f"the judge left no report on {head} in {repo}")
+    verdict = json.loads(report.read_text("utf-8"))["verdict"]
+    if verdict != "merge":
+        raise SystemExit(f"the judge did not merge {head} in {repo}: {verdict}")
+    return seconds
+
+
+# Safe test selection: a code commit of each slice whose change is inside functions, by the
+# start of its subject (yamllint's indentation rule, whose tests run in the middle of its
+# suite; structlog's TimeStamper, the larger suite). A change every test file reaches (the
+# linter, a rule every lint runs: yamllint's truthy commit) selects every test.
+SELECTED = ((YAMLLINT, "indentation: Fix error"), (STRUCTLOG, "TimeStamper now returns UTC"))
+SELECT_ROUNDS = 3
+
+
+def select_seconds(work: Path, piece: Slice, subject: str) -> dict[str, list[float]]:
+    """Wall seconds of the judge of one code commit on the adopted base, perturbed reruns
+    selected (`on`) and not (`off`), in turns: the first of each (the first on the base takes
+    the parent's record of what each test calls), then SELECT_ROUNDS warm."""
+    wheelhouse = adopted_history.adopted_wheelhouse()
+    repo, commits = piece.prepared(work, wheelhouse)
+    code = next(c for c in commits if git(repo, "log", "-1", "--format=%s", c).startswith(subject))
+    picked = (adopted_history.BASE, code)
+    found: dict[str, list[float]] = {"on": [], "off": []}
+    for n in range(SELECT_ROUNDS + 1):
+        for mode, seconds in found.items():
+            env = {SELECT_ENV: mode}
+            seconds.append(merged_seconds(repo, wheelhouse, picked, f"select-{mode}-{n}", env))
+    return found
+
+
+def bench_select(args: argparse.Namespace, tmp: Path) -> None:
+    print("safe test selection: the judge of a code commit, perturbed reruns selected or not")
+    for piece, subject in SELECTED:
+        found = select_seconds(scratch(tmp, f"select-{piece.name}"), piece, subject)
+        on, off = (statistics.median(found[mode][1:]) for mode in ("on", "off"))
+        print(f"  {piece.name}: {subject}")
+        shown = f"on / off = {on / off:5.2f}  (< 1)"
+        print(f"    warm, median of {SELECT_ROUNDS}  on {on:8.2f} s   off {off:8.2f} s   {shown}")
+        first_on, first_off = found["on"][0], found["off"][0]
+        print(f"    first on the base   on {first_on:8.2f} s   off {first_off:8.2f} s")
 
 
 def scratch(tmp: Path, name: str) -> Path:
@@ -842,6 +900,7 @@ BENCHES: dict[str, Callable[[argparse.Namespace, Path], None]] = {
     "judge": bench_judge,
     "project": bench_project,
     "against": bench_against,
+    "select": bench_select,
     "strength": bench_strength,
 }
 

@@ -78,6 +78,22 @@ class ChangedFile:
 
 
 @dataclass(frozen=True)
+class ChangedFunctions:
+    """What a parent's test must call to reach the patch's change (safe test selection,
+    _gate/runs/reach.py): each base function the patch changed, as `installed path:first
+    line` on the parent's build; or why any test can reach it (`everything`)."""
+
+    modules: Mapping[str, str]  # the parent's package modules: the path frames name -> installed
+    functions: tuple[str, ...]
+    everything: str = ""
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> ChangedFunctions:
+        modules = {str(k): str(v) for k, v in row["modules"].items()}
+        return cls(modules, tuple(str(f) for f in row["functions"]), str(row["everything"]))
+
+
+@dataclass(frozen=True)
 class Builds:
     """The two builds under judgment, and the oracle's own environment holding neither (None
     where the base has no property oracle to run in it)."""
@@ -97,6 +113,9 @@ class Builds:
     # The package files the patch changed, with their lines of code: what each run of the
     # patch's code traces (_gate/plugin/change_trace.py).
     changed: tuple[ChangedFile, ...] = ()
+    # The base's functions the patch changed: which parent tests can reach it (None: not known,
+    # every test runs).
+    functions: ChangedFunctions | None = None
 
     @property
     def kept(self) -> Kept:
@@ -215,6 +234,7 @@ def builds_from(built: dict[str, Any]) -> Builds:
         cache=optional_path(built["cache"]),
         beside={name: sealed(row) for name, row in built["beside"].items()},
         changed=tuple(ChangedFile.from_dict(row) for row in built["changed"]),
+        functions=ChangedFunctions.from_dict(built["functions"]) if built["functions"] else None,
     )
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from _gate.change.lines import changed_files, installed
-from _gate.core.context import Builds, ChangedFile, Judgment
+from _gate.change.scopes import changed_functions
+from _gate.core.context import Builds, ChangedFile, ChangedFunctions, Judgment
 from _gate.core.protocol import (
     BLOCK,
     FAIL_CLOSED,
@@ -43,7 +44,14 @@ from _gate.runs.kept_envs import (
     parent_env_key,
 )
 from _gate.runs.oracle_run import has_tests
-from _gate.runs.provenance import compare, project_info, provenance, summary
+from _gate.runs.provenance import (
+    compare,
+    package_modules,
+    project_info,
+    provenance,
+    summary,
+    wheel_metadata,
+)
 from _gate.runs.reuse import REUSED, cache_folder, prune, runs_limit
 
 
@@ -198,6 +206,7 @@ def checked_builds(
         cache=cache,
         beside=beside,
         changed=changed_package(judge.j, evidence, built["patch"][0]),
+        functions=reach_of(evidence, built),
     )
 
 
@@ -208,6 +217,30 @@ def changed_package(
     sides = (installed(evidence["parent"]), installed(evidence["patch"]))
     site = project_info(python.parent.parent).parent
     return changed_files((j.parent, j.patch), sides, site)
+
+
+def reach_of(evidence: Mapping[str, Any], built: Mapping[str, Any]) -> ChangedFunctions:
+    """The base's functions the patch changed (which parent tests can reach it), from the
+    files that differ between the two builds and the wheels' metadata."""
+    envs = [built[side][0].parent.parent for side in SIDES]
+    sites = [project_info(env).parent for env in envs]
+    rows = [{row["path"]: row["sha256"] for row in evidence[side]["files"]} for side in SIDES]
+    differ = {p for p in rows[0].keys() | rows[1].keys() if rows[0].get(p) != rows[1].get(p)}
+
+    def read(side: int) -> dict[str, str]:
+        found = {
+            path: (sites[side] / path).read_bytes().decode("utf-8", "replace")
+            if path.endswith(".py")
+            else rows[side][path]
+            for path in differ
+            if path in rows[side]
+        }
+        return {**found, **wheel_metadata(envs[side])}
+
+    return changed_functions(package_modules(envs[0]), read(0), read(1))
+
+
+SIDES = ("parent", "patch")
 
 
 def taken_beside(judge: Judge, parent: Future[Any], patch: Future[Any]) -> dict[str, Seal]:

@@ -18,6 +18,11 @@ whichever way it goes, and one way never taken is a world no run met. The end of
 writes `TOKEN\\tend\\tFINDINGS`: what changed in the tracer meanwhile (removed or replaced).
 The gate reads only lines with the run's token; any other line is forged.
 
+In reach mode (`"reach": true`, a run of the parent's build for safe test selection,
+_gate/runs/reach.py) it records each call of a function of the watched files, once per
+evidence, as `@FIRSTLINE` (its code's first line), and each new process a test starts (audit
+events: its children run code no tracer here sees), as `process`.
+
 `sys.settrace` on every version: the frames of watched files trace their lines (and, where a
 changed line holds a branch, their instructions); any other call returns at once. Stdlib
 only: it runs in the build's interpreter.
@@ -43,14 +48,31 @@ END = "end"
 # The label of the patch's own tests' runs: shown, never counted as evidence that ran a line
 # (a test the patch writes can build the world its code looks for).
 OWN_TESTS = "test"
+# Reach mode: what a fixture of these scopes calls can reach the tests of every file that
+# uses it, so the evidence plugin names it SHARED after the test it is set up for.
+SHARED, SHARED_SCOPES = "@shared", ("package", "session")
+# Audit events of a new process (fork, exec, spawn): reach mode records them.
+SPAWNS = frozenset(
+    {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork"}
+    | {"os.forkpty", "pty.spawn"}
+)
 
 
 class Tracer:
     """Records, per evidence, the watched lines that ran, and which way each conditional
     branch on them went; one per process."""
 
-    def __init__(self, files: dict[str, frozenset[int]], out: str, token: str, label: str) -> None:
+    def __init__(
+        self,
+        files: dict[str, frozenset[int]],
+        out: str,
+        token: str,
+        label: str,
+        reach: bool = False,
+    ) -> None:
         self.files = {os.path.realpath(path): lines for path, lines in files.items()}
+        self.reach = reach
+        self.paths: dict[str, str] = {}
         self.token = token
         self.label = label
         self.evidence = label
@@ -59,7 +81,8 @@ class Tracer:
         self.by_name: dict[str, TraceFunction | None] = {}
         self.lock = threading.Lock()
         self.ended = False
-        self.trace: TraceFunction = self.call  # one object: `sys.gettrace() is` compares it
+        # One object: `sys.gettrace() is` compares it.
+        self.trace: TraceFunction = self.reached if reach else self.call
 
     def name(self, evidence: str) -> None:
         """What runs from now on: `label evidence` (a test's id), or the label alone."""
@@ -68,6 +91,24 @@ class Tracer:
     def start(self) -> None:
         sys.settrace(self.trace)
         threading.settrace(self.trace)
+        if self.reach:
+            sys.addaudithook(self.audit)
+
+    def reached(self, frame: FrameType, event: str, arg: Any) -> None:
+        """Reach mode: a call of a watched file's function, by its code's first line."""
+        code = frame.f_code
+        try:
+            path = self.paths[code.co_filename]
+        except KeyError:
+            name = code.co_filename
+            real = os.path.realpath(name) if name[:1] == os.sep else ""
+            path = self.paths[name] = real if real in self.files else ""
+        if path and code.co_name != "<module>":  # a module's own code: no function's
+            self.hit(path, f"@{code.co_firstlineno}")
+
+    def audit(self, event: str, args: Any) -> None:
+        if event in SPAWNS:
+            self.hit("", "process")
 
     def call(self, frame: FrameType, event: str, arg: Any) -> TraceFunction | None:
         filename = frame.f_code.co_filename
@@ -192,7 +233,8 @@ def load(spec_path: str) -> Tracer:
         spec = json.load(handle)
     os.unlink(spec_path)
     files = {str(path): frozenset(int(n) for n in lines) for path, lines in spec["files"].items()}
-    return Tracer(files, str(spec["out"]), str(spec["token"]), str(spec.get("label", "")))
+    label, reach = str(spec.get("label", "")), bool(spec.get("reach"))
+    return Tracer(files, str(spec["out"]), str(spec["token"]), label, reach)
 
 
 HERE = os.path.realpath(__file__)

@@ -54,7 +54,7 @@ from typing import Any
 
 import pytest
 
-from _gate.plugin.change_trace import Tracer, load
+from _gate.plugin.change_trace import SHARED, SHARED_SCOPES, Tracer, load
 from _gate.plugin.shard import parse_shard
 from _gate.plugin.tamper import (
     Seen,
@@ -292,6 +292,20 @@ class Evidence:
                 tracer.name("")
             if not planted:
                 self.progress.write(f"end\t{item.nodeid}\t{self.row(item.nodeid)['outcome']}\n")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Iterator[Any]:
+        """In reach mode, a fixture the tests of other files share (its scope `package` or
+        `session`) is named as such: what it calls can reach every test that uses it."""
+        tracer = self.config.stash.get(TRACER, None)
+        if tracer is None or not tracer.reach or fixturedef.scope not in SHARED_SCOPES:
+            return (yield)
+        before = tracer.evidence
+        tracer.evidence = f"{before} {SHARED}"
+        try:
+            return (yield)
+        finally:
+            tracer.evidence = before
 
     def planted(self, item: pytest.Item) -> bool:
         return self.canaries is not None and self.canaries.owns(item.nodeid)

@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -37,6 +37,7 @@ from _gate.runs.envs import bin_dir
 from _gate.runs.git import add_worktree, remove_worktree
 from _gate.runs.kept_envs import base_env
 from _gate.runs.process import Stream
+from _gate.runs.reach import calls, reached_command, read_reach
 from _gate.runs.sandbox import hides, run_confined
 from _gate.runs.traced import Coverage, Trace, traced_command
 
@@ -55,6 +56,8 @@ class Run:
     reached: tuple[str, ...] | None = None
     typed: bytes = b""
     coverage: Coverage | None = None  # a traced run's (the patch's build): the lines it ran
+    # A reach run's (the parent's build, reach.py): the functions it called; None if broken.
+    called: list[str] | None = None
 
 
 def case_env(case: Case, home: Path, bin_dir: Path) -> dict[str, str]:
@@ -254,6 +257,8 @@ class Job(NamedTuple):
     case: Case
     how: perturb.Perturbation | None = None
     trace: Trace | None = None
+    # The parent's package modules, where the run records the functions it calls (reach.py).
+    reach: Mapping[str, str] | None = None
 
 
 def run_many(runs: Sequence[tuple[Path, Case]], fixtures: Path, label: str) -> list[Run]:
@@ -311,7 +316,7 @@ def run_until(
 def run_perturbed(job: Job, fixtures: Path, root: Path) -> Run:
     """One run of the job's case under its perturbation, in a scene of its own
     (perturb.scene)."""
-    command, case, how, trace = job
+    command, case, how, trace, modules = job
     assert how is not None
     folder = Path(tempfile.mkdtemp(dir=root))
     setting = perturb.Setting(
@@ -332,7 +337,12 @@ def run_perturbed(job: Job, fixtures: Path, root: Path) -> Run:
     try:
         before = perturb.snapshot(stage.watched) if stage.watched else {}
         bound = tuple((str(home), str(shown)) for home, shown in stage.bind)
-        with traced_command(command, case.argv, root, trace) as traced:
+        started = (
+            traced_command(command, case.argv, root, trace)
+            if modules is None
+            else reached_command(command, case.argv, root, modules)
+        )
+        with started as traced:
             done = run_confined(
                 traced.cmd,
                 writable=[*stage.writable, *traced.writable],
@@ -343,6 +353,8 @@ def run_perturbed(job: Job, fixtures: Path, root: Path) -> Run:
                 reach=Reach(stage.tty, bind=bound, watch=watched),
             )
             coverage = traced.coverage()
+            found = traced.found
+            called = calls(read_reach(found, modules)) if found and modules is not None else None
         moved = perturb.touched(before, perturb.snapshot(stage.watched)) if stage.watched else None
         files = file_digests(stage.work, case.compare)
     finally:
@@ -352,7 +364,7 @@ def run_perturbed(job: Job, fixtures: Path, root: Path) -> Run:
     stdout = done.stdout if "terminal" not in how.names else perturb.terminal_output(done.stdout)
     reached = done.reached if watched else None
     run = (done.exit_code, done.timed_out, stdout, done.stderr, files, done.seconds, moved)
-    return Run(*run, reached, done.typed, coverage)
+    return Run(*run, reached, done.typed, coverage, called)
 
 
 def describe(run: Run) -> dict[str, Any]:

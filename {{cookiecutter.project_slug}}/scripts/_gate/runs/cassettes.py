@@ -13,12 +13,15 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from _gate.core.context import ChangedFile
+from _gate.core.context import ChangedFile, ChangedFunctions
+from _gate.core.protocol import FailClosed
 from _gate.plugin.shard import WHOLE, Shard
 from _gate.runs import perturb
 from _gate.runs.case_runs import Job, Run, describe, observe, run_jobs, run_until
 from _gate.runs.cases import Case, added_lines, holds
 from _gate.runs.perturb import Perturbation, planned
+from _gate.runs.provenance import package_modules
+from _gate.runs.reach import case_reaches
 from _gate.runs.sandbox import hides
 from _gate.runs.traced import Coverage, Trace, covered
 
@@ -85,8 +88,14 @@ def record(
         for case in cases
         for how in perturb.planned(case.perturbations(perturbations), clock)
     ]
+    modules = parent_modules(command)
     jobs = [Job(command, case) for case in cases for _ in range(RUNS)]
-    jobs += [Job(command, case, how) for case, how in under for _ in range(RUNS)]
+    # The first of each perturbed pair records what the case calls there (safe selection).
+    jobs += [
+        Job(command, case, how, None, None if n else modules)
+        for case, how in under
+        for n in range(RUNS)
+    ]
     done = run_jobs(jobs, fixtures, "record")
     perturbed = perturbed_fields(under, done[len(cases) * RUNS :])
     recorded: dict[str, Any] = {}
@@ -122,8 +131,18 @@ def perturbed_fields(
     for index, (case, how) in enumerate(under):
         pair = runs[index * RUNS : (index + 1) * RUNS]
         stable, unstable = split([observe(case, run) for run in pair])
-        found.setdefault(case.id, {})[str(how)] = {"fields": stable, "unstable": unstable}
+        seen = {"fields": stable, "unstable": unstable, "called": pair[0].called}
+        found.setdefault(case.id, {})[str(how)] = seen
     return found
+
+
+def parent_modules(command: Path) -> dict[str, str] | None:
+    """The package modules of the build whose console script `command` is (None where it is
+    no environment the gate built: every case then runs perturbed on the patch)."""
+    try:
+        return package_modules(command.parent.parent)
+    except (FailClosed, OSError):
+        return None
 
 
 def parent_now(
@@ -180,6 +199,9 @@ class Found:
     # Fields left out under one perturbation: two parent runs there disagreed (record).
     perturbed_unstable: list[dict[str, Any]] = field(default_factory=list)
     coverage: Coverage = field(default_factory=Coverage)  # which case ran each changed line
+    # Perturbed runs left out: on the parent's build there the case called no changed
+    # function and started no process (reach.py), `id [perturbation]`.
+    unselected: list[str] = field(default_factory=list)
 
 
 def compare(
@@ -215,6 +237,7 @@ def replay(
     perturbations: Sequence[str] = (),
     taken: Mapping[str, Any] | None = None,
     changed: Sequence[ChangedFile] = (),
+    functions: ChangedFunctions | None = None,
 ) -> Found:
     """Run parent-now and patch side by side, interleaved so both finish together, and the
     patch in each perturbed run the recording made of its case (perturb.planned), in the same
@@ -222,7 +245,8 @@ def replay(
     too, and the caller asks for no perturbation: none could tell them apart. `taken`: the
     parent-now fields already observed, by case id (_gate/runs/cassettes.parent_now); those cases
     run on the patch only. `changed`: the package lines the patch changed, which its runs
-    trace (Found.coverage)."""
+    trace (Found.coverage). `functions`: the base functions it changed; a perturbed run whose
+    recording says the case called none of them there is left out (None: none is)."""
     taken = taken or {}
     jobs: list[Job] = []
 
@@ -234,9 +258,11 @@ def replay(
         jobs += [] if case.id in taken else [Job(commands[0], case)]
         jobs += [Job(commands[1], case, None, trace(case))] if len(commands) > 1 else []
     clock = str(cassette.get("clock") or "")
-    under = [
+    planned_runs = [
         (case, how) for case in cases for how in planned(case.perturbations(perturbations), clock)
     ]
+    reaching = [case_reaches(functions, called(cassette, *pair)) for pair in planned_runs]
+    under = [pair for pair, reaches in zip(planned_runs, reaching, strict=True) if reaches]
     jobs += [Job(commands[-1], case, how, trace(case, how)) for case, how in under]
     done = run_jobs(jobs, fixtures, "replay")
     found_coverage = covered(run.coverage for run in done)
@@ -247,9 +273,20 @@ def replay(
         patch_now.append(observe(case, next(runs)) if len(commands) > 1 else parent_now[-1])
     found = compare(cases, cassette, parent_now, patch_now)
     found.coverage = found_coverage
+    found.unselected = [
+        f"{case.id} [{how}]"
+        for (case, how), reaches in zip(planned_runs, reaching, strict=True)
+        if not reaches
+    ]
     compare_perturbed(under, list(runs), cassette, found)
     name_perturbations(cases, commands, fixtures, found, clock)
     return found
+
+
+def called(cassette: Mapping[str, Any], case: Case, how: Perturbation) -> object:
+    """What the case called in the recording's run of it under `how` (reach.py)."""
+    recorded = cassette["cases"].get(case.id, {}).get("perturbed", {}).get(str(how)) or {}
+    return recorded.get("called")
 
 
 def compare_perturbed(

@@ -13,7 +13,15 @@ with the patch: its pass only turns a block into a code owner's review, never in
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+from _gate.core.protocol import Tampered
+from _gate.runs.crossrun_run import Setup, tampered
+from _gate.runs.crossrun_run import run as run_tests
+from _gate.runs.env_probe import shadowing
+from _gate.runs.perturbed_tests import PATCH
 
 SET_UP = ("error",)  # pytest's outcome for a failure while collecting or setting up a test
 ANY_PHASE = ("failed", "error")
@@ -49,3 +57,32 @@ def changed_file(node: str, parent: Path, patch: Path) -> bool:
     rel = node.split("::", 1)[0]
     old, new = parent / rel, patch / rel
     return new.is_file() and (not old.is_file() or old.read_bytes() != new.read_bytes())
+
+
+def moved_internals(
+    tree: Path, patch: tuple[Path, Path] | None, rows: Sequence[dict[str, Any]], setup: Setup
+) -> dict[str, str]:
+    """The lost tests (`rows` of the crossrun) coupled to internals the patch moved, each with
+    the name it failed on: those the patch changed whose own version passes on the patch
+    build (`patch`: its Python and its tree), run as the parent's were (a private copy,
+    canaries, the build's modules hidden). `tree`: the base tree."""
+    if patch is None:
+        return {}
+    python, patch_tree = patch
+    names = {
+        row["id"]: moved_name(row["outcome"], row["message"])
+        for row in rows
+        if not row["allowed"] and changed_file(row["id"], tree, patch_tree)
+    }
+    names = {node: name for node, name in names.items() if name}
+    if not names:
+        return {}
+    files = sorted({node.split("::", 1)[0] for node in names})  # a test it renamed is not there
+    try:
+        own = run_tests(python, patch_tree, files, setup)
+    except Tampered as exc:
+        raise tampered(PATCH, "run of its own version of its tests", exc) from None
+    if shadowing(python, own, files):
+        return {}  # it tested the tree's sources, not the build: no version of its own passed
+    passed = {node for node, outcome in (own.outcomes or {}).items() if outcome == "passed"}
+    return {node: name for node, name in names.items() if node in passed}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _gate.core.context import test_input
+from _gate.core.context import ChangedFunctions, test_input
 from _gate.core.protocol import FailClosed, Tampered
 from _gate.core.reports import Names
 from _gate.plugin.shard import WHOLE, Shard
@@ -43,6 +43,7 @@ class Setup:
     how: Perturbation | None = None
     sources: Mapping[str, bytes] | None = None
     trace: Trace | None = None  # a run of the patch's build: which test ran each changed line
+    reach: ChangedFunctions | None = None  # a run of the parent's: which functions tests call
 
 
 def run(python: Path, tree: Path, targets: Sequence[str], setup: Setup) -> PytestRun:
@@ -70,6 +71,7 @@ def run(python: Path, tree: Path, targets: Sequence[str], setup: Setup) -> Pytes
             writable=(Path(name), *scene.writable),
             scene=scene.env,
             trace=setup.trace,
+            reach=setup.reach,
         )
         result = run_pytest(python, root, targets, how)
         fault = gate_fault(result, targets)

@@ -8,7 +8,11 @@ perturbation needs more: it runs under the perturbation again on both builds, si
 
 - The parent passes it there and the patch fails it again: lost, the step blocks naming the
   perturbation. The patch's second run is its retry (these are the base's tests, so they
-  existed before the patch): one that passes the second time is reported as flaky.
+  existed before the patch).
+- The patch passes it alone: the whole run runs once more on both builds, in its order, since
+  what the patch's code left behind in the process (a module's function replaced, a cache
+  filled) reaches only the tests after it. The parent passes it there and the patch fails it
+  again: lost; it passes: reported as flaky.
 - The parent does not pass it there either: unstable under the perturbation (a test that pins
   today's date, say), left out and reported, never used.
 
@@ -84,18 +88,30 @@ def compare(
         return found
     targets = again if len(again) <= BY_ID_LIMIT else None
     parent, retry = both(run, how, targets)
+    parent_at, patch_at, said = picked(parent, again), picked(retry, again), retry.messages
+    alone = [node for node in again if parent_at[node] == patch_at[node] == "passed"]
+    if alone and targets is not None:  # in order, with the tests before them
+        parent_again, patch_again = both(run, how, None)
+        parent_at.update(picked(parent_again, alone))
+        patch_at.update(picked(patch_again, alone))
+        said = {**said, **patch_again.messages}
     for node in again:
-        if outcome_in(parent, node) != "passed":
+        if parent_at[node] != "passed":
             found.unstable.append(node)
-        elif outcome_in(retry, node) == "passed":
+        elif patch_at[node] == "passed":
             found.flaky.append(node)
         else:
-            message = (retry.messages.get(node) or patch.messages.get(node) or "").strip()
-            row = {"id": node, "outcome": outcome_in(retry, node), "perturbation": str(how)}
+            message = (said.get(node) or patch.messages.get(node) or "").strip()
+            row = {"id": node, "outcome": patch_at[node], "perturbation": str(how)}
             found.lost.append({**row, "message": message[-1000:]})
     if len(how.names) > 1 and found.lost:
         name_perturbations(how, run, found.lost)
     return found
+
+
+def picked(run: PytestRun, nodes: Sequence[str]) -> dict[str, str]:
+    """The outcomes of `nodes` in `run`."""
+    return {node: outcome_in(run, node) for node in nodes}
 
 
 def both(

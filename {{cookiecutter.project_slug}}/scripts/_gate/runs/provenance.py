@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import configparser
 import hashlib
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Set
@@ -103,6 +104,21 @@ def record_files(info: Path) -> list[str]:
     paths = [row.rsplit(",", 2)[0] for row in rows if row.strip()]
     inside = [p for p in paths if not p.startswith("..") and not p.startswith(f"{info.name}/")]
     return [p for p in inside if (site / p).is_file() and "__pycache__" not in p.split("/")]
+
+
+def package_modules(env: Path) -> dict[str, str]:
+    """The Python modules the tree's wheel installs in `env`: the path their frames name ->
+    the path under site-packages."""
+    info = project_info(env)
+    found = (path for path in record_files(info) if path.endswith(".py"))
+    return {os.path.realpath(info.parent / path): path for path in found}
+
+
+def wheel_metadata(env: Path) -> dict[str, str]:
+    """The wheel's METADATA and entry points in `env`, by names both builds share."""
+    info = project_info(env)
+    named = ("METADATA", "entry_points.txt")
+    return {f"wheel.dist-info/{n}": read_text(info / n) for n in named if (info / n).is_file()}
 
 
 def refuse_startup_files(paths: Iterable[str]) -> None:

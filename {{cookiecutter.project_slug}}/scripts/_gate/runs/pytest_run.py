@@ -11,10 +11,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from _gate.core.context import ChangedFunctions
 from _gate.plugin.confine import level_cap
 from _gate.plugin.patch_env import gate_env
 from _gate.plugin.worker import CALL_TIMEOUT
 from _gate.runs.process import Completed, run_group
+from _gate.runs.reach import read_reach, watch_reach
 from _gate.runs.sandbox import Sandbox, run_confined
 from _gate.runs.traced import Coverage, Trace, read_trace, watch
 
@@ -49,6 +51,7 @@ class PytestRun:
     finished: dict[str, str] = field(default_factory=dict)
     running: str = ""
     coverage: Coverage | None = None  # a traced run's: which test ran each changed line
+    reached: dict[str, Any] | None = None  # a reach run's: Reached.as_dict (_gate/runs/reach.py)
 
     def renamed(self, fix: Callable[[str], str]) -> PytestRun:
         """The run with `fix` applied to the text its tests and pytest wrote."""
@@ -192,6 +195,8 @@ class PytestOptions:
     scene: Mapping[str, str] | None = None
     subject: Subject | None = None
     trace: Trace | None = None  # a run of the patch's code: which changed lines each test ran
+    # A run of the parent's build: which of its functions each test file calls (reach.py).
+    reach: ChangedFunctions | None = None
 
 
 def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOptions) -> PytestRun:
@@ -220,6 +225,9 @@ def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOpti
         if traced is not None:
             option = "--oracle-trace" if how.subject is None else "--subject-trace"
             cmd.append(f"{option}={traced.spec}")
+        reaching = watch_reach(tmp, how.reach) if how.reach is not None else None
+        if reaching is not None:
+            cmd.append(f"--oracle-trace={reaching.spec}")
         cmd += [*how.options, *(str(root / t) for t in targets)]
         # The crossrun runs where the project's own CI does, at the root of its copy, so that
         # tests that open files by paths relative to the root find them; the oracle runs
@@ -233,6 +241,8 @@ def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOpti
         found = absolute_paths(read_evidence(evidence, how.prefix, done), cwd)
         if traced is not None and trace is not None:
             found.coverage = read_trace(traced, trace)
+        if reaching is not None and how.reach is not None:
+            found.reached = read_reach(reaching, how.reach.modules).as_dict()
         return found
 
 

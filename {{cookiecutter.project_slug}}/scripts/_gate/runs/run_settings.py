@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from _gate.core.context import ChangedFile, Judgment, Kept
+from _gate.core.context import ChangedFile, ChangedFunctions, Judgment, Kept
 from _gate.plugin.shard import Shard, add_shard_arg
 from _gate.runs.perturb import add_perturb_args
+from _gate.runs.reach import selecting
 from _gate.runs.reuse import add_cache_args, add_same_build_arg
 from _gate.runs.traced import Trace
 
@@ -17,8 +18,9 @@ from _gate.runs.traced import Trace
 class RunSettings:
     """Its shard, whether the patch's build is the parent's (file for file: the patch's side
     is not run again), where a run on the parent's build alone is kept between judgments,
-    the perturbed worlds to run and to require, and the package lines the patch changed,
-    which each run of the patch's build traces (by hand: none)."""
+    the perturbed worlds to run and to require, the package lines the patch changed, which
+    each run of the patch's build traces, and the base functions it changed, which select the
+    tests a perturbed rerun runs (_gate/runs/reach.py; by hand: none, every test runs)."""
 
     shard: Shard
     same_build: bool
@@ -26,6 +28,8 @@ class RunSettings:
     perturb: tuple[str, ...]
     perturb_required: tuple[str, ...]
     changed: tuple[ChangedFile, ...] = ()
+    functions: ChangedFunctions | None = None
+    select: bool = True  # $ORACLE_SELECT
 
     def trace(self, label: str, *, tests: bool) -> Trace | None:
         """A run of the patch's build, traced as `label` (`tests`: a pytest run of tests, not
@@ -37,7 +41,9 @@ class RunSettings:
         """A judge run: the shard, the builds, judge.yaml."""
         built, config = j.built, j.config
         perturb = (config.perturb, config.perturb_required)
-        return cls(j.shard, built.same, built.kept, *perturb, built.changed)
+        return cls(
+            j.shard, built.same, built.kept, *perturb, built.changed, built.functions, selecting()
+        )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunSettings:

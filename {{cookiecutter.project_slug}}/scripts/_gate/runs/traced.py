@@ -14,7 +14,7 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,22 +166,36 @@ class Traced:
         return read_trace(self.found, self.trace) if self.found and self.trace else None
 
 
-@contextmanager
 def traced_command(
     command: Path, argv: Sequence[str], root: Path, trace: Trace | None
-) -> Iterator[Traced]:
+) -> AbstractContextManager[Traced]:
     """`command argv` as it runs traced, from a folder of its own under `root`: its Python
     starts the tracer (a copy there), which runs the console script as that Python would.
     Untraced where nothing is traced or `command` is no Python script: its changed lines then
     show as run by no case."""
+    return booted(command, argv, root, lambda folder: watch(folder, trace), trace)
+
+
+@contextmanager
+def booted(
+    command: Path,
+    argv: Sequence[str],
+    root: Path,
+    spec: Callable[[Path], Watch | None],
+    trace: Trace | None = None,
+) -> Iterator[Traced]:
+    """`command argv` started by the tracer whose spec `spec` writes into a folder of the
+    run's own (None: nothing to trace), where `command` is a Python script."""
     python = interpreter(command)
-    if not (python and trace and any(row.lines for row in trace.changed)):
+    if not python:
         yield Traced([str(command), *argv])
         return
     with tempfile.TemporaryDirectory(dir=root) as name:
         folder = Path(name)
-        found = watch(folder, trace)
-        assert found is not None
+        found = spec(folder)
+        if found is None:
+            yield Traced([str(command), *argv])
+            return
         boot = folder / TRACER.name
         shutil.copyfile(TRACER, boot)
         cmd = [*python, str(boot), str(found.spec), str(command), *argv]

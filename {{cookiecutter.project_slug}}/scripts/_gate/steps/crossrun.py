@@ -49,9 +49,9 @@ configuration; with `--patch-build` the patch's run is kept as the parent's run 
 the patch. A test lost against a kept run runs again on the parent's build now, since a test may
 read a file the key leaves out.
 
-With `--perturb` naming `env` or `clock` (the default names both), the tests run once more in a
-user's scene under the shifted clock, parent against patch: a test the parent passes there and
-the patch fails blocks, naming the perturbation (scripts/_gate/runs/perturbed_tests.py).
+With `--perturb` naming `env` or `clock` (the default names both), the tests that can reach the
+change (scripts/_gate/runs/reach.py) run once more in a user's scene under the shifted clock: a
+test the parent passes there and the patch fails blocks (scripts/_gate/runs/perturbed_tests.py).
 Exit codes: 0 pass (or advisory), 1 block (or deferred, see the report's status), 2 fail closed
 (status `needs-review` where the tests depend on internals the patch moved).
 """
@@ -88,7 +88,7 @@ from _gate.core.protocol import (
     add_report_arg,
 )
 from _gate.plugin.shard import WHOLE
-from _gate.runs.coupling import changed_file, moved_name
+from _gate.runs.coupling import moved_internals
 from _gate.runs.crossrun_run import (
     Setup,
     copied,
@@ -103,9 +103,15 @@ from _gate.runs.crossrun_run import (
 )
 from _gate.runs.crossrun_run import run as run_tests
 from _gate.runs.entry import Contract, Earlier
-from _gate.runs.env_probe import environments, own_modules, shadowing
+from _gate.runs.env_probe import environments, own_modules
 from _gate.runs.perturb import Perturbation
-from _gate.runs.perturbed_tests import PARENT, PATCH, Runner, applied, compare, outcome_in, planned
+from _gate.runs.perturbed_tests import (
+    PARENT,
+    PATCH,
+    Runner,
+    applied,
+    planned,
+)
 from _gate.runs.pytest_run import PytestRun
 from _gate.runs.reuse import (
     REUSED,
@@ -116,6 +122,7 @@ from _gate.runs.reuse import (
     noted,
 )
 from _gate.runs.run_settings import RunSettings, add_run_args
+from _gate.runs.selected_tests import Perturbed, chosen, compared, parent_reach
 from _gate.runs.traced import covered
 
 PERTURBED = ("env", "clock")  # the perturbed run of the parent's tests (docs/perturbation.md)
@@ -276,7 +283,6 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     key = parent_key(given, folders, setup, runs.kept.parent_build)
     kept_parent = kept_run(runs.kept.folder, key, given.tree)
     how, unrunnable = planned(PERTURBED, runs)
-    under = perturbed_runner(given, folders, setup)
     with ThreadPoolExecutor(max_workers=3) as pool:
         sharded = replace(setup, shard=runs.shard)
         traced = {"patch": replace(sharded, trace=runs.trace("crossrun", tests=True))}
@@ -285,7 +291,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
             for side, python in pythons.items()
             if not (side == "parent" and kept_parent)
         }
-        patch_under = pool.submit(under, PATCH, how, None) if how else None
+        under = pool.submit(perturbed_patch, given, folders, setup, how) if how else None
         results = {side: untampered(side, job.result) for side, job in jobs.items()}
     if kept_parent:
         results["parent"] = kept_parent
@@ -298,13 +304,13 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     if kept_parent and rows:
         parent = rechecked(given, parent, rows, setup)
         rows = lost_rows(parent, patch, allowed_ids(given)[0])
-    moved = moved_internals(given, rows, setup)
-    found = None
+    own = (given.patch_python, given.patch_tree) if given.patch_tree else None
+    moved = moved_internals(given.tree, own, rows, setup)
     patch_runs = [results["patch"]] if "patch" in results else []
-    if how is not None and patch_under is not None:
-        passing = [node for node in parent if outcome_in(patch, node) == parent[node] == "passed"]
-        patch_runs.append(patch_under.result())
-        found = compare(how, under, patch_runs[-1], passing, "parent tests")
+    perturbed = under.result() if under is not None else None
+    found = compared(how, perturbed, parent, patch)
+    patch_runs += [perturbed.run] if perturbed is not None and perturbed.run is not None else []
+    selection = perturbed.selection if perturbed is not None else None
     outcome = applied(
         judged(given, parent, patch, rows, moved),
         found,
@@ -314,6 +320,8 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
         advisory=advisory(given),
     )
     outcome = noted(outcome, runs.same_build, bool(kept_parent))
+    if selection is not None:
+        outcome = outcome.noted(f"; {selection.why}", selection=selection.evidence())
     total = len(parent) + results["parent"].deselected
     return described(outcome, runs, setup, runs.shard.evidence(len(parent), total), patch_runs)
 
@@ -369,6 +377,25 @@ def unchanged(given: Inputs) -> Outcome:
     return Outcome(PASS, summary, evidence)
 
 
+def perturbed_patch(
+    given: Inputs, folders: Sequence[str], setup: Setup, how: Perturbation
+) -> Perturbed:
+    """The patch's run of the parent's tests under `how`: the test files that can reach the
+    change there (_gate/runs/reach.py), or every one."""
+    under = replace(setup, how=how, reach=given.runs.functions, shard=given.runs.shard)
+    world = f"{how} {how.clock}"
+    key = parent_key(given, folders, under, given.runs.kept.parent_build, world)
+    kept = (given.runs.kept.folder, key)
+    selection = chosen(
+        given.runs,
+        setup.plugins,
+        lambda: parent_reach(given.parent_python, given.tree, folders, under, kept),
+        lambda: copied(given.tree, setup.hidden),
+    )
+    rerun = perturbed_runner(given, selection.files or folders, setup)
+    return Perturbed(selection, rerun(PATCH, how, None) if selection.files != () else None, rerun)
+
+
 def perturbed_runner(given: Inputs, folders: Sequence[str], setup: Setup) -> Runner:
     """A build's run of the parent's tests under a perturbation (a user's scene, the shifted
     clock)."""
@@ -386,7 +413,9 @@ def perturbed_runner(given: Inputs, folders: Sequence[str], setup: Setup) -> Run
     return run
 
 
-def parent_key(given: Inputs, folders: Sequence[str], setup: Setup, build: str) -> str:
+def parent_key(
+    given: Inputs, folders: Sequence[str], setup: Setup, build: str, world: str = ""
+) -> str:
     """What a parent's run depends on (_gate/runs/reuse.py): the build's digest, and of the tree
     the files `same_tests` compares (the tests and pytest's configuration; a README is not
     one); "" when nothing is kept. The patch's run is kept under its build's digest: the
@@ -403,6 +432,7 @@ def parent_key(given: Inputs, folders: Sequence[str], setup: Setup, build: str) 
         hidden=list(setup.hidden),
         shard=str(given.runs.shard),
         timeout=given.timeout,
+        world=world,
     )
 
 
@@ -418,31 +448,6 @@ def rechecked(
     now = untampered("parent", lambda: run_tests(given.parent_python, given.tree, ids, setup))
     seen = now.outcomes or {}
     return {**parent, **{node: seen[node] for node in ids if node in seen}}
-
-
-def moved_internals(given: Inputs, rows: list[dict[str, Any]], setup: Setup) -> dict[str, str]:
-    """The lost tests coupled to internals the patch moved (scripts/_gate/runs/coupling.py), each
-    with the name it failed on: those the patch changed whose own version passes on the patch
-    build, run as the parent's were (a private copy, canaries, the build's modules hidden)."""
-    if given.patch_tree is None:
-        return {}
-    names = {
-        row["id"]: moved_name(row["outcome"], row["message"])
-        for row in rows
-        if not row["allowed"] and changed_file(row["id"], given.tree, given.patch_tree)
-    }
-    names = {node: name for node, name in names.items() if name}
-    if not names:
-        return {}
-    files = sorted({node.split("::", 1)[0] for node in names})  # a test it renamed is not there
-    try:
-        own = run_tests(given.patch_python, given.patch_tree, files, setup)
-    except Tampered as exc:
-        raise tampered(PATCH, "run of its own version of its tests", exc) from None
-    if shadowing(given.patch_python, own, files):
-        return {}  # it tested the tree's sources, not the build: no version of its own passed
-    passed = {node for node, outcome in (own.outcomes or {}).items() if outcome == "passed"}
-    return {node: name for node, name in names.items() if node in passed}
 
 
 def parser() -> argparse.ArgumentParser:

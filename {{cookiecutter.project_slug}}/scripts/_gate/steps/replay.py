@@ -42,7 +42,7 @@ from _gate.core.allowlist import (
     split_by_base,
 )
 from _gate.core.config import Config
-from _gate.core.context import ChangedFile, Judgment, review_requested
+from _gate.core.context import ChangedFile, ChangedFunctions, Judgment, review_requested
 from _gate.core.protocol import (
     BLOCK,
     EXIT_CODES_HELP,
@@ -59,6 +59,7 @@ from _gate.runs.cassettes import Found, cassette_path, parent_now, replay, taken
 from _gate.runs.entry import Contract, Earlier
 from _gate.runs.envs import bin_dir
 from _gate.runs.perturb import add_perturb_args, runnable
+from _gate.runs.reach import selecting
 from _gate.runs.reuse import add_same_build_arg, noted
 
 
@@ -174,6 +175,9 @@ class Inputs:
     parent_now: Path | None  # parent-now runs taken beforehand, beside the patch's build
     parent_now_sha256: str  # that file's SHA-256, as its writer took it ("": unsealed)
     changed: tuple[ChangedFile, ...] = ()  # the package lines the patch changed: traced
+    # The base functions it changed: a perturbed run of a case that called none is left out
+    # (_gate/runs/reach.py; None: every one runs, as by hand or with ORACLE_SELECT=off).
+    functions: ChangedFunctions | None = None
 
 
 def inputs(j: Judgment) -> Inputs:
@@ -196,6 +200,7 @@ def inputs(j: Judgment) -> Inputs:
         parent_now=None if now is None else now.file,
         parent_now_sha256="" if now is None else now.sha256,
         changed=j.built.changed,
+        functions=j.built.functions if selecting() else None,
     )
 
 
@@ -301,6 +306,7 @@ def replayed(given: Inputs) -> Replayed:
         perturbations=perturbed,
         taken=taken,
         changed=given.changed,
+        functions=given.functions,
     )
     r = Replayed(every, cases, base, allow, other_base, list(ran), why, perturbed, taken, found)
     allowed = {(row.id, row.field) for row in allow}
@@ -342,6 +348,7 @@ def replay_evidence(given: Inputs, r: Replayed) -> dict[str, Any]:
                 for name, reason in case.unperturbed
             ],
             "unstable": r.found.perturbed_unstable,
+            "unselected": r.found.unselected,
         },
     }
 
@@ -352,7 +359,14 @@ def replay_note(given: Inputs, r: Replayed) -> str:
     note += "; allowlist read from the patch under ORACLE_REVIEW=1" if given.review else ""
     note += other_base_note(r.other_base, given.allowlist)
     note += f"; {len(r.found.grown)} additive fields grew" if r.found.grown else ""
-    return note + perturbation_note(r.ran, r.perturbed, r.why, given.same_build)
+    note += perturbation_note(r.ran, r.perturbed, r.why, given.same_build)
+    left = len(r.found.unselected)
+    return note + (
+        f"; {left} perturbed runs of cases that called no changed function there "
+        "on the parent left out"
+        if left
+        else ""
+    )
 
 
 def parser() -> argparse.ArgumentParser:
