@@ -53,7 +53,10 @@ def parent_reach(
 ) -> Reached:
     """Which functions of the parent's package each test file calls under `setup.how`
     (`setup.reach` names the modules): kept by an earlier judgment on this base (`kept_as`:
-    the folder and the key), or taken by a run of the parent's build now and kept."""
+    the folder and the key), or taken by a run of the parent's build now and kept. A record
+    that cannot be used is kept too: it selects every test, and the next judgment on the
+    base need not run the parent's tests again to learn that (a test that recurses past the
+    limit unsets any `sys.settrace` tracer: structlog's)."""
     folder, key = kept_as
     reached = Reached.readable(kept(folder, key))
     if reached is not None:
@@ -63,8 +66,7 @@ def parent_reach(
     reached.order = run_order(run.outcomes or {})
     if run.outcomes is None:
         reached.broken = f"the parent's run under the {setup.how} perturbation left no result"
-    if not reached.broken:
-        keep(folder, key, reached.as_dict())
+    keep(folder, key, reached.as_dict())
     return reached
 
 
