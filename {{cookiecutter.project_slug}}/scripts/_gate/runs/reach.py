@@ -175,8 +175,8 @@ class Selection:
         return self.files is None or node.split("::", 1)[0] in self.files
 
 
-def everything(why: str) -> Selection:
-    return Selection(None, f"every test: {why}")
+def everything(why: str, kept: bool = False) -> Selection:
+    return Selection(None, f"every test: {why}", kept=kept)
 
 
 def run_order(nodes: Iterable[str]) -> list[str]:
@@ -196,7 +196,8 @@ def select(
     if functions.everything:
         return everything(functions.everything)
     if reached is None or reached.broken:
-        return everything(reached.broken if reached else "no record of the parent's calls")
+        why = reached.broken if reached else "no record of the parent's calls"
+        return everything(why, reached is not None and reached.kept)
     changed = set(functions.functions)
     if reached.outside & changed:
         first = sorted(reached.outside & changed)[0]
