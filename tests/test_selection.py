@@ -11,6 +11,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _gate.change.scopes import changed_functions
@@ -19,7 +20,7 @@ from _gate.runs.pytest_run import PytestOptions, run_pytest
 from _gate.runs.reach import Reached, everything, select
 
 from tests.helpers import edits
-from tools.bakery import branch, git, judge
+from tools.bakery import Verdict, branch, git, judge
 
 pytestmark = pytest.mark.perturbed  # the `shop` bake runs every perturbation
 
@@ -192,6 +193,8 @@ def reach_run(tmp: Path, extra: dict[str, str] | None = None) -> tuple[Reached, 
     how = PytestOptions(timeout=120, own_config=True, reach=ChangedFunctions(modules, ()))
     run = run_pytest(Path(sys.executable), root, ["tests"], how)
     assert run.reached is not None, run
+    failed = {node: out for node, out in (run.outcomes or {}).items() if out != "passed"}
+    assert failed == {}, run.output_tail
     order = list(dict.fromkeys(node.split("::")[0] for node in run.outcomes or {}))
     return Reached.from_dict({**run.reached, "order": order}), order
 
@@ -229,6 +232,33 @@ def test_a_run_that_removes_the_reach_tracer_selects_every_test(
     assert chosen.why.startswith("every test: the reach tracer")
 
 
+def test_a_reach_run_is_confined_by_the_launcher(tmp_path: Path) -> None:
+    """The reach run is one more process of a build's code: the launcher starts it, as every
+    crossrun run, so its tests (and the code they call) can write nothing outside their
+    scratch and cannot see the judge's process; what they started is a `process` call."""
+    outside, judge_pid = tmp_path / "escaped", os.getpid()
+    escape = (
+        "import os, pathlib, subprocess\n\n\n"
+        "def test_writes_nothing_outside():\n"
+        "    try:\n"
+        f"        pathlib.Path({str(outside)!r}).write_text('x')\n"
+        "    except OSError:\n"
+        "        return\n"
+        "    raise AssertionError('wrote outside its scratch')\n\n\n"
+        "def test_sees_no_judge():\n"
+        "    try:\n"
+        f"        os.kill({judge_pid}, 0)\n"
+        "    except (ProcessLookupError, PermissionError):\n"
+        "        return\n"
+        "    raise AssertionError('reached the judge')\n"
+    )
+    reached, order = reach_run(tmp_path, {"tests/test_e_escape.py": escape})
+    assert reached.broken == ""
+    assert order[-1] == "tests/test_e_escape.py"
+    assert not outside.exists()
+    assert "tests/test_e_escape.py" not in reached.files  # it called nothing of the package
+
+
 def test_nothing_known_selects_every_test() -> None:
     assert select(None, None, ()).files is None
     assert select(ChangedFunctions({}, (), "pkg/a.py:3 runs"), None, ()).files is None
@@ -261,8 +291,19 @@ def poisoned(line: str) -> str:
     return ANCHOR + f"    import datetime\n\n{when}        import shop.orders\n\n        {line}\n"
 
 
+def judged_edit(shop: Path, name: str, old: str, new: str) -> tuple[str, Verdict]:
+    """A branch `select/NAME` replacing `old` with `new` in discounts.py, judged on main."""
+    head = branch(shop, f"select/{name}", edits((D, old, new)))
+    return head, judge(shop, "--base", "main", "--head", head)
+
+
+def crossrun_report(repo: Path) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((repo / "reports/crossrun.json").read_text("utf-8"))
+    return report
+
+
 def crossrun_selection(repo: Path) -> dict[str, object]:
-    report = json.loads((repo / "reports/crossrun.json").read_text("utf-8"))
+    report = crossrun_report(repo)
     selection = report["evidence"]["selection"]
     assert isinstance(selection, dict), report
     return selection
@@ -272,13 +313,12 @@ def crossrun_selection(repo: Path) -> dict[str, object]:
 def test_a_perturbed_rerun_runs_the_files_from_the_first_that_called_the_change(
     shop: Path,
 ) -> None:
-    head = branch(shop, "select/refactor", edits((D, ANCHOR, REFACTOR)))
-    judged = judge(shop, "--base", "main", "--head", head)
+    head, judged = judged_edit(shop, "refactor", ANCHOR, REFACTOR)
     assert (judged.returncode, judged.report["verdict"]) == (0, "merge"), judged.output
     selection = crossrun_selection(shop)
     assert selection["selected"] == ["tests/test_discounts.py", "tests/test_orders.py"]
     assert selection["reasons"] == {"tests/test_discounts.py": ["shop/discounts.py:90"]}
-    report = json.loads((shop / "reports/crossrun.json").read_text("utf-8"))
+    report = crossrun_report(shop)
     perturbed = {
         evidence
         for ran in report["evidence"]["coverage"]["hits"].values()
@@ -300,10 +340,9 @@ def test_a_perturbed_rerun_runs_the_files_from_the_first_that_called_the_change(
 def test_a_break_under_the_shifted_clock_is_still_caught_by_the_selected_run(
     shop: Path,
 ) -> None:
-    head = branch(shop, "select/later", edits((D, ANCHOR, LATER)))
-    judged = judge(shop, "--base", "main", "--head", head)
+    _, judged = judged_edit(shop, "later", ANCHOR, LATER)
     assert judged.report["verdict"] == "block", judged.output
-    report = json.loads((shop / "reports/crossrun.json").read_text("utf-8"))
+    report = crossrun_report(shop)
     lost = report["evidence"]["perturbations"]["lost"]
     assert lost, report["summary"]
     assert all(row["perturbation"] == "clock" for row in lost), report["summary"]
@@ -320,10 +359,9 @@ def test_what_the_change_leaves_behind_for_a_later_file_is_caught(shop: Path, po
     and passes alone runs again in that order: what changed code left in the process breaks a
     later file's tests. Each merged before (a retry by id passed: flaky)."""
     name = poison.replace(" ", "-")
-    head = branch(shop, f"select/poison-{name}", edits((D, ANCHOR, poisoned(POISONS[poison]))))
-    judged = judge(shop, "--base", "main", "--head", head)
+    _, judged = judged_edit(shop, f"poison-{name}", ANCHOR, poisoned(POISONS[poison]))
     assert judged.report["verdict"] == "block", judged.output
-    report = json.loads((shop / "reports/crossrun.json").read_text("utf-8"))
+    report = crossrun_report(shop)
     lost = {row["id"].split("::")[0] for row in report["evidence"]["perturbations"]["lost"]}
     assert lost == {"tests/test_orders.py"}, report["summary"]
     assert crossrun_selection(shop)["reasons"] == {
@@ -333,8 +371,7 @@ def test_what_the_change_leaves_behind_for_a_later_file_is_caught(shop: Path, po
 
 @pytest.mark.e2e
 def test_a_change_outside_any_function_reruns_every_test(shop: Path) -> None:
-    head = branch(shop, "select/constant", edits((D, "BPS_FULL = 10_000", "BPS_FULL = 10000")))
-    judged = judge(shop, "--base", "main", "--head", head)
+    _, judged = judged_edit(shop, "constant", "BPS_FULL = 10_000", "BPS_FULL = 10000")
     assert judged.report["verdict"] == "merge", judged.output
     selection = crossrun_selection(shop)
     assert selection["selected"] is None
@@ -369,8 +406,7 @@ WORLDS = ("env+terminal+files", "env+files+clock")
 def test_a_cases_perturbed_runs_are_left_out_where_it_called_no_changed_function(
     shop: Path,
 ) -> None:
-    head = branch(shop, "select/cases", edits((D, STACK, "    remaining = subtotal_cents + 0\n")))
-    judged = judge(shop, "--base", "main", "--head", head)
+    _, judged = judged_edit(shop, "cases", STACK, "    remaining = subtotal_cents + 0\n")
     assert judged.report["verdict"] == "merge", judged.output
     report = json.loads((shop / "reports/replay-report.json").read_text("utf-8"))
     left = report["evidence"]["perturbations"]["unselected"]

@@ -65,7 +65,7 @@ def functions(tree: ast.Module) -> list[Function]:
 
 def function(node: ast.AST, prefix: str, parent: Function | None) -> Function:
     end = node.end_lineno or node.lineno  # type: ignore[attr-defined]
-    reads = frozenset(own_reads(node))
+    reads = loaded(own_nodes(node))
     if isinstance(node, ast.Lambda):
         lines = frozenset(range(node.lineno, end + 1))
         return Function(f"{prefix}<lambda>", node.lineno, lines, lines, "lambda", parent, reads)
@@ -82,24 +82,27 @@ def function(node: ast.AST, prefix: str, parent: Function | None) -> Function:
     return Function(f"{prefix}{node.name}", first, body, header, kind(node), parent, reads)
 
 
-def own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes a function's own frame runs: not those of a function or class in it."""
+def own_nodes(node: ast.AST, classes: bool = False) -> Iterator[ast.AST]:
+    """The nodes a function's own frame runs: not those of a function in it, nor of a class
+    in it (`classes`: a module's own code runs its classes' bodies too)."""
     for child in ast.iter_child_nodes(node):
-        if not isinstance(child, (*DEFS, ast.Lambda, ast.ClassDef)):
+        inner = isinstance(child, (*DEFS, ast.Lambda)) or (
+            isinstance(child, ast.ClassDef) and not classes
+        )
+        if not inner:
             yield child
-            yield from own_nodes(child)
+            yield from own_nodes(child, classes)
+
+
+def loaded(nodes: Iterable[ast.AST]) -> frozenset[str]:
+    """The names `nodes` read."""
+    return frozenset(n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
 
 
 def kind(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     yields = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in own_nodes(node))
     prefix = "async " if isinstance(node, ast.AsyncFunctionDef) else ""
     return f"{prefix}generator" if yields else prefix + "def" if prefix else "def"
-
-
-def own_reads(node: ast.AST) -> Iterator[str]:
-    for sub in own_nodes(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
-            yield sub.id
 
 
 def owners(line: int, found: Iterable[Function]) -> set[Function | None]:
@@ -148,21 +151,7 @@ class Side:
 
     def module_reads(self) -> frozenset[str]:
         """The names the module's own code (a class body too) loads."""
-        return frozenset(
-            n.id
-            for n in own_nodes_of_module(self.tree)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-        )
-
-
-def own_nodes_of_module(tree: ast.Module) -> Iterator[ast.AST]:
-    for child in ast.iter_child_nodes(tree):
-        if isinstance(child, ast.ClassDef):
-            yield child
-            yield from own_nodes_of_module(child)  # type: ignore[arg-type]
-        elif not isinstance(child, (*DEFS, ast.Lambda)):
-            yield child
-            yield from own_nodes(child)
+        return loaded(own_nodes(self.tree, classes=True))
 
 
 class Everything(Exception):

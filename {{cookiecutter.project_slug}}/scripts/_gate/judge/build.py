@@ -222,22 +222,21 @@ def changed_package(
 def reach_of(evidence: Mapping[str, Any], built: Mapping[str, Any]) -> ChangedFunctions:
     """The base's functions the patch changed (which parent tests can reach it), from the
     files that differ between the two builds and the wheels' metadata."""
-    envs = [built[side][0].parent.parent for side in SIDES]
-    sites = [project_info(env).parent for env in envs]
+    infos = [project_info(built[side][0].parent.parent) for side in SIDES]
     rows = [{row["path"]: row["sha256"] for row in evidence[side]["files"]} for side in SIDES]
     differ = {p for p in rows[0].keys() | rows[1].keys() if rows[0].get(p) != rows[1].get(p)}
 
     def read(side: int) -> dict[str, str]:
         found = {
-            path: (sites[side] / path).read_bytes().decode("utf-8", "replace")
+            path: (infos[side].parent / path).read_bytes().decode("utf-8", "replace")
             if path.endswith(".py")
             else rows[side][path]
             for path in differ
             if path in rows[side]
         }
-        return {**found, **wheel_metadata(envs[side])}
+        return {**found, **wheel_metadata(infos[side])}
 
-    return changed_functions(package_modules(envs[0]), read(0), read(1))
+    return changed_functions(package_modules(infos[0]), read(0), read(1))
 
 
 SIDES = ("parent", "patch")

@@ -20,7 +20,7 @@ from _gate.runs import perturb
 from _gate.runs.case_runs import Job, Run, describe, observe, run_jobs, run_until
 from _gate.runs.cases import Case, added_lines, holds
 from _gate.runs.perturb import Perturbation, planned
-from _gate.runs.provenance import package_modules
+from _gate.runs.provenance import package_modules, project_info
 from _gate.runs.reach import case_reaches
 from _gate.runs.sandbox import hides
 from _gate.runs.traced import Coverage, Trace, covered
@@ -140,7 +140,7 @@ def parent_modules(command: Path) -> dict[str, str] | None:
     """The package modules of the build whose console script `command` is (None where it is
     no environment the gate built: every case then runs perturbed on the patch)."""
     try:
-        return package_modules(command.parent.parent)
+        return package_modules(project_info(command.parent.parent))
     except (FailClosed, OSError):
         return None
 

@@ -106,17 +106,15 @@ def record_files(info: Path) -> list[str]:
     return [p for p in inside if (site / p).is_file() and "__pycache__" not in p.split("/")]
 
 
-def package_modules(env: Path) -> dict[str, str]:
-    """The Python modules the tree's wheel installs in `env`: the path their frames name ->
-    the path under site-packages."""
-    info = project_info(env)
+def package_modules(info: Path) -> dict[str, str]:
+    """The Python modules the wheel of dist-info `info` (project_info) installs: the path
+    their frames name -> the path under site-packages."""
     found = (path for path in record_files(info) if path.endswith(".py"))
     return {os.path.realpath(info.parent / path): path for path in found}
 
 
-def wheel_metadata(env: Path) -> dict[str, str]:
-    """The wheel's METADATA and entry points in `env`, by names both builds share."""
-    info = project_info(env)
+def wheel_metadata(info: Path) -> dict[str, str]:
+    """The METADATA and entry points of dist-info `info`, by names both builds share."""
     named = ("METADATA", "entry_points.txt")
     return {f"wheel.dist-info/{n}": read_text(info / n) for n in named if (info / n).is_file()}
 

@@ -225,7 +225,7 @@ def run_pytest(python: Path, root: Path, targets: Sequence[str], how: PytestOpti
         if traced is not None:
             option = "--oracle-trace" if how.subject is None else "--subject-trace"
             cmd.append(f"{option}={traced.spec}")
-        reaching = watch_reach(tmp, how.reach) if how.reach is not None else None
+        reaching = watch_reach(tmp, how.reach.modules) if how.reach is not None else None
         if reaching is not None:
             cmd.append(f"--oracle-trace={reaching.spec}")
         cmd += [*how.options, *(str(root / t) for t in targets)]

@@ -25,9 +25,7 @@ without the run's token. $ORACLE_SELECT=off turns selection off.
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -36,8 +34,8 @@ from typing import Any
 
 from _gate.core.context import ChangedFunctions
 from _gate.core.protocol import FailClosed
-from _gate.plugin.change_trace import END, SHARED
-from _gate.runs.traced import Traced, Watch, booted
+from _gate.plugin.change_trace import SHARED
+from _gate.runs.traced import Traced, Watch, booted, read_written, write_spec
 
 LABEL = "reach"
 PROCESS = "process"  # a test started a process: its children run code no tracer sees
@@ -56,14 +54,10 @@ def selecting() -> bool:
     return value != "off"
 
 
-def watch_reach(folder: Path, functions: ChangedFunctions) -> Watch:
-    """The reach tracer's spec for one run of the parent's build, in `folder`."""
-    token, name = secrets.token_hex(16), secrets.token_hex(4)
-    out, spec = folder / f"reach-{name}", folder / f"spec-{name}.json"
-    files: dict[str, list[int]] = {path: [] for path in functions.modules}
-    payload = {"files": files, "out": str(out), "token": token, "label": LABEL, "reach": True}
-    spec.write_text(json.dumps(payload), "utf-8")
-    return Watch(spec, out, token)
+def watch_reach(folder: Path, modules: Mapping[str, str]) -> Watch:
+    """The reach tracer's spec for one run of the parent's build, in `folder` (`modules`:
+    the parent's package modules, the path frames name -> as installed)."""
+    return write_spec(folder, {path: [] for path in modules}, LABEL, reach=True)
 
 
 @dataclass
@@ -103,31 +97,22 @@ class Reached:
 
 def read_reach(found: Watch, modules: Mapping[str, str]) -> Reached:
     """What the reach tracer of one run wrote: calls as `installed path:first line`."""
-    found.spec.unlink(missing_ok=True)
-    try:
-        text = found.out.read_bytes().decode("utf-8", "replace")
-    except OSError:
+    written = read_written(found)
+    if written is None:
         return Reached(broken="the parent's run never started the reach tracer")
-    reached, ended = Reached(), False
-    prefix = f"{LABEL} "
-    for line in text.splitlines():
-        token, _, rest = line.partition("\t")
-        parts = rest.split("\t")
-        if token != found.token or len(parts) not in (2, 3):
-            return Reached(broken="a line the reach tracer did not write")
-        if parts[0] == END:
-            ended = True
-            if json.loads(parts[1]):
-                return Reached(broken=f"the reach tracer: {json.loads(parts[1])[0]}")
-            continue
-        evidence, path, where = parts
+    if written.forged or any(len(parts) != 3 for parts in written.records):
+        return Reached(broken="a line the reach tracer did not write")
+    if written.ended:
+        return Reached(broken=f"the reach tracer: {written.ended[0]}")
+    reached, prefix = Reached(), f"{LABEL} "
+    for evidence, path, where in written.records:
         key = PROCESS if where == PROCESS else f"{modules.get(path, path)}:{where[1:]}"
         node = evidence.removeprefix(prefix) if evidence.startswith(prefix) else ""
         if not node or node.endswith(f" {SHARED}"):
             reached.outside.add(key)
         else:
             reached.files.setdefault(node.split("::", 1)[0], set()).add(key)
-    if not ended:
+    if written.ended is None:
         reached.broken = "the parent's run ended before the reach tracer's last line"
     return reached
 
@@ -137,8 +122,7 @@ def reached_command(
 ) -> AbstractContextManager[Traced]:
     """A case's command on the parent's build, started by the reach tracer (`modules`: the
     parent's package modules, the path frames name -> as installed)."""
-    functions = ChangedFunctions(dict(modules), ())
-    return booted(command, argv, root, lambda folder: watch_reach(folder, functions))
+    return booted(command, argv, root, lambda folder: watch_reach(folder, modules))
 
 
 def calls(reached: Reached) -> list[str] | None:

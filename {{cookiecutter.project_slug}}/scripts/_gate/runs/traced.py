@@ -49,12 +49,55 @@ def watch(folder: Path, trace: Trace | None) -> Watch | None:
     files = {row.installed: list(row.lines) for row in trace.changed if row.lines} if trace else {}
     if trace is None or not files:
         return None
+    return write_spec(folder, files, trace.label)
+
+
+def write_spec(
+    folder: Path, files: Mapping[str, list[int]], label: str, *, reach: bool = False
+) -> Watch:
+    """The spec the tracer reads (_gate/plugin/change_trace.py) for one run, in `folder`: the
+    files it watches, with their lines (none in reach mode), and the run's secret token."""
     # The files' names say nothing of the token the run's lines must carry.
     token, name = secrets.token_hex(16), secrets.token_hex(4)
     out, spec = folder / f"trace-{name}", folder / f"spec-{name}.json"
-    payload = {"files": files, "out": str(out), "token": token, "label": trace.label}
-    spec.write_text(json.dumps(payload), "utf-8")
+    payload = {"files": dict(files), "out": str(out), "token": token, "label": label}
+    spec.write_text(json.dumps({**payload, "reach": reach}), "utf-8")
     return Watch(spec, out, token)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a run's tracer wrote: its records, each split into its fields (the run's token
+    taken off), how many lines lacked the token, and what its end line said changed in the
+    tracer (None: no end line, the run ended first)."""
+
+    records: list[list[str]]
+    forged: int
+    ended: list[str] | None
+
+
+def read_written(found: Watch) -> Written | None:
+    """The tracer's file of one run (its spec removed); None where there is none: the run
+    never started its tracer."""
+    found.spec.unlink(missing_ok=True)
+    try:
+        text = found.out.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+    records, forged, ended = [], 0, None
+    for line in text.splitlines():
+        token, _, rest = line.partition("\t")
+        parts = rest.split("\t")
+        if token != found.token:
+            forged += 1
+        elif parts[0] == END and len(parts) == 2:
+            try:
+                ended = [str(what) for what in json.loads(parts[1])]
+            except (ValueError, TypeError):  # written with the token, not by the tracer
+                forged += 1
+        else:
+            records.append(parts)
+    return Written(records, forged, ended)
 
 
 @dataclass
@@ -223,28 +266,21 @@ def well_formed(where: str, lines: set[int]) -> bool:
 def read_trace(found: Watch, trace: Trace) -> Coverage:
     """What one traced run wrote. No file (the run never started its tracer) covers nothing;
     a line without the run's token, or naming a line nobody watched, is forged."""
-    coverage = Coverage(runs=1)
-    label = trace.label
-    sources = {row.installed: (row.source, set(row.lines)) for row in trace.changed}
-    found.spec.unlink(missing_ok=True)
-    try:
-        text = found.out.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        coverage.unfinished = 1
+    coverage = Coverage(runs=1, unfinished=1)
+    written = read_written(found)
+    if written is None:
         return coverage
-    ended = False
-    for line in text.splitlines():
-        token, _, rest = line.partition("\t")
-        parts = rest.split("\t")
-        if token == found.token and parts[0] == END and len(parts) == 2:
-            ended = True
-            removed = [f"{label}: {what}" for what in json.loads(parts[1])]
-            (coverage.lost if trace.tests else coverage.tampered).extend(removed)
-            continue
-        watched = sources.get(parts[1]) if token == found.token and len(parts) == 3 else None
+    label = trace.label
+    forged = f"{label}: a line the gate's tracer did not write"
+    coverage.tampered += [forged] * written.forged
+    removed = [f"{label}: {what}" for what in written.ended or []]
+    (coverage.lost if trace.tests else coverage.tampered).extend(removed)
+    sources = {row.installed: (row.source, set(row.lines)) for row in trace.changed}
+    for parts in written.records:
+        watched = sources.get(parts[1]) if len(parts) == 3 else None
         if watched is None or not well_formed(parts[2], watched[1]):
-            coverage.tampered.append(f"{label}: a line the gate's tracer did not write")
+            coverage.tampered.append(forged)
             continue
         coverage.add(watched[0], parts[2], parts[0])
-    coverage.unfinished = 0 if ended else 1
+    coverage.unfinished = 0 if written.ended is not None else 1
     return coverage
