@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 from _gate.change.scopes import changed_functions
-from _gate.core.context import ChangedFunctions
+from _gate.core.context import ChangedFile, ChangedFunctions
 from _gate.runs.pytest_run import PytestOptions, run_pytest
 from _gate.runs.reach import Reached, everything, select
+from _gate.runs.traced import Trace
 
 from tests.helpers import edits
 from tools.bakery import Verdict, branch, git, judge
@@ -180,16 +181,22 @@ TESTS = {
 }
 
 
-def reach_run(tmp: Path, extra: dict[str, str] | None = None) -> tuple[Reached, list[str]]:
+def pytest_tree(tmp: Path, extra: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """The package (where a confined run may read it) and its tests, with `extra` files; the
+    package's modules, as the reach tracer names them."""
     root = tmp / "tree"
-    site = root / "site"  # where a confined run may read it
+    site = root / "site"
     for rel, text in PACKAGE.items():
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         (site / rel).write_text(text, "utf-8")
-    for rel, text in {**TESTS, **(extra or {})}.items():
+    for rel, text in {**TESTS, **extra}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(textwrap.dedent(text).format(site=str(site)), "utf-8")
-    modules = {os.path.realpath(site / rel): rel for rel in PACKAGE}
+    return root, {os.path.realpath(site / rel): rel for rel in PACKAGE}
+
+
+def reach_run(tmp: Path, extra: dict[str, str] | None = None) -> tuple[Reached, list[str]]:
+    root, modules = pytest_tree(tmp, extra or {})
     how = PytestOptions(timeout=120, own_config=True, reach=ChangedFunctions(modules, ()))
     run = run_pytest(Path(sys.executable), root, ["tests"], how)
     assert run.reached is not None, run
@@ -220,16 +227,70 @@ def test_the_reach_tracer_names_what_each_test_file_called(tmp_path: Path) -> No
     assert "shared across files" in shared.why
 
 
-@pytest.mark.parametrize("removal", ["sys.settrace(None)", "threading.settrace(lambda *a: None)"])
-def test_a_run_that_removes_the_reach_tracer_selects_every_test(
+# Ways a test unsets or replaces the tracer, then calls the package unseen. A recursion past
+# Python's limit raised in a trace function unsets it (structlog's tests/test_tracebacks.py).
+REMOVALS = {
+    "unset": "sys.settrace(None)",
+    "replaced": "sys.settrace(lambda *a: None)",
+    "threads": "threading.settrace(lambda *a: None)",
+    "recursion": (
+        "def down(n):\n        return down(n + 1)\n\n"
+        "    with pytest.raises(RecursionError):\n        down(0)"
+    ),
+}
+# A file after the one that unsets it, calling what nothing else calls: traced again.
+AFTER = "from pkg.mod import shared\n\n\ndef test_after():\n    assert shared() == 2\n"
+
+
+def unsetting(removal: str) -> str:
+    head = "import sys, threading\n\nimport pytest\nfrom pkg.mod import called\n\n\n"
+    return head + f"def test_stop():\n    {removal}\n    assert called() == 1\n"
+
+
+@pytest.mark.parametrize("removal", REMOVALS.values(), ids=REMOVALS)
+def test_a_test_that_unsets_the_reach_tracer_reaches_the_change(
     tmp_path: Path, removal: str
 ) -> None:
-    stop = f"import sys, threading\n\n\ndef test_stop():\n    {removal}\n"
+    """Its file reaches whatever changed (what it called after is unknown); the tracer is set
+    again after it, so the files after it are still told apart; the record is kept usable."""
+    extra = {"tests/test_b2_stop.py": unsetting(removal), "tests/test_b3_after.py": AFTER}
+    reached, order = reach_run(tmp_path, extra)
+    assert reached.broken == ""
+    assert "untraced" in reached.files["tests/test_b2_stop.py"], reached.files
+    assert reached.files["tests/test_b3_after.py"] == {"pkg/mod.py:5"}  # traced again
+    chosen = select(ChangedFunctions({}, ("pkg/mod.py:9",)), reached, order)
+    assert chosen.files == tuple(order[order.index("tests/test_b2_stop.py") :]), chosen
+    assert chosen.reasons["tests/test_b2_stop.py"] == ["untraced"]
+
+
+def test_a_tracer_unset_while_collecting_selects_every_test(tmp_path: Path) -> None:
+    """Outside any test, what ran untraced may reach any file: the record selects nothing."""
+    stop = "import sys\n\nsys.settrace(None)\n\n\ndef test_collected():\n    pass\n"
     reached, order = reach_run(tmp_path, {"tests/test_0_stop.py": stop})
-    assert reached.broken.startswith("the reach tracer: "), reached.broken
-    chosen = select(ChangedFunctions({}, ("pkg/mod.py:1",)), reached, order)
-    assert chosen.files is None
-    assert chosen.why.startswith("every test: the reach tracer")
+    assert reached.broken == "the reach tracer was unset while collecting or between tests"
+    chosen = select(ChangedFunctions({}, ("pkg/mod.py:9",)), reached, order)
+    assert (chosen.files, chosen.why) == (None, f"every test: {reached.broken}")
+
+
+def test_a_test_that_unsets_the_change_tracer_loses_only_its_own_coverage(
+    tmp_path: Path,
+) -> None:
+    """Change coverage in a pytest run (the crossrun): the test that unset it is named as lost,
+    and the tests after it are traced again."""
+    extra = {"tests/test_b2_stop.py": unsetting(REMOVALS["unset"]), "tests/test_b3_after.py": AFTER}
+    root, modules = pytest_tree(tmp_path, extra)
+    (installed,) = (path for path, rel in modules.items() if rel == "pkg/mod.py")
+    trace = Trace((ChangedFile(installed, "src/pkg/mod.py", (2, 6)),), "crossrun", tests=True)
+    how = PytestOptions(timeout=120, own_config=True, trace=trace)
+    run = run_pytest(Path(sys.executable), root, ["tests"], how)
+    assert run.coverage is not None, run
+    stop, after = "crossrun tests/test_b2_stop.py::test_stop", "crossrun tests/test_b3_after.py"
+    assert len(run.coverage.lost) == 1, run.coverage.lost
+    assert run.coverage.lost[0].startswith(f"{stop}: "), run.coverage.lost
+    assert run.coverage.tampered == []
+    ran = run.coverage.hits["src/pkg/mod.py"]
+    assert stop not in ran[2]  # called after the tracer was unset: not seen
+    assert f"{after}::test_after" in ran[6]
 
 
 def test_a_reach_run_is_confined_by_the_launcher(tmp_path: Path) -> None:

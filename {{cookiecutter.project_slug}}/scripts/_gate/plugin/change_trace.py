@@ -23,6 +23,10 @@ _gate/runs/reach.py) it records each call of a function of the watched files, on
 evidence, as `@FIRSTLINE` (its code's first line), and each new process a test starts (audit
 events: its children run code no tracer here sees), as `process`.
 
+Between tests (the evidence plugin asks), a tracer a test unset or replaced is set again, and
+the test is named `untraced`: a recursion past Python's limit unsets a trace function, a test
+of tracing sets its own. What ran in it after that is unknown; the tests after it are traced.
+
 `sys.settrace` on every version: the frames of watched files trace their lines (and, where a
 changed line holds a branch, their instructions); any other call returns at once. Stdlib
 only: it runs in the build's interpreter.
@@ -56,6 +60,7 @@ SPAWNS = frozenset(
     {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork"}
     | {"os.forkpty", "pty.spawn"}
 )
+UNTRACED = "untraced"  # the tracer was unset or replaced in this evidence: set again after it
 
 
 class Tracer:
@@ -93,6 +98,15 @@ class Tracer:
         threading.settrace(self.trace)
         if self.reach:
             sys.addaudithook(self.audit)
+
+    def restore(self) -> None:
+        """Between tests: a tracer unset or replaced since is named for the evidence then
+        running (what it ran after that is unknown) and set again for the tests after it."""
+        if sys.gettrace() is self.trace and threading.gettrace() is self.trace:
+            return
+        self.hit("", UNTRACED)
+        sys.settrace(self.trace)
+        threading.settrace(self.trace)
 
     def reached(self, frame: FrameType, event: str, arg: Any) -> None:
         """Reach mode: a call of a watched file's function, by its code's first line."""

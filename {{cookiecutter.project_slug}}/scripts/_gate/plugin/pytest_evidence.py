@@ -283,12 +283,14 @@ class Evidence:
         if not planted:
             self.progress.write(f"start\t{item.nodeid}\n")
         if tracer is not None:
+            tracer.restore()  # unset while collecting or between tests: named as no test's
             tracer.name("" if planted else item.nodeid)
         try:
             return (yield)
         finally:
             Running.nodeid = None
             if tracer is not None:
+                tracer.restore()
                 tracer.name("")
             if not planted:
                 self.progress.write(f"end\t{item.nodeid}\t{self.row(item.nodeid)['outcome']}\n")

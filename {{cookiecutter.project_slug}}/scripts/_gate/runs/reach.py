@@ -19,8 +19,10 @@ recording's run of it there called no changed function and started no process.
 Every test file runs when selection cannot be sure: a change outside any function, or to a
 file that is not Python, to the dependencies or the entry points (ChangedFunctions.everything);
 a changed function called while collecting or by a fixture shared across files (`package`,
-`session`); a run that left no result, or whose tracer was removed, replaced or wrote a line
-without the run's token. $ORACLE_SELECT=off turns selection off.
+`session`); a run that left no result, or whose tracer was removed or replaced outside any
+test file's tests (a test file that did it is a file that reaches the change: what it ran after
+that is unknown), or that wrote a line without the run's token. $ORACLE_SELECT=off turns
+selection off.
 """
 
 from __future__ import annotations
@@ -34,11 +36,14 @@ from typing import Any
 
 from _gate.core.context import ChangedFunctions
 from _gate.core.protocol import FailClosed
-from _gate.plugin.change_trace import SHARED
+from _gate.plugin.change_trace import SHARED, UNTRACED
 from _gate.runs.traced import Traced, Watch, booted, read_written, write_spec
 
 LABEL = "reach"
 PROCESS = "process"  # a test started a process: its children run code no tracer sees
+# What a test file may reach without a changed function in its record: a process it started,
+# the tracer unset in one of its tests (the tracer set again after it).
+UNKNOWN = frozenset({PROCESS, UNTRACED})
 SELECT_ENV = "ORACLE_SELECT"
 
 
@@ -106,12 +111,14 @@ def read_reach(found: Watch, modules: Mapping[str, str]) -> Reached:
         return Reached(broken=f"the reach tracer: {written.ended[0]}")
     reached, prefix = Reached(), f"{LABEL} "
     for evidence, path, where in written.records:
-        key = PROCESS if where == PROCESS else f"{modules.get(path, path)}:{where[1:]}"
+        key = where if where in UNKNOWN else f"{modules.get(path, path)}:{where[1:]}"
         node = evidence.removeprefix(prefix) if evidence.startswith(prefix) else ""
         if not node or node.endswith(f" {SHARED}"):
             reached.outside.add(key)
         else:
             reached.files.setdefault(node.split("::", 1)[0], set()).add(key)
+    if UNTRACED in reached.outside:
+        reached.broken = "the reach tracer was unset while collecting or between tests"
     if written.ended is None:
         reached.broken = "the parent's run ended before the reach tracer's last line"
     return reached
@@ -138,7 +145,7 @@ def case_reaches(functions: ChangedFunctions | None, called: object) -> bool:
     its recording holds them; anything but a list: not recorded) can reach the change."""
     if functions is None or functions.everything or not isinstance(called, list):
         return True
-    return bool(set(called) & {*functions.functions, PROCESS})
+    return bool(set(called) & UNKNOWN.union(functions.functions))
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,8 @@ def select(
     functions: ChangedFunctions | None, reached: Reached | None, present: Iterable[str]
 ) -> Selection:
     """The test files that can reach the change, from the parent's record of `reached`: from
-    the first that called a changed function or started a process to the last. `present`:
+    the first that called a changed function, started a process or unset the tracer, to the
+    last. `present`:
     the files of the tests' copy (a node id's file the copy lacks cannot be named to
     pytest)."""
     if functions is None:
@@ -186,10 +194,11 @@ def select(
     if reached.outside & changed:
         first = sorted(reached.outside & changed)[0]
         return everything(f"{first} ran while collecting or in a fixture shared across files")
+    reaching = changed | UNKNOWN
     reasons = {
-        name: sorted(keys & (changed | {PROCESS}))
+        name: sorted(keys & reaching)
         for name, keys in sorted(reached.files.items())
-        if keys & (changed | {PROCESS})
+        if keys & reaching
     }
     if not reasons:
         why = "no test called a changed function or started a process there"
@@ -203,5 +212,5 @@ def select(
         return everything(f"{missing[0]}, a file of the parent's run, is no file of the tests")
     first = next(name for name in chosen if name in reasons)
     what = f"{len(chosen)} of {len(reached.order)} test files, from {first} (the first that"
-    why = f"{what} called a changed function or started a process)"
+    why = f"{what} called a changed function, started a process or unset the tracer)"
     return Selection(chosen, why, reasons, reached.kept)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate.core.context import ChangedFile
-from _gate.plugin.change_trace import END
+from _gate.plugin.change_trace import END, UNTRACED
 
 
 @dataclass(frozen=True)
@@ -277,6 +277,10 @@ def read_trace(found: Watch, trace: Trace) -> Coverage:
     (coverage.lost if trace.tests else coverage.tampered).extend(removed)
     sources = {row.installed: (row.source, set(row.lines)) for row in trace.changed}
     for parts in written.records:
+        if parts[1:] == ["", UNTRACED]:  # a test unset it; the tracer set it again after
+            dropped = f"{parts[0]}: the gate's tracer was removed or replaced (set again after)"
+            (coverage.lost if trace.tests else coverage.tampered).append(dropped)
+            continue
         watched = sources.get(parts[1]) if len(parts) == 3 else None
         if watched is None or not well_formed(parts[2], watched[1]):
             coverage.tampered.append(forged)

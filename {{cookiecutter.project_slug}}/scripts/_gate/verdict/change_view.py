@@ -40,7 +40,8 @@ def seen_lines(evidence: dict[str, Any]) -> list[str]:
     lost = coverage.get("lost") or []
     if lost:
         runs = f" ({len(lost)} runs in all)" if len(lost) > 1 else ""
-        lines += ["", f"The tracer was removed in {lost[0]}{runs}: what ran after is not counted."]
+        said = f"The tracer was removed or replaced in a run, {lost[0]}{runs}"
+        lines += ["", f"{said}: what ran after it there is not counted."]
     for path, numbers in sorted(changed.items()):
         hits = (coverage.get("hits") or {}).get(path, {})
         ran = {n: hits.get(str(n), []) for n in numbers}
