@@ -18,6 +18,7 @@ import merge_shards
 import pytest
 import yaml
 from _gate.judge.lanes import Judge
+from _gate.judge.run_state import begin
 from _gate.plugin.shard import Shard, parse_shard
 from _gate.runs.cassettes import cassette_path
 from judge import publish
@@ -93,7 +94,7 @@ def replayed(
     )
     args += ("--allowlist", allow, "--base", BASE, "--shard", shard)
     run_script(j, "replay", "replay_cassettes.py", *args)
-    publish(j, "")
+    publish(j, "", begin(j.reports))
     return j.reports
 
 

@@ -23,11 +23,13 @@ import atexit
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 from typing import NoReturn
 
 import nox
@@ -35,6 +37,7 @@ from nox.command import CommandFailed
 
 # What asks for help: the one rule, stdlib only, that the scripts passing to pytest share.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "scripts"))
+from _gate.core.checkout_lock import hold, judging
 from _gate.runs.pytest_args import asks_help
 
 # The first nox with the uv backend and `|` fallbacks; CI pins a newer one (.github/).
@@ -62,6 +65,20 @@ if "ORACLE_VERDICT_FILE" not in os.environ:
 def command_line_posargs(argv: Sequence[str]) -> list[str]:
     """What nox gives its sessions as `session.posargs`: its arguments after the first `--`."""
     return list(argv[argv.index("--") + 1 :]) if "--" in argv else []
+
+
+def interrupted(number: int, frame: FrameType | None) -> NoReturn:
+    """SIGTERM and SIGHUP (a CI job cancelled, `timeout`, a terminal closed) end nox as Ctrl-C
+    does: the running command gets SIGTERM after its `interrupt_timeout`, then its
+    `terminate_timeout` to end (the judge's cleanup, `decide`), and nox's exit handlers run."""
+    raise KeyboardInterrupt
+
+
+for _number in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(_number, interrupted)
+# The judge ends within 7 s of a signal (scripts/_gate/judge/interrupt.py); Ctrl-C reaches it
+# at once, a signal to nox alone after INTERRUPT_WAIT.
+INTERRUPT_WAIT, TERMINATE_WAIT = 1.0, 10.0
 
 
 # A session sees its arguments only once nox has made its environment, so the command line says
@@ -157,6 +174,18 @@ def option(posargs: Sequence[str], name: str) -> str | None:
     return None
 
 
+# One judgment at a time in a checkout, taken as nox loads this file, before it makes any
+# environment, and held until nox exits (scripts/_gate/core/checkout_lock.py).
+if not asks_help(command_line_posargs(sys.argv)) and judging(
+    sys.argv[1:], os.environ, nox.options.sessions or ()
+):
+    HEAD = option(command_line_posargs(sys.argv), "--head") or "HEAD"
+    HELD, HOLDER = hold(Path(__file__).resolve().parent, HEAD)
+    if HELD is None:
+        print(f"nox > judge: error (exit {FAIL_CLOSED}): {HOLDER}", file=sys.stderr, flush=True)
+        raise SystemExit(FAIL_CLOSED)
+
+
 def require_repository(session: nox.Session) -> None:
     """Fail closed before any download when the judge's repository (--repo, default here) is
     not one git can read: the judge compares commits."""
@@ -213,7 +242,16 @@ def merge(session: nox.Session) -> None:
 def decide(session: nox.Session, script: str, *args: str) -> None:
     """Run a script that ends in a verdict and end nox with its exit code."""
     try:
-        ran = session.run("python", script, *args, env=offline_env())
+        ran = session.run(
+            "python",
+            script,
+            *args,
+            env=offline_env(),
+            interrupt_timeout=INTERRUPT_WAIT,
+            terminate_timeout=TERMINATE_WAIT,
+        )
+    except KeyboardInterrupt:  # the script ended on the signal, its report saying so
+        finish(session, FAIL_CLOSED, "interrupted")
     except CommandFailed as exc:
         # The exit is the script's own return code, never read from a report on disk: --reports
         # can move the report, and argparse or --help stop the judge before it writes one.

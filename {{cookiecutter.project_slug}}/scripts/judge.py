@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from _gate.core.config import load_config
@@ -49,13 +49,14 @@ from _gate.core.protocol import FAIL_CLOSED, PASS, FailClosed
 from _gate.core.steps import LANES, SETUP
 from _gate.judge.base import base_commit, confinable, note_uncommitted, oracle_ref, same_files
 from _gate.judge.build import build_all
+from _gate.judge.interrupt import Interrupted, handled_signals, ignore_signals, settle
 from _gate.judge.lanes import Judge, table
+from _gate.judge.run_state import Run, begin, judgment_folder, remove_leftovers
 from _gate.plugin.shard import add_shard_arg
 from _gate.runs.envs import WHEELHOUSE
 from _gate.runs.git import (
     add_worktree,
     changes,
-    git,
     remove_worktree,
     repo_root,
     resolve_commit,
@@ -72,12 +73,12 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
     """Resolve the judgment once, then run the table: setup, the trees beside the builds,
     then every lane after the builds."""
     repo = run.repo
-    git(repo, "worktree", "prune", check=False)
+    remove_leftovers(repo)
     note_uncommitted(repo)
     run.head = head = resolve_commit(repo, args.head, "--head")
     run.base = base = base_commit(repo, args.base, args.head, head)
-    with tempfile.TemporaryDirectory(prefix="oracle-judge-") as name, run.held:
-        run.tmp = tmp = Path(name).resolve()  # pytest writes resolved paths; names must match
+    with judgment_folder() as tmp, run.held:
+        run.tmp = tmp
         run.name(repo, "")
         run.name(tmp, "tmp:")
         run.name(tmp / "envs", "envs:")
@@ -108,6 +109,7 @@ def judge(run: Judge, args: argparse.Namespace) -> None:
             )
             judged(run, args.wheelhouse.resolve())
         finally:
+            settle()
             remove_worktree(repo, parent)
             remove_worktree(repo, patch)
 
@@ -128,11 +130,13 @@ def judged(run: Judge, wheelhouse: Path) -> None:
     run.run_lanes([table(run, lane) for lane in LANES])
 
 
-def publish(run: Judge, matrix: str) -> int:
+def publish(run: Judge, matrix: str, started: Run) -> int:
     """Write reports/ last, from the outcomes in memory: each step's report, judge-report.json,
     the summary and the SARIF. Nothing written there meanwhile is read."""
     run.write_step_reports()
     report = {
+        "judgment": asdict(started),
+        "finished": True,
         "base": run.base,
         "head": run.head,
         "scripts_from": run.base if run.judgment else "",
@@ -166,16 +170,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     run = Judge(repo=args.repo, reports=args.reports.resolve(), shard=args.shard, fresh=args.fresh)
     run.reports.mkdir(parents=True, exist_ok=True)
+    started = begin(run.reports)
     matrix = b""
+    with handled_signals():
+        try:
+            matrix = attempt(run, args)
+            ignore_signals()  # ended: a signal now would only lose the verdict
+        except Interrupted as exc:  # raised once: later signals are ignored
+            ended = f"after the {run.steps[-1]['name']} step" if run.steps else "before any step"
+            run.record("judge", FAIL_CLOSED, f"interrupted by {exc.name} {ended}")
+        return publish(run, matrix.decode("utf-8", "replace"), started)
+
+
+def attempt(run: Judge, args: argparse.Namespace) -> bytes:
+    """The judgment, any failure recorded as one line; the base's matrix, when it got there."""
     try:
         run.repo = repo_root(args.repo)
         judge(run, args)
-        matrix = show_file(run.repo, run.base, "oracles/MATRIX.md") or b""
+        return show_file(run.repo, run.base, "oracles/MATRIX.md") or b""
     except FailClosed as exc:
         run.record("setup" if not run.steps else "judge", FAIL_CLOSED, str(exc))
     except Exception as exc:  # one line and a report, never a traceback
         run.record("judge", FAIL_CLOSED, f"internal error {type(exc).__name__}: {exc}")
-    return publish(run, matrix.decode("utf-8", "replace"))
+    return b""
 
 
 if __name__ == "__main__":

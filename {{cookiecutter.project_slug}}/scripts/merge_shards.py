@@ -69,6 +69,8 @@ def read_shard(folder: Path) -> ShardRun:
     path = folder / "judge-report.json"
     try:
         report = json.loads(path.read_bytes())
+        if report.get("finished") is False:  # run_state.begin's: the shard's judge never ended
+            raise FailClosed(f"{path}: {report['summary']}; judge that shard again")
         index, count = report["shard"]["index"], report["shard"]["count"]
         steps = report["steps"]
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -10,14 +10,14 @@ library, PyYAML, its own folder and the floors below it, never one above
   standard library only, since they run in the project's environment
 - core/: values and files, no process: a step's outcome and report, the judgment every step
   gets, judge.yaml, the step table (the one place that says the order), the allowlist,
-  quarantine and ledger files, digests (seal)
+  quarantine and ledger files, digests (seal), the checkout's lock of one judgment at a time
 - runs/: what starts processes: git, builds and kept environments, the sandbox, pytest runs,
   the CLI cases and their recordings, perturbation, and a step script's entry (`Contract`)
 - inventory/: the assert inventory, its assertion probes and its run-time evidence
 - strength/: oracle strength (mutmut's mutants, the cases that tell them apart)
 - verdict/: the verdict, the summary and the SARIF findings
-- judge/: one run of the table (its lanes), the runner of its steps, the build step, and what
-  it checks of the base; only scripts/judge.py imports it
+- judge/: one run of the table (its lanes), the runner of its steps, the build step, what it
+  checks of the base, its signals and its run's state; only scripts/judge.py imports it
 
 Nothing here runs on import, so the plugins' copy of this file is this file.
 """

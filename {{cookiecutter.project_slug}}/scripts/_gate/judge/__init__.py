@@ -1,2 +1,3 @@
-"""The judge: one run of the table (lanes), its steps' runner, the build step, and what it checks
-of the base before judging. Only scripts/judge.py imports it."""
+"""The judge: one run of the table (lanes), its steps' runner, the build step, what it checks of
+the base before judging, its signals (interrupt) and its run's state. Only scripts/judge.py
+imports it."""

@@ -27,7 +27,7 @@ from _gate.core.protocol import (
 )
 from _gate.core.steps import BY_NAME, Step
 from _gate.runs.entry import Contract
-from _gate.runs.process import exits_within
+from _gate.runs.process import Jobs, exits_within
 
 HEARTBEAT = 5.0  # seconds between two "still running" lines of a quiet step
 
@@ -140,7 +140,9 @@ def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
     out: list[bytes] = []
     # `cmd` is a step script of the base's worktree (Judge.process), the gate's own code at the
     # merge base, never the patch's: each step runs the patch's code through run_confined.
+    Jobs.refuse()
     with subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        Jobs.watch(proc)  # an interrupt kills it (_gate/judge/interrupt.py)
 
         def read_stderr() -> None:
             assert proc.stderr is not None
@@ -160,6 +162,7 @@ def run_step(name: str, cmd: list[str], cwd: Path) -> Ran:
             quiet.tick()
         for reader in readers:
             reader.join()
+        Jobs.forget(proc)
     return Ran(proc.returncode, b"".join(out), kept[-50:], time.monotonic() - quiet.start)
 
 

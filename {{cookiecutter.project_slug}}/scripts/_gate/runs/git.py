@@ -71,14 +71,10 @@ def git(
 
 
 def repo_root(path: Path) -> Path:
-    proc = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-        capture_output=True,
-        check=False,
-    )
-    if proc.returncode != 0:
+    top = git(path, "rev-parse", "--show-toplevel", check=False).strip()
+    if not top:
         raise FailClosed(f"{path} is not a git repository; run from a clone of the project")
-    return Path(proc.stdout.decode().strip())
+    return Path(top)
 
 
 def rev_exists(repo: Path, ref: str) -> bool:

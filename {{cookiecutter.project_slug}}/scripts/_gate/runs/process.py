@@ -19,7 +19,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
+
+from _gate.core.protocol import FailClosed
 
 # Output beyond the cap is hashed, not kept: a cassette holds its SHA-256, size and a head.
 OUTPUT_CAP = 1 << 20
@@ -27,6 +29,36 @@ CHUNK = 1 << 16
 DRAIN_GRACE = 5.0  # seconds to wait for pipes after the group is killed
 TERM_GRACE = 2.0  # seconds a launcher has, after SIGTERM, to kill what its command left
 POLL = 0.05  # seconds between two looks at the exit where there is no pidfd
+
+
+class Jobs:
+    """The groups this process watches: an interrupt (_gate/judge/interrupt.py) kills every one
+    at once, and none starts after it. No lock: a signal handler runs between two bytecodes of
+    a thread that may hold one; a set's add, discard and copy are each one step."""
+
+    live: ClassVar[set[Started]] = set()
+    stopped: ClassVar[bool] = False
+
+    @classmethod
+    def stop(cls) -> None:
+        cls.stopped = True  # first: a job added after the copy below finds it set and ends
+        for proc in list(cls.live):
+            kill_group(proc)
+
+    @classmethod
+    def refuse(cls) -> None:
+        if cls.stopped:
+            raise FailClosed("the judgment was interrupted: no command starts after it")
+
+    @classmethod
+    def watch(cls, proc: Started) -> None:
+        cls.live.add(proc)
+        if cls.stopped:
+            kill_group(proc)
+
+    @classmethod
+    def forget(cls, proc: Started) -> None:
+        cls.live.discard(proc)
 
 
 # How many commands of run_group run at once in this process, whichever threads start them.
@@ -110,6 +142,7 @@ class Watch:
         assert proc.stdin
         assert proc.stdout
         assert proc.stderr
+        Jobs.watch(proc)
         self.proc, self.exited = proc, False
         self.selector = selectors.DefaultSelector()
         self.sinks = {pipe.fileno(): Sink(cap) for pipe in (proc.stdout, proc.stderr)}
@@ -188,6 +221,7 @@ class Watch:
             self.proc.stdin.close()
 
     def close(self) -> None:
+        Jobs.forget(self.proc)
         self.selector.close()
         if self.pidfd is not None:
             os.close(self.pidfd)
@@ -259,6 +293,7 @@ def run_group(
     waits for one of this process's slots first (see `share_cores`); its timeout and seconds
     count from its start. `terminate`: see `Watch.run`."""
     with _slots:
+        Jobs.refuse()
         start = time.perf_counter()
         proc = subprocess.Popen(
             [str(part) for part in cmd],

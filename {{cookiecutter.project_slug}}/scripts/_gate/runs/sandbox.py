@@ -218,6 +218,7 @@ def launch(job: Request, status: Path, timeout: float, stdin: bytes, cap: int) -
         "watch": job.reach.watch,
     }
     with process.slots():
+        process.Jobs.refuse()
         start = time.perf_counter()
         spawned = Server.spawn(request)
         if spawned is not None:
