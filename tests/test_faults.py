@@ -4,6 +4,7 @@ one checkout, a judgment killed outright, a tool missing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -17,9 +18,11 @@ from typing import Any
 import pytest
 from _gate.core.checkout_lock import judging
 from _gate.judge.run_state import OWNER, PREFIX, remove_leftovers
+from _gate.runs.cassettes import load_cassette
+from _gate.runs.reuse import CACHE_ENV, unsealed
 
-from tests.helpers import edits
-from tools.bakery import OFFLINE, branch, git
+from tests.helpers import SCRIPTS, edits
+from tools.bakery import OFFLINE, branch, git, judge
 
 pytestmark = pytest.mark.e2e
 
@@ -282,3 +285,89 @@ def test_git_missing_from_the_start_is_named(shop: Path, tmp_path: Path) -> None
     assert "git is not installed or not on PATH; install git" in done.stdout
     assert "internal error" not in done.stdout
     assert report["verdict"] == "error"
+
+
+def flipped(path: Path) -> None:
+    """One byte of `path` changed, in its middle."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x20
+    path.write_bytes(bytes(data))
+
+
+def test_kept_state_changed_since_it_was_written_is_named_and_computed_again(
+    shop: Path, honest: str, tmp_path: Path
+) -> None:
+    """A byte flipped in each kept run, environment digest and recording: each the judgment
+    reads is named, not used and kept again; the verdict is the one it gives without them."""
+    env = {CACHE_ENV: str(tmp_path / "cache")}
+    first = judge(shop, "--head", honest, env=env)
+    assert first.report["verdict"] == "merge", first.output[-3000:]
+    cache = tmp_path / "cache"
+    runs = sorted(path for path in cache.glob("*.json") if b'"outcomes"' in path.read_bytes())
+    digests = sorted(cache.glob("envs/*/digest.json"))
+    recording = shop / ".oracle/cassettes" / first.report["base"] / "cassettes.json"
+    assert (len(runs), len(digests)) == (3, 3), sorted(cache.rglob("*.json"))
+    for path in (*runs, *digests, recording):
+        flipped(path)
+    second = judge(shop, "--head", honest, env=env)
+    assert second.report["verdict"] == "merge", second.output[-3000:]
+    said = [line.split("kept: ", 1)[1] for line in second.output.splitlines() if "kept: " in line]
+    named = {line.split(" changed since it was written: ")[0] for line in said}
+    read = named & set(map(str, runs))
+    assert named - read == {str(recording), *map(str, digests)}, said
+    # The parent's oracle and crossrun runs; the patch's is kept for a base it may become.
+    assert len(read) == 2, said
+    for path in (*digests, *map(Path, read)):  # kept again, whole
+        assert unsealed(path.read_bytes()) is not None, path
+    assert load_cassette(recording) is not None
+
+
+@pytest.fixture
+def pinned(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A one-wheel set: where pip finds the wheel (the package index's stand-in), its pinned
+    requirements file, and the wheel's name."""
+    wheel = next(Path(os.environ["ORACLE_WHEELHOUSE"]).glob("iniconfig-*.whl"))
+    index = tmp_path / "index"
+    index.mkdir()
+    shutil.copy(wheel, index)
+    version = wheel.name.split("-")[1]
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text(f"iniconfig=={version} --hash=sha256:{digest}\n", "utf-8")
+    return index, requirements, wheel.name
+
+
+def fill(dest: Path, requirements: Path, index: Path | None) -> tuple[int, str, dict[str, Any]]:
+    report = dest.parent / "wheelhouse.json"
+    links = {"PIP_FIND_LINKS": str(index)} if index else {}
+    cmd = [sys.executable, str(SCRIPTS / "wheelhouse.py"), "--requirements", str(requirements)]
+    done = subprocess.run(
+        [*cmd, "--dest", str(dest), "--report", str(report)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PIP_NO_INDEX": "1", **links},
+        check=False,
+    )
+    return done.returncode, done.stderr, json.loads(report.read_text("utf-8"))
+
+
+@pytest.mark.fast
+def test_a_wheel_changed_in_a_complete_wheelhouse_is_fetched_again(
+    tmp_path: Path, pinned: tuple[Path, Path, str]
+) -> None:
+    index, requirements, name = pinned
+    dest = tmp_path / "wheelhouse"
+    assert fill(dest, requirements, index)[0] == 0
+    good = (dest / name).read_bytes()
+    flipped(dest / name)
+    code, said, _ = fill(dest, requirements, index)
+    assert code == 0, said
+    assert f"wheelhouse: {name} changed since downloaded: deleted, fetched again" in said
+    assert (dest / name).read_bytes() == good
+    # Where the index cannot be reached: named, with the session that fetches it.
+    flipped(dest / name)
+    code, said, report = fill(dest, requirements, None)
+    assert code == 2, said
+    assert report["summary"].startswith(f"{name} changed since it was downloaded and was deleted")
+    assert "`nox -s wheelhouse` fills it" in report["summary"]
+    assert not (dest / name).exists()

@@ -9,7 +9,6 @@ patch's code unconfined keeps nothing. The honest changes each must still judge 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from _gate.core.seal import build_digest
 from _gate.plugin.confine import LEVEL_VARIABLE
 from _gate.runs.envs import build_env
 from _gate.runs.kept_envs import LIMIT_ENV
-from _gate.runs.reuse import CACHE_ENV, REUSED
+from _gate.runs.reuse import CACHE_ENV, REUSED, unsealed
 
 from tools.bakery import Verdict, branch, edit, git, judge
 
@@ -121,7 +120,9 @@ def test_a_second_judgment_of_a_base_reuses_the_parent_runs_it_kept_and_still_bl
     assert reused(first, "parent") == []
     # The parent's oracle and crossrun runs, and the patch's crossrun run: a base's once it lands
     # (and the base's recording, where no judgment of this bake recorded it before this one).
-    runs = [path for path in cache.glob("*.json") if "outcomes" in json.loads(path.read_bytes())]
+    runs = [
+        path for path in cache.glob("*.json") if "outcomes" in (unsealed(path.read_bytes()) or {})
+    ]
     assert len(runs) == 3
     assert first.step("build")["summary"].startswith(ALL_FRESH)
     # The oracle's, the parent's and the patch's environments, each kept with its digest.

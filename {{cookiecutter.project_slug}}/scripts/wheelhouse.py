@@ -6,7 +6,9 @@ Downloads, with hashes checked, every wheel the hash-pinned requirements files n
 interpreter and platform (several files are one set: hash-checking needs every dependency
 pinned). A marker file per set records the files' digest and the interpreter it was filled
 for, so a complete wheelhouse is never downloaded again and the judge can run without a
-network. The only step of the gate that reaches the package index.
+network, and the digest of every wheel then: a wheel whose bytes changed since (cut short by a
+full disk, a byte flipped) is deleted and fetched again. The only step of the gate that
+reaches the package index.
 Exit codes: 0 the wheelhouse is complete, 2 fail closed (download failed, file missing).
 """
 
@@ -76,12 +78,47 @@ def downloaded(cmd: Sequence[str], dest: Path, log: Path) -> tuple[int, bytes]:
     return proc.returncode, log.read_bytes()
 
 
+def wheel_rows(dest: Path) -> str:
+    """The digest and name of every wheel in `dest`, a line each: a marker's after its stamp."""
+    wheels = sorted(dest.glob("*.whl"))
+    return "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.name}\n" for p in wheels)
+
+
+def damaged(marker: Path, want: str) -> list[str] | None:
+    """The wheels a complete set's marker names whose bytes changed since (deleted here, so
+    pip fetches them again); None where the set is not complete (no marker, another stamp, a
+    marker of an older gate, which named no wheel)."""
+    try:
+        stamp_line, *rows = marker.read_text("utf-8").splitlines(keepends=True)
+    except (OSError, ValueError):
+        return None
+    if stamp_line != want or not rows:
+        return None
+    bad = []
+    for row in rows:
+        digest, _, name = row.rstrip("\n").partition("  ")
+        wheel = marker.parent / name
+        try:
+            same = hashlib.sha256(wheel.read_bytes()).hexdigest() == digest
+        except OSError:
+            same = False
+        if not same:
+            bad.append(name)
+            wheel.unlink(missing_ok=True)
+    if bad:
+        marker.unlink()
+    return bad
+
+
 def execute(args: argparse.Namespace) -> Outcome:
     files: list[Path] = args.requirements or [DEFAULT]
     want = stamp(files)
     marker = args.dest / MARKER.format("+".join(path.name for path in files))
-    if marker.is_file() and marker.read_text("utf-8") == want:
+    bad = damaged(marker, want)
+    if bad == []:
         return Outcome(PASS, f"wheelhouse {args.dest} is complete", {"dest": str(args.dest)})
+    if bad:
+        say(f"wheelhouse: {', '.join(bad)} changed since downloaded: deleted, fetched again", True)
     args.dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
@@ -101,11 +138,12 @@ def execute(args: argparse.Namespace) -> Outcome:
         code, stderr = downloaded(cmd, args.dest, Path(tmp) / "pip.err")
     if code != 0:
         lines = stderr.decode("utf-8", "backslashreplace").strip().splitlines()
+        again = f"{bad[0]} changed since it was downloaded and was deleted; " if bad else ""
         raise FailClosed(
-            f"pip download failed: {lines[-1] if lines else code}; "
-            "the wheelhouse needs the package index once"
+            f"{again}pip download failed: {lines[-1] if lines else code}; the wheelhouse needs "
+            "the package index (`nox -s wheelhouse` fills it)"
         )
-    marker.write_text(want, "utf-8")
+    marker.write_text(want + wheel_rows(args.dest), "utf-8")
     wheels = sorted(p.name for p in args.dest.glob("*.whl"))
     return Outcome(PASS, f"wheelhouse {args.dest} filled: {len(wheels)} wheels", {"wheels": wheels})
 

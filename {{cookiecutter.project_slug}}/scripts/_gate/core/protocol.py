@@ -154,7 +154,8 @@ class Progress:
             say(line, error=True)
 
 
-PROGRESS_LINE = r"^[a-z-]+: \d+/\d+ "  # what the judge forwards from a step's stderr
+# What the judge forwards from a step's stderr: progress, and a kept run not used (reuse.kept).
+PROGRESS_LINE = r"^(?:[a-z-]+: \d+/\d+ |kept: )"
 
 
 def add_report_arg(parser: argparse.ArgumentParser, name: str) -> None:

@@ -5,6 +5,7 @@ compared with the recording field by field."""
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import platform
 from collections.abc import Callable, Mapping, Sequence
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate.core.context import ChangedFile, ChangedFunctions
-from _gate.core.protocol import FailClosed
+from _gate.core.protocol import FailClosed, say
 from _gate.plugin.shard import WHOLE, Shard
 from _gate.runs import perturb
 from _gate.runs.case_runs import Job, Run, describe, observe, run_jobs, run_until
@@ -53,11 +54,31 @@ def cassette_path(repo: Path, base: str, shard: Shard = WHOLE) -> Path:
 
 
 def load_cassette(path: Path) -> dict[str, Any] | None:
+    """A recording as `sealed` wrote it; None where there is none, or, named, where its bytes
+    changed since (the caller records again)."""
     try:
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except OSError:
         return None
-    return data if isinstance(data, dict) else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get(DIGEST) == content_digest(data):
+        return data
+    say(f"kept: {path} changed since it was written: not used, recorded again", error=True)
+    return None
+
+
+DIGEST = "digest"  # a recording's: the SHA-256 of the rest of it (content_digest)
+
+
+def content_digest(cassette: dict[str, Any]) -> str:
+    rest = {key: value for key, value in cassette.items() if key != DIGEST}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
+
+
+def sealed(cassette: dict[str, Any]) -> dict[str, Any]:
+    """The recording with the digest a later reuse checks (load_cassette)."""
+    return {**cassette, DIGEST: content_digest(cassette)}
 
 
 def traceback_line(run: Run) -> str | None:

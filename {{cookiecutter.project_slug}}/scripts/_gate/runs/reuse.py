@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from _gate.core.protocol import FailClosed, Outcome
+from _gate.core.protocol import FailClosed, Outcome, say
 from _gate.runs.pytest_run import PytestRun
 
 REUSED = "reused (no input changed)"
@@ -119,29 +119,53 @@ def cache_key(step: str, **inputs: object) -> str:
 
 def kept(folder: Path | None, key: str) -> dict[str, Any] | None:
     """What an earlier judgment kept under `key` ("" or no folder: nothing is kept), marked
-    used (`prune` deletes the least recently used)."""
+    used (`prune` deletes the least recently used). One whose bytes are not those it was
+    sealed with is named, deleted and not used: the caller computes it again."""
     if folder is None or not key:
         return None
     path = folder / f"{key}.json"
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    data = unsealed(raw)
+    if data is None:
+        path.unlink(missing_ok=True)
+        say(f"kept: {path} changed since it was written: not used, computed again", error=True)
         return None
     # From the clock, in ns: the file system's clock moves in ticks, and two uses would tie.
     with contextlib.suppress(OSError):
         now = time.time_ns()
         os.utime(path, ns=(now, now))
-    return data if isinstance(data, dict) else None
+    return data
 
 
 def keep(folder: Path | None, key: str, data: dict[str, Any]) -> None:
-    """Write whole or not at all: judgments side by side may keep the same key."""
+    """Write whole or not at all (judgments side by side may keep the same key), sealed with
+    the digest of its bytes."""
     if folder is None or not key:
         return
     folder.mkdir(parents=True, exist_ok=True)
     partial = folder / f".{key}.{os.getpid()}.{threading.get_ident()}"
-    partial.write_text(json.dumps(data), "utf-8")
+    body = json.dumps(data).encode("utf-8")
+    partial.write_bytes(SEAL + hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
     os.replace(partial, folder / f"{key}.json")
+
+
+SEAL = b"sha256:"  # a kept file's first line: the digest of the bytes after it
+
+
+def unsealed(raw: bytes) -> dict[str, Any] | None:
+    """A kept file's data, None unless its bytes are those its seal names (a byte flipped, a
+    file cut short, one written by an older gate)."""
+    seal, _, body = raw.partition(b"\n")
+    if seal != SEAL + hashlib.sha256(body).hexdigest().encode():
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def whole_number(variable: str, default: int, what: str) -> int:

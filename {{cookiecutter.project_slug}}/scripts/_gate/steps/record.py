@@ -45,7 +45,7 @@ from _gate.core.reports import write_json
 from _gate.plugin.shard import Shard, add_shard_arg
 from _gate.runs.case_runs import built_cli
 from _gate.runs.cases import CASES, Case, load_cases
-from _gate.runs.cassettes import cassette_path, load_cassette, provenance, record
+from _gate.runs.cassettes import cassette_path, load_cassette, provenance, record, sealed
 from _gate.runs.entry import Contract, Earlier
 from _gate.runs.envs import WHEELHOUSE
 from _gate.runs.git import (
@@ -261,7 +261,7 @@ def write(cassette: dict[str, Any], out: Path, cases_file: Path, verb: str = "re
     """Save only a cassette that passes, so `--reuse` never picks up a rejected recording."""
     outcome = summarize(cassette, out, verb, cases_file)
     if outcome.code == PASS and verb != "reused":
-        write_json(out, cassette)
+        write_json(out, sealed(cassette))
     return outcome
 
 
