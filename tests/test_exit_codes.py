@@ -119,7 +119,7 @@ def test_empty_wheelhouse_without_index_fails_closed(shop: Path, tmp_path: Path)
     assert proc.returncode == 2, proc.stdout
     last = lines(proc.stdout)[-1]
     assert last.startswith("nox > judge: error (exit 2): wheelhouse: pip download failed")
-    assert last.endswith("the wheelhouse needs the package index once")
+    assert last.endswith("the wheelhouse needs the package index (`nox -s wheelhouse` fills it)")
     assert "judge: preconditions" not in proc.stdout  # the judge itself never started
     assert list(empty.iterdir()) == []
 

@@ -31,6 +31,7 @@ from _gate.plugin.confine import Reach
 from _gate.runs.cases import load_cases
 from _gate.runs.cassettes import record
 from _gate.runs.git import SCORE_FILE
+from _gate.runs.reuse import unsealed
 from _gate.runs.sandbox import at_home, probe_sandbox, run_confined
 
 from tests.helpers import SCRIPTS, finish
@@ -437,7 +438,7 @@ def cassette_tests(
         if word in ("PASSED", "FAILED") and "[" in rest:
             found[rest.split("[")[1].split("]")[0]] = word
     for mark in (scratch / "oracle-forked").glob("[!.]*.json"):
-        found[mark.stem] = "fork" if json.loads(mark.read_text("utf-8"))["fork"] else "process"
+        found[mark.stem] = "fork" if (unsealed(mark.read_bytes()) or {})["fork"] else "process"
     return found
 
 

@@ -26,6 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from subprocess import DEVNULL
 
+try:
+    import fcntl
+except ImportError:  # Windows: no lock
+    fcntl = None  # type: ignore[assignment]
+
 from _gate.core.protocol import EXIT_CODES_HELP, PASS, FailClosed, Outcome, add_report_arg, say
 from _gate.runs.entry import run_main
 from _gate.runs.envs import WHEELHOUSE, bin_dir
@@ -111,6 +116,16 @@ def damaged(marker: Path, want: str) -> list[str] | None:
 
 
 def execute(args: argparse.Namespace) -> Outcome:
+    """Check and fill under the wheelhouse's lock: judgments of several checkouts may share one
+    ($ORACLE_WHEELHOUSE), and one fills it while the others wait, then find it complete."""
+    args.dest.mkdir(parents=True, exist_ok=True)
+    with (args.dest.parent / f".{args.dest.name}.lock").open("w") as lock:
+        if fcntl is not None:  # not Windows
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        return filled(args)
+
+
+def filled(args: argparse.Namespace) -> Outcome:
     files: list[Path] = args.requirements or [DEFAULT]
     want = stamp(files)
     marker = args.dest / MARKER.format("+".join(path.name for path in files))
@@ -119,7 +134,6 @@ def execute(args: argparse.Namespace) -> Outcome:
         return Outcome(PASS, f"wheelhouse {args.dest} is complete", {"dest": str(args.dest)})
     if bad:
         say(f"wheelhouse: {', '.join(bad)} changed since downloaded: deleted, fetched again", True)
-    args.dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [
             pip_python(Path(tmp)),

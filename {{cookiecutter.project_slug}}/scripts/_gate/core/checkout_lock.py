@@ -12,12 +12,16 @@ Stdlib only: the noxfile imports it before anything is installed.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
+
+try:
+    import fcntl
+except ImportError:  # Windows: judgments there are not kept apart
+    fcntl = None  # type: ignore[assignment]
 
 LOCK = Path(".oracle") / "judge.lock"
 SESSION_FLAGS = ("-s", "-e", "--session", "--sessions")
@@ -66,7 +70,8 @@ def hold(root: Path, head: str) -> tuple[IO[str] | None, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle = path.open("a+", encoding="utf-8")
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.seek(0)
         holder = holder_text(handle.read())
