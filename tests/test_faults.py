@@ -240,6 +240,27 @@ def test_two_judgments_at_once_in_one_checkout(shop: Path, honest: str, same: bo
     assert (report["verdict"], report["head"]) == ("merge", git(shop, "rev-parse", honest).strip())
 
 
+def test_a_judge_environment_nox_cannot_make_exits_2_not_1(shop: Path) -> None:
+    """nox ends 1 for a session it could not set up (a file where the environment goes, a
+    second judgment's `uv venv` in a folder being made), and 1 is `block`."""
+    env_path = shop / ".nox/judge"
+    shutil.rmtree(env_path, ignore_errors=True)
+    env_path.parent.mkdir(exist_ok=True)
+    env_path.write_text("not an environment", "utf-8")
+    try:
+        done = subprocess.run(
+            judge_cmd(shop, "main", True), cwd=shop, capture_output=True, text=True, check=False
+        )
+    finally:
+        env_path.unlink()
+    said = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 2, said
+    assert said[-1] == (
+        "nox > judge: error (exit 2): nox could not prepare the judge's environment (see "
+        "above); nothing was judged"
+    ), said
+
+
 NOX_LINES: dict[str, bool] = {
     "": True,  # the default sessions: the judge
     "-s judge": True,

@@ -57,9 +57,27 @@ VERDICT_SESSIONS = ("judge", "merge")  # the sessions that end in a verdict (`de
 # Exit 2 is `needs-review` (a protected path) or `error`, which only the judge can tell: it
 # writes the word to $ORACLE_VERDICT_FILE for finish() to read (and make, which names its own
 # file). Without one from make, this run's own: fresh, so never an earlier run's, gone at exit.
+OWN_VERDICT = ""
 if "ORACLE_VERDICT_FILE" not in os.environ:
-    os.environ["ORACLE_VERDICT_FILE"] = tempfile.mkdtemp(prefix="oracle-verdict-") + "/verdict"
-    atexit.register(shutil.rmtree, os.path.dirname(os.environ["ORACLE_VERDICT_FILE"]), True)
+    OWN_VERDICT = tempfile.mkdtemp(prefix="oracle-verdict-")
+    os.environ["ORACLE_VERDICT_FILE"] = OWN_VERDICT + "/verdict"
+WANTED: list[str] = []  # the judge may run: the checkout's lock is held (below)
+STARTED: list[str] = []  # the judge session's function ran: nox made its environment
+
+
+def at_exit() -> None:
+    """Remove this run's verdict folder. nox ends 1, which reads as `block`, when it cannot
+    make a session's environment: a judge wanted and never started ends 2, saying so."""
+    if OWN_VERDICT:
+        shutil.rmtree(OWN_VERDICT, ignore_errors=True)
+    if WANTED and not STARTED:
+        why = "nox could not prepare the judge's environment (see above); nothing was judged"
+        print(f"nox > judge: error (exit {FAIL_CLOSED}): {why}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(FAIL_CLOSED)
+
+
+atexit.register(at_exit)  # first registered, so the last to run
 
 
 def command_line_posargs(argv: Sequence[str]) -> list[str]:
@@ -184,6 +202,7 @@ if not asks_help(command_line_posargs(sys.argv)) and judging(
     if HELD is None:
         print(f"nox > judge: error (exit {FAIL_CLOSED}): {HOLDER}", file=sys.stderr, flush=True)
         raise SystemExit(FAIL_CLOSED)
+    WANTED.append(HEAD)
 
 
 def require_repository(session: nox.Session) -> None:
@@ -224,6 +243,7 @@ def wheelhouse(session: nox.Session) -> None:
 @nox.session
 def judge(session: nox.Session) -> None:
     """Judge --head (default HEAD) against --base (default: the merge base)."""
+    STARTED.append(session.name)
     if helped(session, "scripts/judge.py"):
         return
     require_repository(session)

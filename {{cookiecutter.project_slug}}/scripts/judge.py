@@ -18,9 +18,11 @@ the builds exist (`jobs` in judge.yaml), and each step's seconds are reported. O
 memory: a step that reads an earlier one gets it from the judge, and reports/ (every step's
 report, then the judge's) is written last, from them.
 Writes reports/judge-report.json and reports/judge-summary.md (appended to $GITHUB_STEP_SUMMARY
-when set), and the verdict word to $ORACLE_VERDICT_FILE when set. Reports name the worktrees
-`base:` and `head:` (the judgment's names, carried to every step), never by their temporary
-folders.
+when set), and the verdict word to $ORACLE_VERDICT_FILE when set. Before anything it clears the
+reports an earlier judgment left there and writes one saying this judgment has not finished;
+SIGINT, SIGTERM and SIGHUP end it cleanly with verdict `error` (docs/faults.md). Reports name
+the worktrees `base:` and `head:` (the judgment's names, carried to every step), never by their
+temporary folders.
 
 With `--shard I/N` (one CI runner of N) record, replay, oracle and crossrun judge only the cases
 and tests of shard I (_gate/plugin/shard.py); preconditions, build and flake budget run on every
