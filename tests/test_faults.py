@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +239,27 @@ def test_two_judgments_at_once_in_one_checkout(shop: Path, honest: str, same: bo
     assert f"--head {honest}" in said[-1]
     report = json.loads((shop / "reports/judge-report.json").read_text("utf-8"))
     assert (report["verdict"], report["head"]) == ("merge", git(shop, "rev-parse", honest).strip())
+
+
+def test_judgments_started_at_the_same_instant_again_and_again(shop: Path, honest: str) -> None:
+    """Started together, one takes the checkout and the other says so (exit 2); the one that
+    judges is then stopped (exit 2, interrupted). Never a 1, which would read as a block."""
+    other = branch(shop, "faults/again", edits((D, ANCHOR, COMMENTED)))
+    for heads in ((honest, honest), (honest, other), (other, honest)):
+        both = [start(shop, judge_cmd(shop, head, True)) for head in heads]
+        loser = None
+        while loser is None:
+            time.sleep(0.05)
+            loser = next((proc for proc in both if proc.poll() is not None), None)
+        winner = next(proc for proc in both if proc is not loser)
+        said, _ = loser.communicate(timeout=60)
+        assert loser.returncode == 2, said
+        assert "another judgment is running in this checkout" in said.splitlines()[-1], said
+        read_until(winner, "nox > Running session judge")
+        winner.send_signal(signal.SIGTERM)
+        out, _ = winner.communicate(timeout=120)
+        assert winner.returncode in (0, 2), out[-2000:]
+    assert len(worktrees(shop)) == 1
 
 
 def test_a_judge_environment_nox_cannot_make_exits_2_not_1(shop: Path) -> None:
