@@ -38,8 +38,8 @@ def judging(argv: Sequence[str], environ: Mapping[str, str], default: Sequence[s
     named = sessions_named(own)
     if named is None and environ.get("NOXSESSION"):
         named = environ["NOXSESSION"].split(",")
-    if any(arg in ("-k", "-t", "--keywords", "--tags") or arg.startswith("-k") for arg in own):
-        return True
+    if any(arg.startswith(("-k", "-t", "--keywords", "--tags")) for arg in own):
+        return True  # `-k jud`, `-kjud`, `-t x`: nox picks by name or tag, which may be the judge
     return "judge" in (default if named is None else named)
 
 
