@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 from _gate.core.checkout_lock import judging
-from _gate.judge.run_state import OWNER, PREFIX, remove_leftovers
+from _gate.core.owned import OWNER
+from _gate.judge.run_state import PREFIX, remove_leftovers
 from _gate.runs.cassettes import load_cassette
 from _gate.runs.reuse import CACHE_ENV, unsealed
+from _gate.runs.sandbox import status_file
 
 from tests.helpers import SCRIPTS, edits
 from tools.bakery import OFFLINE, branch, git, judge
@@ -221,6 +223,33 @@ def test_a_killed_judgment_leaves_no_earlier_verdict_and_the_next_removes_its_le
     assert "has not finished" in (out / "judge-report.json").read_text("utf-8")
 
 
+HOLDS_STATUS = """
+import time
+from _gate.runs.sandbox import status_file
+with status_file() as status:
+    print(status.parent, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_status_folder_of_a_process_killed_outright_goes_with_the_next_judgment(
+    shop: Path,
+) -> None:
+    """An interrupt kills a step's process with SIGKILL: the launcher's status folders it held
+    stay, and the next judgment removes them; a live process's stays."""
+    cmd = [sys.executable, "-c", HOLDS_STATUS]
+    with subprocess.Popen(cmd, cwd=SCRIPTS, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        held = Path(proc.stdout.readline().strip())
+        proc.kill()
+    assert held.is_dir(), held
+    with status_file() as mine:
+        removed = remove_leftovers(shop)
+        assert mine.parent.is_dir()
+    assert held in removed
+    assert not held.exists()
+
+
 @pytest.mark.parametrize("same", [True, False], ids=["same head", "different heads"])
 def test_two_judgments_at_once_in_one_checkout(shop: Path, honest: str, same: bool) -> None:
     """One judges; the other says which judgment is running and exits 2, touching nothing.
@@ -281,6 +310,25 @@ def test_a_judge_environment_nox_cannot_make_exits_2_not_1(shop: Path) -> None:
         "nox > judge: error (exit 2): nox could not prepare the judge's environment (see "
         "above); nothing was judged"
     ), said
+
+
+@pytest.mark.parametrize("ci", [False, True], ids=["a user's machine", "CI"])
+def test_a_missing_interpreter_for_the_judge_is_named_and_exits_2(shop: Path, ci: bool) -> None:
+    """nox skips a session whose interpreter it cannot find (exit 0: merge) on a user's machine
+    and fails it (1: block) on CI."""
+    env = {name: value for name, value in os.environ.items() if name != "CI"}
+    done = subprocess.run(
+        ["nox", "-s", "judge", "--force-python", "3.99", "--", "--head", "main"],
+        cwd=shop,
+        capture_output=True,
+        text=True,
+        env={**env, **OFFLINE, **({"CI": "true"} if ci else {})},
+        check=False,
+    )
+    said = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 2, said
+    assert any("Python interpreter 3.99 not found" in line for line in said), said
+    assert said[-1].startswith("nox > judge: error (exit 2): nox could not prepare"), said
 
 
 NOX_LINES: dict[str, bool] = {

@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,11 +23,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
+from _gate.core.owned import owned_folder
 from _gate.core.protocol import FailClosed
 from _gate.plugin import confine
 from _gate.plugin.confine import NOWHERE, Reach
 from _gate.runs import process
 from _gate.runs.process import OUTPUT_CAP, Completed, Spawned, run_group, watched
+
+STATUS_PREFIX = "oracle-confine-"  # a launcher's status folder (status_file)
 
 
 class Server:
@@ -121,10 +123,11 @@ def require_sandbox(required: bool) -> None:
 def status_file() -> Iterator[Path]:
     """A fresh path for a launcher's status, in a folder of its own that no confined process
     may write, and which goes with the launch: a process that ends without its exit handlers
-    (mutmut's forked workers end with os._exit) leaves no folder behind."""
-    folder = tempfile.mkdtemp(prefix="oracle-confine-")
+    (mutmut's forked workers end with os._exit) leaves no folder behind; one killed outright
+    leaves it marked as its own, for the next judgment to remove (_gate/core/owned.py)."""
+    folder = owned_folder(STATUS_PREFIX)
     try:
-        yield Path(folder) / "status"
+        yield folder / "status"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
