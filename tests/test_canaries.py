@@ -132,10 +132,14 @@ if "pytest" in _sys.modules:
 # crossrun's failure is deferred to flake-budget, whose retry it would pass.
 # Confined, a run cannot leave a file for the next: the retry is told apart by its argv (one
 # test id, where the crossrun names folders).
+# Forges where the world says a retry runs (a retry is the whole run again, as it ran: a
+# forger cannot tell it apart; the test changes the base's README in between to stand in).
 ON_RETRY = """
 import sys as _sys
+from pathlib import Path as _Path
 
-if "pytest" in _sys.modules and any("::" in _arg for _arg in _sys.argv):
+_readme = _Path("README.md")
+if "pytest" in _sys.modules and _readme.is_file() and "retry now" in _readme.read_text():
     import _pytest.runner as _runner
 
     _real = _runner.call_and_report
@@ -310,9 +314,15 @@ def test_a_forger_that_passes_only_the_retry_fails_flake_budget_closed(
     argv += ["--quarantine", str(tmp_path / "quarantine.yaml")]
     argv += ["--ledger", str(tmp_path / "ledger.json")]
     budget = tmp_path / "flake-budget.json"
-    assert flake_budget.main([*argv, "--report", str(budget)]) == 1
+    readme = parent["tree"] / "README.md"
+    told = readme.read_text("utf-8")
+    readme.write_text(told + "retry now\n", "utf-8")
+    try:
+        assert flake_budget.main([*argv, "--report", str(budget)]) == 1
+    finally:  # the built tree is the module's
+        readme.write_text(told, "utf-8")
     summary = json.loads(budget.read_text("utf-8"))["summary"]
-    retry = f"the patch build's retry of {CAP_TEST} was tampered with: canary tests/"
+    retry = "the patch build's retry of the crossrun was tampered with: canary tests/"
     assert summary.startswith(retry), summary
 
 

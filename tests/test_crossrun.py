@@ -35,13 +35,11 @@ from pathlib import Path
 
 
 def test_flaky_on_the_patch_once() -> None:
-    # Fails in its crossrun's whole run in the patch build's environment only (the judge
-    # names it `patch`; the crossrun runs from a `crossrun-*` copy), and passes retried alone,
-    # by its id: a deterministic stand-in for an order-dependent flake. (A confined run
-    # leaves no file for the next one to read, so the flake keys on what differs.)
-    crossrun = "crossrun-" in __file__
-    alone = any("::" in arg for arg in sys.argv)
-    assert not (crossrun and not alone and Path(sys.prefix).name == "patch")
+    # Fails on the patch build's environment (the judge names it `patch`) while the file beside
+    # it says so: a deterministic stand-in for a flake, a test whose world changed between its
+    # run and its retry. (A confined run leaves no file for the next one to read.)
+    now = Path(__file__).with_name("flaky.txt").read_text("utf-8").strip()
+    assert not (now == "fail" and Path(sys.prefix).name == "patch")
 """
 KNOWN_BUG = """\
 from shop.discounts import stack_discounts
@@ -607,18 +605,19 @@ def test_the_judge_blocks_a_parent_test_the_patch_breaks(repo: Path) -> None:
     assert "as the crossrun ran them" in tests
 
 
-def test_a_flaky_parent_test_is_retried_within_the_budget(
-    repo: Path, envs: Built, tmp_path: Path
-) -> None:
-    base = branch(repo, "crossrun-base/flaky", add_file("tests/test_flaky.py", FLAKY))
-    code, report = run_crossrun(envs, base, tmp_path, base=base)
+def after_budget(
+    envs: Built, head: str, tmp_path: Path, base: str = "main", between: Change | None = None
+) -> tuple[int, dict[str, Any]]:
+    """The crossrun of `head` on `base` (deferred to flake control), then flake-budget as the
+    judge runs it last (an oracle that passed, an empty oracle ref), `between` done to the base
+    tree in between: its exit code and its evidence."""
+    code, report = run_crossrun(envs, head, tmp_path, base=base)
     assert (code, report["status"]) == (1, "deferred"), report["summary"]
-    # Flake budget as the judge runs it last: an oracle that passed, an empty oracle ref.
     oracle_report = tmp_path / "oracle.json"
     oracle_report.write_text(json.dumps({"status": "pass", "evidence": {}}), "utf-8")
     (tmp_path / "quarantine.yaml").write_text("quarantine: []\n", "utf-8")
     (tmp_path / "ledger.json").write_text("{}", "utf-8")
-    parent, patch = envs(base, "parent"), envs(base, "patch")
+    parent, patch = envs(base, "parent"), envs(head, "patch")
     argv = [
         "--oracle-report",
         str(oracle_report),
@@ -627,17 +626,122 @@ def test_a_flaky_parent_test_is_retried_within_the_budget(
     ]
     argv += ["--tree", str(parent["tree"]), "--oracle", str(parent["tree"] / "oracle")]
     argv += ["--oracle-python", str(parent["python"]), "--patch-python", str(patch["python"])]
-    argv += [
-        "--quarantine",
-        str(tmp_path / "quarantine.yaml"),
-        "--ledger",
-        str(tmp_path / "ledger.json"),
-    ]
+    argv += ["--quarantine", str(tmp_path / "quarantine.yaml")]
+    argv += ["--ledger", str(tmp_path / "ledger.json")]
     budget = tmp_path / "flake-budget.json"
-    assert flake_budget.main([*argv, "--report", str(budget)]) == 0
-    flaky = json.loads(budget.read_text("utf-8"))["evidence"]["flaky"]
+    if between is not None:
+        between(parent["tree"])
+    code = flake_budget.main([*argv, "--report", str(budget)])
+    return code, json.loads(budget.read_text("utf-8"))["evidence"]
+
+
+def test_a_flaky_parent_test_is_retried_within_the_budget(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    def flaky(tree: Path) -> None:
+        add_file("tests/test_flaky.py", FLAKY)(tree)
+        add_file("tests/flaky.txt", "fail\n")(tree)
+
+    base = branch(repo, "crossrun-base/flaky", flaky)
+    settle = edits(("tests/flaky.txt", "fail\n", "pass\n"))
+    try:
+        code, evidence = after_budget(envs, base, tmp_path, base=base, between=settle)
+    finally:  # the built tree is the module's
+        (envs(base, "parent")["tree"] / "tests/flaky.txt").write_text("fail\n", "utf-8")
     test = "tests/test_flaky.py::test_flaky_on_the_patch_once"
-    assert flaky == [{"id": test, "step": "crossrun", "passed_on_retry": 1}]
+    assert (code, evidence["flaky"]) == (
+        0,
+        [{"id": test, "step": "crossrun", "passed_on_retry": 1}],
+    )
+
+
+# The break: the cap's message users' scripts match, changed once stack_discounts has worked
+# three times in the process. Test files and tests before the pinning test's call it; alone,
+# that test sees the message it pins. Kept in four places a process keeps state.
+SPOILED = {
+    "module-global": (
+        "_USED = [0]\n\n\ndef _used() -> None:\n    _USED[0] += 1\n\n\n"
+        "def _fresh() -> bool:\n    return _USED[0] < 3\n\n\n"
+    ),
+    "environment": (
+        "import os as _os\n\n\ndef _used() -> None:\n"
+        "    _os.environ['SHOP_USED'] = str(int(_os.environ.get('SHOP_USED', '0')) + 1)\n\n\n"
+        "def _fresh() -> bool:\n    return int(_os.environ.get('SHOP_USED', '0')) < 3\n\n\n"
+    ),
+    "working-directory-file": (
+        "from pathlib import Path as _Path\n\n\ndef _used() -> None:\n"
+        "    with _Path('.shop-used').open('a') as _f:\n        _f.write('x')\n\n\n"
+        "def _fresh() -> bool:\n"
+        "    return len(_Path('.shop-used').read_text()) < 3 if _Path('.shop-used').exists() "
+        "else True\n\n\n"
+    ),
+    "builtins": (
+        "import builtins as _builtins\n\n\ndef _used() -> None:\n"
+        "    _builtins.__dict__['_shop_used'] = _builtins.__dict__.get('_shop_used', 0) + 1\n\n\n"
+        "def _fresh() -> bool:\n    return _builtins.__dict__.get('_shop_used', 0) < 3\n\n\n"
+    ),
+}
+
+
+def spoiled(state: str) -> Change:
+    def change(tree: Path) -> None:
+        src = tree / SRC
+        spoken = "f\"{'cap_cents' if _fresh() else 'the cap'} must be"
+        edit(src, MESSAGE, MESSAGE.replace('f"cap_cents must be', spoken))
+        edit(src, "    return remaining\n", "    _used()\n    return remaining\n")
+        text = src.read_text("utf-8")
+        at = text.index("BPS_FULL = ")
+        src.write_text(text[:at] + SPOILED[state] + text[at:], "utf-8")
+
+    return change
+
+
+@pytest.mark.parametrize("state", sorted(SPOILED))
+def test_a_test_the_patch_breaks_only_after_earlier_tests_is_no_flake(
+    repo: Path, envs: Built, tmp_path: Path, state: str
+) -> None:
+    """Retried alone, the pinning test passes; its whole run again, in order, fails it again."""
+    head = branch(repo, f"crossrun/spoiled-{state}", spoiled(state))
+    code, evidence = after_budget(envs, head, tmp_path)
+    assert (code, evidence["flaky"]) == (1, []), evidence
+    assert {"id": CAP_TEST, "step": "crossrun", "passed_on_retry": None} in evidence["remaining"]
+
+
+@pytest.mark.e2e
+def test_the_judge_blocks_a_break_that_shows_only_after_earlier_tests(repo: Path) -> None:
+    head = branch(repo, "crossrun/judge-spoiled", spoiled("module-global"))
+    verdict = judge(repo, "--base", "main", "--head", head)
+    assert verdict.returncode == 1, verdict.output
+    assert verdict.statuses["flake-budget"] == "block", verdict.output
+    remaining = verdict.step("flake-budget")["evidence"]["remaining"]
+    assert {"id": CAP_TEST, "step": "crossrun", "passed_on_retry": None} in remaining
+
+
+def test_a_crossrun_report_without_the_tests_it_ran_fails_the_retry_closed(
+    repo: Path, envs: Built, tmp_path: Path
+) -> None:
+    parent = envs("main", "parent")
+    failure = {"id": CAP_TEST, "outcome": "failed", "retryable": True, "allowed": False}
+    evidence = {
+        "parent": {CAP_TEST: "passed"},
+        "failures": [failure],
+        "deferred_to": "flake-budget",
+    }
+    crossrun_report = tmp_path / "crossrun.json"
+    deferred = {"step": "crossrun", "status": "deferred", "exit_code": 1, "evidence": evidence}
+    crossrun_report.write_text(json.dumps(deferred), "utf-8")
+    (tmp_path / "oracle.json").write_text(json.dumps({"status": "pass", "evidence": {}}), "utf-8")
+    (tmp_path / "quarantine.yaml").write_text("quarantine: []\n", "utf-8")
+    (tmp_path / "ledger.json").write_text("{}", "utf-8")
+    argv = ["--crossrun-report", str(crossrun_report), "--tree", str(parent["tree"])]
+    argv += ["--oracle", str(parent["tree"] / "oracle"), "--patch-python", str(parent["python"])]
+    argv += ["--quarantine", str(tmp_path / "quarantine.yaml")]
+    argv += ["--ledger", str(tmp_path / "ledger.json")]
+    argv += ["--oracle-report", str(tmp_path / "oracle.json")]
+    report = tmp_path / "flake-budget.json"
+    assert flake_budget.main([*argv, "--report", str(report)]) == 2
+    summary = json.loads(report.read_text("utf-8"))["summary"]
+    assert "the crossrun report has no field 'tests'" in summary, summary
 
 
 @pytest.mark.parametrize(

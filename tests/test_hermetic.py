@@ -5,7 +5,9 @@ user installs the wheel into, and code that keeps the break out of the environme
 judges it in. Every branch is judged confined (this machine's namespaces), after a code
 owner's review (ORACLE_REVIEW=1: an in-tree backend is build configuration, needs-review on
 its own; what is judged here is what the patch's code does), with a cache folder of the
-test's own. Before issue 48 each merged.
+module's own: the base's runs are kept once for every attack, and whatever an attack planted
+where it may not would be kept there for every later one to find. Before issue 48 each
+merged.
 
 - A build that writes into its own judged environment: the backend imports the package for
   its version (a non-literal `__version__`, `dynamic = ["version"]`), or is a backend of the
@@ -132,6 +134,13 @@ BUILD_TIME = {
 }
 
 
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's kept runs and environments, apart from the suite's (they may hold a plant
+    that got through)."""
+    return tmp_path_factory.mktemp("cache")
+
+
 def judged(repo: Path, cache: Path, *args: str) -> Verdict:
     return judge(repo, *args, env={REVIEW: "1", CACHE_ENV: str(cache)})
 
@@ -144,10 +153,9 @@ def site_files(cache: Path) -> set[str]:
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(BUILD_TIME))
 def test_a_build_that_writes_into_its_judged_environment_never_merges(
-    repo: Path, tmp_path: Path, name: str
+    repo: Path, cache: Path, name: str
 ) -> None:
     head = branch(repo, f"hermetic/{name}", BUILD_TIME[name])
-    cache = tmp_path / "cache"
     verdict = judged(repo, cache, "--head", head)
     assert verdict.report.get("confinement") == "namespaces", verdict.output[-3000:]
     assert verdict.report["verdict"] != "merge", shown(verdict)
@@ -210,9 +218,8 @@ def patch_b(repo: Path) -> None:
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(LANDED))
 def test_a_landed_patchs_plant_never_excuses_the_next_patchs_break(
-    repo: Path, tmp_path: Path, name: str
+    repo: Path, cache: Path, name: str
 ) -> None:
-    cache = tmp_path / "cache"
     a = branch(repo, f"landed/{name}-a", patch_a(LANDED[name]))
     first = judged(repo, cache, "--head", a)
     assert first.report["verdict"] == "merge", shown(first)
@@ -274,12 +281,12 @@ def keyed_break(condition: str, where: str) -> Callable[[Path], None]:
 @pytest.mark.e2e
 @pytest.mark.parametrize("name", sorted(KEYED_ON))
 def test_a_break_hidden_while_the_judges_variables_are_set_never_merges(
-    repo: Path, tmp_path: Path, name: str
+    repo: Path, cache: Path, name: str
 ) -> None:
     """The judge runs as in CI (its runner's variables set); no run of the patch's code sees
     them, so the break shows (the base runs no perturbed run: `shop`'s `perturb: []`)."""
     head = branch(repo, f"keyed/{name}", keyed_break(*KEYED_ON[name]))
-    verdict = judge(repo, "--head", head, env={**CI_RUNNER, CACHE_ENV: str(tmp_path / "cache")})
+    verdict = judge(repo, "--head", head, env={**CI_RUNNER, CACHE_ENV: str(cache)})
     assert verdict.report["verdict"] == "block", shown(verdict)
     assert verdict.statuses["flake-budget"] == "block", shown(verdict)
     caught = "oracle" if KEYED_ON[name][1] == "oracle" else "crossrun"

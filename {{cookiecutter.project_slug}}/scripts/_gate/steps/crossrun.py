@@ -323,7 +323,8 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
     if selection is not None:
         outcome = outcome.noted(f"; {selection.why}", selection=selection.evidence())
     total = len(parent) + results["parent"].deselected
-    return described(outcome, runs, setup, runs.shard.evidence(len(parent), total), patch_runs)
+    owned = runs.shard.evidence(len(parent), total)
+    return described(outcome, runs, setup, owned, patch_runs, tests=folders)
 
 
 def described(
@@ -332,11 +333,16 @@ def described(
     setup: Setup,
     shard: dict[str, Any],
     patch_runs: Sequence[PytestRun],
+    *,
+    tests: Sequence[str],
 ) -> Outcome:
-    """The outcome's evidence of how the tests ran: the shard, the plugins loaded by name,
-    the modules left out of the copy the tests ran from, and which test ran each changed
-    line in the patch's runs."""
-    outcome.evidence.update(shard=shard, plugins=list(setup.plugins), hidden=list(setup.hidden))
+    """The outcome's evidence of how the tests ran: the test files and folders in their order,
+    the shard, the plugins loaded by name, the modules left out of the copy the tests ran from
+    (a flake-budget retry runs them so again), and which test ran each changed line in the
+    patch's runs."""
+    outcome.evidence.update(
+        tests=list(tests), shard=shard, plugins=list(setup.plugins), hidden=list(setup.hidden)
+    )
     if runs.changed:
         outcome.evidence["coverage"] = covered(run.coverage for run in patch_runs).as_dict()
     return outcome

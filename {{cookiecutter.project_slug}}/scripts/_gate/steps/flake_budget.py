@@ -7,7 +7,11 @@
 It decides only what the oracle step and the crossrun step deferred to it: tests that passed on
 the parent build and failed or errored on the patch. Such a test is excused when a live
 quarantine row or a live variance-ledger row (both read from the protected oracle ref) names
-it, or when it passes again within `--max-retry` reruns on the patch. Everything else those
+it, or when it passes again within `--max-retry` reruns on the patch. A rerun is the step's
+whole run again (its tests, in their order, its shard), never the test alone: a test that fails
+only after earlier tests ran the patch's code (state they left behind: a module's globals, the
+environment, a file) fails again, where alone it would pass; one rerun per attempt serves every
+test the step deferred. Everything else those
 steps already decided, and this step leaves it as it is: a new test gets zero retries, a
 missing or skipped test is never a flake. Cassette replay, the inventory, the lock and the
 write-set are never excused. A deferring report that cannot be read fails closed.
@@ -19,7 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +43,11 @@ from _gate.core.protocol import (
 )
 from _gate.core.quarantine import active_ids, load_quarantine
 from _gate.core.seal import Seal, TrustedEnv, seal_of
+from _gate.plugin.shard import WHOLE, Shard
 from _gate.runs.crossrun_run import Setup
 from _gate.runs.crossrun_run import run as crossrun_run
 from _gate.runs.entry import Contract, Earlier
-from _gate.runs.oracle_run import PREFIX, add_oracle_args
+from _gate.runs.oracle_run import add_oracle_args
 from _gate.runs.oracle_run import run as run_oracle
 from _gate.runs.pytest_run import PytestRun, Subject
 
@@ -114,13 +119,15 @@ def live_rows(
 
 @dataclass(frozen=True)
 class Retry:
-    """What a rerun needs: the inputs, and the oracle env sealed once for every retry."""
+    """What a rerun needs: the inputs, the oracle env sealed once for every retry, and the
+    whole runs made so far (by step and attempt), each shared by the tests that step deferred."""
 
     given: Inputs
     oracle_env: TrustedEnv | None
+    runs: dict[tuple[str, int], PytestRun] = field(default_factory=dict)
 
 
-Rerun = Callable[[Retry, str, dict[str, Any]], PytestRun]
+Rerun = Callable[[Retry, dict[str, Any]], PytestRun]
 
 
 def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
@@ -128,35 +135,61 @@ def retries_for(node: str, parent: dict[str, str], max_retry: int) -> int:
     return max_retry if parent.get(node) == "passed" else 0
 
 
-def rerun_oracle(retry: Retry, node: str, _evidence: dict[str, Any]) -> PytestRun:
-    target, given = node.removeprefix(PREFIX), retry.given
+def rerun_oracle(retry: Retry, evidence: dict[str, Any]) -> PytestRun:
+    """The property oracles' whole run on the patch build again, its shard's."""
+    given = retry.given
     if retry.oracle_env is None:
-        raise FailClosed(f"{node}: no oracle environment to retry it in (--oracle-python)")
+        raise FailClosed("no oracle environment to retry the property oracles in (--oracle-python)")
     subject = Subject(given.patch_python, given.call_timeout)
-    return run_oracle(retry.oracle_env, subject, given.oracle, given.timeout, targets=[target])
+    shard = shard_of(evidence)
+    return run_oracle(retry.oracle_env, subject, given.oracle, given.timeout, shard=shard)
 
 
-def rerun_crossrun(retry: Retry, node: str, evidence: dict[str, Any]) -> PytestRun:
-    """The crossrun's test again on the patch build, with canaries as the crossrun ran it: a
-    forger could pass only its retries."""
+def rerun_crossrun(retry: Retry, evidence: dict[str, Any]) -> PytestRun:
+    """The crossrun's whole run on the patch build again: its test files and folders in their
+    order, its shard, with canaries as the crossrun ran it (a forger could pass only its
+    retries)."""
     plugins = [str(p) for p in evidence.get("plugins") or []]
     hidden = [str(m) for m in evidence.get("hidden") or []]
+    tests = evidence.get("tests")
     given = retry.given
     if given.tree is None:
-        raise FailClosed(f"{node}: no base tree to retry it from (--tree)")
+        raise FailClosed("no base tree to retry the crossrun's tests from (--tree)")
+    if not isinstance(tests, list) or not tests or not all(isinstance(t, str) for t in tests):
+        raise FailClosed(
+            "the crossrun report has no field 'tests' (the test files and folders it ran, in "
+            "order), which a retry runs again: judge it again with this gate's crossrun"
+        )
+    setup = Setup(given.timeout, tuple(plugins), tuple(hidden), shard_of(evidence), canaries=True)
     try:
-        setup = Setup(given.timeout, tuple(plugins), tuple(hidden), canaries=True)
-        return crossrun_run(given.patch_python, given.tree, [node], setup)
+        return crossrun_run(given.patch_python, given.tree, tests, setup)
     except Tampered as exc:
-        raise Tampered(f"the patch build's retry of {node} was tampered with: {exc}") from None
+        why = f"the patch build's retry of the crossrun was tampered with: {exc}"
+        raise Tampered(why) from None
 
 
-def passes_again(retry: Retry, node: str, evidence: dict[str, Any], again: Rerun) -> int | None:
-    """The attempt (1-based) on which `node` passed again, or None if it never did."""
+def shard_of(evidence: dict[str, Any]) -> Shard:
+    """The shard a step's run held (its evidence's `shard`; the whole run without one)."""
+    held = evidence.get("shard")
+    if not isinstance(held, dict):
+        return WHOLE
+    try:
+        return Shard(int(held["index"]), int(held["count"]))
+    except (KeyError, TypeError, ValueError):
+        raise FailClosed(f"a deferring report's shard is not a shard: {held!r}") from None
+
+
+def passes_again(
+    retry: Retry, step: str, node: str, evidence: dict[str, Any], again: Rerun
+) -> int | None:
+    """The attempt (1-based) on which `node` passed again in its step's whole run, or None
+    if it never did."""
     parent = evidence.get("parent") or {}
     for attempt in range(1, retries_for(node, parent, retry.given.max_retry) + 1):
-        result = again(retry, node, evidence)
-        if (result.outcomes or {}).get(node) == "passed" and result.exit_code == 0:
+        if (step, attempt) not in retry.runs:
+            retry.runs[step, attempt] = again(retry, evidence)
+        result = retry.runs[step, attempt]
+        if (result.outcomes or {}).get(node) == "passed":
             return attempt
     return None
 
@@ -165,7 +198,7 @@ RERUN: dict[str, Rerun] = {"oracle": rerun_oracle, "crossrun": rerun_crossrun}
 
 
 def deferred(earlier: Mapping[str, Report]) -> list[tuple[str, dict[str, Any], Rerun]]:
-    """(step, evidence, how to rerun one of its tests) of each step that deferred to us."""
+    """(step, evidence, how to run its whole run again) of each step that deferred to us."""
     found = []
     for step, again in RERUN.items():
         report = earlier.get(step)
@@ -197,7 +230,7 @@ def decide(given: Inputs, earlier: Earlier) -> Outcome:
             if node in given.quarantined | given.frozen and parent.get(node) == "passed":
                 excluded.append({"id": node, "step": step, "by": by})
                 continue
-            attempt = passes_again(retry, node, evidence, again)
+            attempt = passes_again(retry, step, node, evidence, again)
             found = {"id": node, "step": step, "passed_on_retry": attempt}
             (flaky if attempt else remaining).append(found)
     out = {
