@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from _gate.core.protocol import Progress
 from _gate.judge import runner
 from _gate.judge.lanes import Judge
 
-from tests.helpers import finish
+from tests.helpers import SCRIPTS, finish
 
 pytestmark = pytest.mark.fast  # step tests on prepared trees: no build, no nox
 
@@ -120,3 +122,38 @@ def test_an_inline_step_that_exits_leaves_no_report_and_fails_closed(
         "error",
         "step left no report (SystemExit: 2)",
     )
+
+
+# Eight threads saying lines at once, as the judge's lanes and a build's two sides do: half
+# through say(), half as the judge passes a step's progress through (runner.Quiet).
+AT_ONCE = """
+import sys
+import threading
+from _gate.core.protocol import say
+from _gate.judge.runner import Quiet
+
+def work(n):
+    quiet = Quiet("build")
+    for i in range(300):
+        if n % 2:
+            say(f"kept: thread {n} line {i}", error=True)
+        else:
+            quiet.passed(f"kept: thread {n} line {i}")
+
+threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+"""
+
+
+def test_lines_said_by_threads_at_once_stay_whole(tmp_path: Path) -> None:
+    """print() writes a line and its newline apart: another thread's line came in between,
+    and a reader of `kept: ` lines lost one (tests/test_faults.py, once under load)."""
+    done = subprocess.run(
+        [sys.executable, "-c", AT_ONCE], cwd=SCRIPTS, capture_output=True, text=True, check=True
+    )
+    lines = done.stderr.splitlines()
+    whole = [line for line in lines if re.fullmatch(r"(judge: )?kept: thread \d line \d+", line)]
+    assert len(lines) == len(whole) == 8 * 300, [line for line in lines if line not in whole][:5]

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from _gate.core.reports import Names
 
@@ -123,7 +123,14 @@ def say(text: str, error: bool = False) -> None:
     if listener is not None:
         listener(text, error)
     else:
-        print(text, file=sys.stderr if error else sys.stdout, flush=True)
+        line_to(sys.stderr if error else sys.stdout, text)
+
+
+def line_to(stream: TextIO, text: str) -> None:
+    """Write `text` and its newline in one write, then flush: steps run in threads, and
+    print's two writes (the text, then the newline) let another thread's line in between."""
+    stream.write(f"{text}\n")
+    stream.flush()
 
 
 @contextmanager

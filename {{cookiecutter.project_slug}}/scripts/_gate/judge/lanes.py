@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from _gate.core.context import Judgment, write_judgment
-from _gate.core.protocol import PASS, STATUS, Report
+from _gate.core.protocol import PASS, STATUS, Report, line_to
 from _gate.core.reports import Names, write_report
 from _gate.core.steps import STEPS, Step, report_file
 from _gate.judge.runner import finished, has_report, inline, run_step
@@ -60,7 +60,7 @@ class Judge:
         self.outcomes[report.step] = report
         own = self.reports if has_report(report.step) else None
         self.steps.append(step_row(report, seconds, own))
-        print(f"judge: {report.step}: {report.status}: {report.summary}", flush=True)
+        line_to(sys.stdout, f"judge: {report.step}: {report.status}: {report.summary}")
         return report.code
 
     def shorten(self, text: str) -> str:

@@ -22,6 +22,7 @@ from _gate.core.protocol import (
     PROGRESS_LINE,
     FailClosed,
     Report,
+    line_to,
     listening,
     read_report,
 )
@@ -60,7 +61,7 @@ def run_inline(name: str, body: Callable[[], int]) -> Ran:
         if error:
             quiet.passed(line)
         elif line.startswith("::error "):
-            print(line, flush=True)
+            line_to(sys.stdout, line)
 
     def watched() -> None:
         try:
@@ -120,7 +121,7 @@ class Quiet:
         """Pass a progress line through (True); any other line is the caller's."""
         if not re.match(PROGRESS_LINE, line):
             return False
-        print(f"judge: {line}", file=sys.stderr, flush=True)
+        line_to(sys.stderr, f"judge: {line}")
         self.heard = time.monotonic()
         return True
 
@@ -128,7 +129,7 @@ class Quiet:
         now = time.monotonic()
         if now - self.heard >= HEARTBEAT:
             line = f"judge: {self.name}: running, {now - self.start:.0f} s"
-            print(line, file=sys.stderr, flush=True)
+            line_to(sys.stderr, line)
             self.heard = now
 
 
@@ -170,4 +171,4 @@ def forward_workflow_commands(stdout: bytes) -> None:
     """A step's GitHub annotations (`::error file=...`) reach the log only through the judge."""
     for line in stdout.decode("utf-8", "replace").splitlines():
         if line.startswith("::error "):
-            print(line, flush=True)
+            line_to(sys.stdout, line)

@@ -11,10 +11,10 @@ it, or when it passes again within `--max-retry` reruns on the patch. A rerun is
 whole run again (its tests, in their order, its shard), never the test alone: a test that fails
 only after earlier tests ran the patch's code (state they left behind: a module's globals, the
 environment, a file) fails again, where alone it would pass; one rerun per attempt serves every
-test the step deferred. Everything else those
-steps already decided, and this step leaves it as it is: a new test gets zero retries, a
-missing or skipped test is never a flake. Cassette replay, the inventory, the lock and the
-write-set are never excused. A deferring report that cannot be read fails closed.
+test the step deferred. Everything else those steps already decided, and this step leaves it
+as it is: a new test gets zero retries, a missing or skipped test is never a flake. Cassette
+replay, the inventory, the lock and the write-set are never excused. A deferring report that
+cannot be read fails closed.
 Exit codes: 0 every deferred failure is excused (or none was deferred), 1 block, 2 fail closed.
 """
 
