@@ -20,6 +20,7 @@ from typing import Any
 import count_asserts
 import crossrun
 import fixtures_lock
+import flake_budget
 import write_set
 from _gate.core.config import load_config
 from _gate.core.context import Judgment, write_judgment
@@ -239,6 +240,36 @@ def run_crossrun(
     argv += ["--patch-tree", str(patch["tree"])] if patch_tree else []
     code = crossrun.main([*argv, "--perturb", "", *extra])
     return code, json.loads(report.read_text("utf-8"))
+
+
+def crossrun_then_budget(
+    envs: Built, head: str, tmp_path: Path, base: str = "main", between: Change | None = None
+) -> tuple[int, dict[str, Any]]:
+    """The crossrun of `head` on `base` (deferred to flake control), then flake-budget as the
+    judge runs it last (an oracle that passed, an empty oracle ref), `between` done to the base
+    tree in between: its exit code and its report."""
+    code, report = run_crossrun(envs, head, tmp_path, base=base)
+    assert (code, report["status"]) == (1, "deferred"), report["summary"]
+    oracle_report = tmp_path / "oracle.json"
+    oracle_report.write_text(json.dumps({"status": "pass", "evidence": {}}), "utf-8")
+    (tmp_path / "quarantine.yaml").write_text("quarantine: []\n", "utf-8")
+    (tmp_path / "ledger.json").write_text("{}", "utf-8")
+    parent, patch = envs(base, "parent"), envs(head, "patch")
+    argv = [
+        "--oracle-report",
+        str(oracle_report),
+        "--crossrun-report",
+        str(tmp_path / "crossrun.json"),
+    ]
+    argv += ["--tree", str(parent["tree"]), "--oracle", str(parent["tree"] / "oracle")]
+    argv += ["--oracle-python", str(parent["python"]), "--patch-python", str(patch["python"])]
+    argv += ["--quarantine", str(tmp_path / "quarantine.yaml")]
+    argv += ["--ledger", str(tmp_path / "ledger.json")]
+    budget = tmp_path / "flake-budget.json"
+    if between is not None:
+        between(parent["tree"])
+    code = flake_budget.main([*argv, "--report", str(budget)])
+    return code, json.loads(budget.read_text("utf-8"))
 
 
 def static_steps(repo: Path, head: str, tmp: Path, base: str = "main") -> dict[str, Step]:

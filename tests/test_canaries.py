@@ -15,19 +15,17 @@ machinery check each merged.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import flake_budget
 import pytest
 from _gate.runs.canaries import plant
 from _gate.runs.crossrun_run import Setup, copy_tree
 from _gate.runs.crossrun_run import run as crossrun_run
 
-from tests.helpers import Built, Change, run_crossrun
+from tests.helpers import Built, Change, crossrun_then_budget, edits, run_crossrun
 from tools.bakery import branch, edit, git, judge
 
 SRC = "src/shop/discounts.py"
@@ -300,28 +298,15 @@ def test_a_forger_that_passes_only_the_retry_fails_flake_budget_closed(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
     head = branch(repo, "canaries/on-retry", forged(ON_RETRY))
-    code, report = run_crossrun(envs, head, tmp_path)
-    assert (code, report["status"]) == (1, "deferred"), report["summary"]
-    oracle_report = tmp_path / "oracle.json"
-    oracle_report.write_text(json.dumps({"status": "pass", "evidence": {}}), "utf-8")
-    (tmp_path / "quarantine.yaml").write_text("quarantine: []\n", "utf-8")
-    (tmp_path / "ledger.json").write_text("{}", "utf-8")
-    parent, patch = envs("main", "parent"), envs(head, "patch")
-    argv = ["--oracle-report", str(oracle_report), "--tree", str(parent["tree"])]
-    argv += ["--crossrun-report", str(tmp_path / "crossrun.json")]
-    argv += ["--oracle", str(parent["tree"] / "oracle"), "--oracle-python", str(parent["python"])]
-    argv += ["--patch-python", str(patch["python"]), "--max-retry", "1"]
-    argv += ["--quarantine", str(tmp_path / "quarantine.yaml")]
-    argv += ["--ledger", str(tmp_path / "ledger.json")]
-    budget = tmp_path / "flake-budget.json"
-    readme = parent["tree"] / "README.md"
+    readme = envs("main", "parent")["tree"] / "README.md"
     told = readme.read_text("utf-8")
-    readme.write_text(told + "retry now\n", "utf-8")
     try:
-        assert flake_budget.main([*argv, "--report", str(budget)]) == 1
+        retry_now = edits(("README.md", told, told + "retry now\n"))
+        code, report = crossrun_then_budget(envs, head, tmp_path, between=retry_now)
     finally:  # the built tree is the module's
         readme.write_text(told, "utf-8")
-    summary = json.loads(budget.read_text("utf-8"))["summary"]
+    summary = report["summary"]
+    assert code == 1, summary
     retry = "the patch build's retry of the crossrun was tampered with: canary tests/"
     assert summary.startswith(retry), summary
 

@@ -22,7 +22,7 @@ import pytest
 from _gate.runs import markers, test_deps
 from _gate.runs.envs import tools_env
 
-from tests.helpers import Built, Change, edits, run_crossrun
+from tests.helpers import Built, Change, crossrun_then_budget, edits, run_crossrun
 from tools.bakery import branch, edit, git, judge
 
 SRC = "src/shop/discounts.py"
@@ -605,36 +605,6 @@ def test_the_judge_blocks_a_parent_test_the_patch_breaks(repo: Path) -> None:
     assert "as the crossrun ran them" in tests
 
 
-def after_budget(
-    envs: Built, head: str, tmp_path: Path, base: str = "main", between: Change | None = None
-) -> tuple[int, dict[str, Any]]:
-    """The crossrun of `head` on `base` (deferred to flake control), then flake-budget as the
-    judge runs it last (an oracle that passed, an empty oracle ref), `between` done to the base
-    tree in between: its exit code and its evidence."""
-    code, report = run_crossrun(envs, head, tmp_path, base=base)
-    assert (code, report["status"]) == (1, "deferred"), report["summary"]
-    oracle_report = tmp_path / "oracle.json"
-    oracle_report.write_text(json.dumps({"status": "pass", "evidence": {}}), "utf-8")
-    (tmp_path / "quarantine.yaml").write_text("quarantine: []\n", "utf-8")
-    (tmp_path / "ledger.json").write_text("{}", "utf-8")
-    parent, patch = envs(base, "parent"), envs(head, "patch")
-    argv = [
-        "--oracle-report",
-        str(oracle_report),
-        "--crossrun-report",
-        str(tmp_path / "crossrun.json"),
-    ]
-    argv += ["--tree", str(parent["tree"]), "--oracle", str(parent["tree"] / "oracle")]
-    argv += ["--oracle-python", str(parent["python"]), "--patch-python", str(patch["python"])]
-    argv += ["--quarantine", str(tmp_path / "quarantine.yaml")]
-    argv += ["--ledger", str(tmp_path / "ledger.json")]
-    budget = tmp_path / "flake-budget.json"
-    if between is not None:
-        between(parent["tree"])
-    code = flake_budget.main([*argv, "--report", str(budget)])
-    return code, json.loads(budget.read_text("utf-8"))["evidence"]
-
-
 def test_a_flaky_parent_test_is_retried_within_the_budget(
     repo: Path, envs: Built, tmp_path: Path
 ) -> None:
@@ -645,11 +615,11 @@ def test_a_flaky_parent_test_is_retried_within_the_budget(
     base = branch(repo, "crossrun-base/flaky", flaky)
     settle = edits(("tests/flaky.txt", "fail\n", "pass\n"))
     try:
-        code, evidence = after_budget(envs, base, tmp_path, base=base, between=settle)
+        code, report = crossrun_then_budget(envs, base, tmp_path, base=base, between=settle)
     finally:  # the built tree is the module's
         (envs(base, "parent")["tree"] / "tests/flaky.txt").write_text("fail\n", "utf-8")
     test = "tests/test_flaky.py::test_flaky_on_the_patch_once"
-    assert (code, evidence["flaky"]) == (
+    assert (code, report["evidence"]["flaky"]) == (
         0,
         [{"id": test, "step": "crossrun", "passed_on_retry": 1}],
     )
@@ -702,7 +672,8 @@ def test_a_test_the_patch_breaks_only_after_earlier_tests_is_no_flake(
 ) -> None:
     """Retried alone, the pinning test passes; its whole run again, in order, fails it again."""
     head = branch(repo, f"crossrun/spoiled-{state}", spoiled(state))
-    code, evidence = after_budget(envs, head, tmp_path)
+    code, report = crossrun_then_budget(envs, head, tmp_path)
+    evidence = report["evidence"]
     assert (code, evidence["flaky"]) == (1, []), evidence
     assert {"id": CAP_TEST, "step": "crossrun", "passed_on_retry": None} in evidence["remaining"]
 
