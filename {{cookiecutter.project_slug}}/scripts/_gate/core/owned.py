@@ -8,6 +8,7 @@ a reused pid included.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -20,9 +21,15 @@ def owned_folder(prefix: str) -> Path:
     """A new folder of this machine's temporary folder (resolved: pytest writes resolved
     paths), marked as this process's."""
     folder = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
-    owner = {"pid": os.getpid(), "start": process_start(os.getpid())}
-    (folder / OWNER).write_text(json.dumps(owner), "utf-8")
+    (folder / OWNER).write_text(mark(os.getpid()), "utf-8")
     return folder
+
+
+@functools.cache
+def mark(pid: int) -> str:
+    """The owner mark of this process (of `pid`, its own: a forked child asks with its own),
+    read from /proc once: every confined job's status folder carries it."""
+    return json.dumps({"pid": pid, "start": process_start(pid)})
 
 
 def abandoned(prefix: str) -> list[Path]:

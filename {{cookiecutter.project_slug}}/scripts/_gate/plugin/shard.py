@@ -48,6 +48,17 @@ class Shard:
         """What a sharded step reports, so a merge can check that the shards add up."""
         return {"index": self.index, "count": self.count, "owned": owned, "total": total}
 
+    @classmethod
+    def of(cls, evidence: Any) -> Shard:
+        """The shard `evidence` (what `evidence()` wrote) names; the whole run for none.
+        ValueError for one that names no shard."""
+        if evidence is None:
+            return WHOLE
+        try:
+            return cls(int(evidence["index"]), int(evidence["count"]))
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"{evidence!r} names no shard") from None
+
 
 WHOLE = Shard()
 

@@ -43,7 +43,7 @@ from _gate.core.protocol import (
 )
 from _gate.core.quarantine import active_ids, load_quarantine
 from _gate.core.seal import Seal, TrustedEnv, seal_of
-from _gate.plugin.shard import WHOLE, Shard
+from _gate.plugin.shard import Shard
 from _gate.runs.crossrun_run import Setup
 from _gate.runs.crossrun_run import run as crossrun_run
 from _gate.runs.entry import Contract, Earlier
@@ -169,14 +169,11 @@ def rerun_crossrun(retry: Retry, evidence: dict[str, Any]) -> PytestRun:
 
 
 def shard_of(evidence: dict[str, Any]) -> Shard:
-    """The shard a step's run held (its evidence's `shard`; the whole run without one)."""
-    held = evidence.get("shard")
-    if not isinstance(held, dict):
-        return WHOLE
+    """The shard a deferring step's run held (its evidence's `shard`)."""
     try:
-        return Shard(int(held["index"]), int(held["count"]))
-    except (KeyError, TypeError, ValueError):
-        raise FailClosed(f"a deferring report's shard is not a shard: {held!r}") from None
+        return Shard.of(evidence.get("shard"))
+    except ValueError as exc:
+        raise FailClosed(f"a deferring report's shard: {exc}") from None
 
 
 def passes_again(
